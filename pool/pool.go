@@ -1,0 +1,177 @@
+// Package pool keeps the expensive parts of compression for reuse: encoders
+// and decoders for one coding (and, for encoders, one level), and fixed-size
+// byte buffers.
+//
+// Each pool is built on sync.Pool, so there is no lock shared across
+// goroutines and idle objects are released under memory pressure. A value
+// handed out by Get belongs to the caller alone until it is given back with
+// Put. Put resets the value before pooling it, so nothing from one stream can
+// reach the next, and refuses a value that is already in the pool.
+package pool
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/squeezehttp/squeeze/writers"
+)
+
+// Encoder is an encoder lent by an Encoders pool.
+type Encoder struct {
+	writers.Encoder
+	pooled bool
+}
+
+// Encoders pools the encoders of one coding at one level.
+type Encoders struct {
+	coding string
+	level  int
+	p      sync.Pool
+}
+
+// NewEncoders returns a pool of encoders for coding at level. It builds one
+// encoder at once, so an invalid coding or level is reported here, not on
+// the first response.
+func NewEncoders(coding string, level int) (*Encoders, error) {
+	e, err := writers.NewEncoder(coding, level)
+	if err != nil {
+		return nil, err
+	}
+	p := &Encoders{coding: coding, level: level}
+	p.p.Put(&Encoder{Encoder: e, pooled: true})
+	return p, nil
+}
+
+// Coding returns the coding of the pool's encoders.
+func (p *Encoders) Coding() string { return p.coding }
+
+// Level returns the level of the pool's encoders.
+func (p *Encoders) Level() int { return p.level }
+
+// Get returns an encoder writing to w, taken from the pool or built anew.
+func (p *Encoders) Get(w io.Writer) (*Encoder, error) {
+	e, _ := p.p.Get().(*Encoder)
+	if e == nil {
+		enc, err := writers.NewEncoder(p.coding, p.level)
+		if err != nil {
+			return nil, fmt.Errorf("pool: %s level %d: %w", p.coding, p.level, err)
+		}
+		e = &Encoder{Encoder: enc}
+	}
+	e.pooled = false
+	e.Reset(w)
+	return e, nil
+}
+
+// Put resets e, dropping its reference to the last destination, and keeps it
+// for reuse. It panics if e is already in the pool: a second Put would let two
+// callers share one encoder.
+func (p *Encoders) Put(e *Encoder) {
+	if e.pooled {
+		panic("pool: encoder put back twice")
+	}
+	e.Reset(io.Discard)
+	e.pooled = true
+	p.p.Put(e)
+}
+
+// Decoder is a decoder lent by a Decoders pool.
+type Decoder struct {
+	writers.Decoder
+	pooled bool
+}
+
+// Decoders pools the decoders of one coding.
+type Decoders struct {
+	coding string
+	p      sync.Pool
+}
+
+// NewDecoders returns a pool of decoders for coding. It builds one decoder at
+// once, so an invalid coding is reported here.
+func NewDecoders(coding string) (*Decoders, error) {
+	d, err := writers.NewDecoder(coding)
+	if err != nil {
+		return nil, err
+	}
+	p := &Decoders{coding: coding}
+	p.p.Put(&Decoder{Decoder: d, pooled: true})
+	return p, nil
+}
+
+// Coding returns the coding of the pool's decoders.
+func (p *Decoders) Coding() string { return p.coding }
+
+// Get returns a decoder reading from r, taken from the pool or built anew.
+// When the stream's header is invalid the decoder goes straight back to the
+// pool and Get returns the codec's error.
+func (p *Decoders) Get(r io.Reader) (*Decoder, error) {
+	d, _ := p.p.Get().(*Decoder)
+	if d == nil {
+		dec, err := writers.NewDecoder(p.coding)
+		if err != nil {
+			return nil, fmt.Errorf("pool: %s: %w", p.coding, err)
+		}
+		d = &Decoder{Decoder: dec}
+	}
+	d.pooled = false
+	if err := d.Reset(r); err != nil {
+		p.Put(d)
+		return nil, err
+	}
+	return d, nil
+}
+
+// Put detaches d from its source and keeps it for reuse. It panics if d is
+// already in the pool.
+func (p *Decoders) Put(d *Decoder) {
+	if d.pooled {
+		panic("pool: decoder put back twice")
+	}
+	// Reset(nil) cannot fail for these codecs; a decoder that could not be
+	// detached is dropped rather than pooled with a live source.
+	if err := d.Reset(nil); err != nil {
+		return
+	}
+	d.pooled = true
+	p.p.Put(d)
+}
+
+// Buffers pools byte slices of one fixed capacity.
+type Buffers struct {
+	size int
+	p    sync.Pool
+}
+
+// NewBuffers returns a pool of buffers of size bytes.
+func NewBuffers(size int) (*Buffers, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("pool: buffer size must be positive, got %d", size)
+	}
+	return &Buffers{size: size}, nil
+}
+
+// Size returns the capacity of the pool's buffers.
+func (b *Buffers) Size() int { return b.size }
+
+// Get returns an empty buffer with capacity Size. The pointer saves an
+// allocation per Put (a slice header stored in an interface escapes).
+func (b *Buffers) Get() *[]byte {
+	if buf, _ := b.p.Get().(*[]byte); buf != nil {
+		return buf
+	}
+	buf := make([]byte, 0, b.size)
+	return &buf
+}
+
+// Put empties buf and keeps it for reuse. A buffer whose capacity is not
+// Size (one that was grown or cut elsewhere) is dropped, so the pool never
+// hands out a buffer larger or smaller than it promises.
+func (b *Buffers) Put(buf *[]byte) {
+	if cap(*buf) != b.size {
+		return
+	}
+	*buf = (*buf)[:0]
+	b.p.Put(buf)
+}

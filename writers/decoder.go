@@ -1,0 +1,191 @@
+package writers
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zlib"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Decoder decompresses the stream read from the reader given to Reset.
+//
+// Reset discards all state, keeps the allocated tables and buffers, and
+// starts decoding r. Some codecs read the stream header in Reset, so it can
+// fail on a corrupt or empty stream. Reset(nil) detaches the decoder from its
+// source, so a pooled decoder keeps no request body alive.
+type Decoder interface {
+	io.Reader
+	Reset(r io.Reader) error
+}
+
+// ErrDetached is returned by Read on a Decoder that was Reset(nil).
+var ErrDetached = errors.New("writers: decoder has no source")
+
+// NewDecoder returns a decoder for coding that reads nothing until Reset
+// names a source. coding must be canonical (see Canonical).
+//
+// zstd decoders run with concurrency 1, so they start no goroutines, and
+// refuse frames that declare a window over ZstdMaxWindow. deflate decoders
+// accept the zlib-wrapped streams RFC 9110 specifies and, since some senders
+// emit them, raw deflate streams too.
+func NewDecoder(coding string) (Decoder, error) {
+	switch coding {
+	case Gzip:
+		return &gzipDecoder{}, nil
+	case Deflate:
+		return &deflateDecoder{}, nil
+	case Zstd:
+		d, err := zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxWindow(ZstdMaxWindow),
+			zstd.WithDecoderMaxMemory(ZstdMaxWindow),
+			// Always stream: the in-memory fast path would decode a whole
+			// buffered body at once, whatever the caller's size cap.
+			zstd.WithDecodeBuffersBelow(0),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("writers: zstd decoder: %w", err)
+		}
+		return &zstdDecoder{d: d}, nil
+	case Brotli:
+		return &brotliDecoder{r: brotli.NewReader(nil)}, nil
+	}
+	return nil, unknownCoding(coding)
+}
+
+// gzipDecoder guards the zero gzip.Reader, which panics if read before a
+// successful Reset.
+type gzipDecoder struct {
+	r     gzip.Reader
+	ready bool
+}
+
+func (d *gzipDecoder) Reset(r io.Reader) error {
+	d.ready = false
+	if r == nil {
+		return nil
+	}
+	if err := d.r.Reset(r); err != nil {
+		return err
+	}
+	d.ready = true
+	return nil
+}
+
+func (d *gzipDecoder) Read(p []byte) (int, error) {
+	if !d.ready {
+		return 0, ErrDetached
+	}
+	return d.r.Read(p)
+}
+
+type zstdDecoder struct {
+	d     *zstd.Decoder
+	ready bool
+}
+
+func (d *zstdDecoder) Reset(r io.Reader) error {
+	d.ready = false
+	if err := d.d.Reset(r); err != nil {
+		return err
+	}
+	d.ready = r != nil
+	return nil
+}
+
+func (d *zstdDecoder) Read(p []byte) (int, error) {
+	if !d.ready {
+		return 0, ErrDetached
+	}
+	return d.d.Read(p)
+}
+
+type brotliDecoder struct {
+	r     *brotli.Reader
+	ready bool
+}
+
+func (d *brotliDecoder) Reset(r io.Reader) error {
+	d.ready = r != nil
+	return d.r.Reset(r)
+}
+
+func (d *brotliDecoder) Read(p []byte) (int, error) {
+	if !d.ready {
+		return 0, ErrDetached
+	}
+	return d.r.Read(p)
+}
+
+// deflateDecoder looks at the first two bytes to tell a zlib stream from a
+// raw deflate one. Its bufio.Reader doubles as the flate.Reader both
+// decompressors want, so neither adds a buffer of its own.
+type deflateDecoder struct {
+	src    *bufio.Reader
+	zlib   io.ReadCloser
+	flate  io.ReadCloser
+	active io.Reader
+}
+
+func (d *deflateDecoder) Reset(r io.Reader) error {
+	d.active = nil
+	if r == nil {
+		if d.src != nil {
+			d.src.Reset(nil)
+		}
+		return nil
+	}
+	if d.src == nil {
+		d.src = bufio.NewReaderSize(r, 4096)
+	} else {
+		d.src.Reset(r)
+	}
+	head, err := d.src.Peek(2)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("writers: deflate header: %w", err)
+	}
+	if isZlibHeader(head[0], head[1]) {
+		if d.zlib == nil {
+			d.zlib, err = zlib.NewReader(d.src)
+		} else {
+			err = d.zlib.(zlib.Resetter).Reset(d.src, nil)
+		}
+		if err != nil {
+			return err
+		}
+		d.active = d.zlib
+		return nil
+	}
+	if d.flate == nil {
+		d.flate = flate.NewReader(d.src)
+	} else if err := d.flate.(flate.Resetter).Reset(d.src, nil); err != nil {
+		return err
+	}
+	d.active = d.flate
+	return nil
+}
+
+func (d *deflateDecoder) Read(p []byte) (int, error) {
+	if d.active == nil {
+		return 0, ErrDetached
+	}
+	return d.active.Read(p)
+}
+
+// isZlibHeader reports whether cmf and flg open a zlib stream (RFC 1950 §2.2):
+// method 8 with a window of at most 32 KiB, no preset dictionary, and a check
+// value that makes the pair a multiple of 31. A raw deflate stream cannot
+// pass: a low nibble of 8 would be a non-final stored block with a padding
+// bit set, and encoders pad with zeros.
+func isZlibHeader(cmf, flg byte) bool {
+	return cmf&0x0f == 8 && cmf>>4 <= 7 && flg&0x20 == 0 && (uint16(cmf)<<8|uint16(flg))%31 == 0
+}

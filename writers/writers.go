@@ -1,0 +1,114 @@
+// Package writers gives every content coding squeeze speaks one face: an
+// Encoder that compresses into an io.Writer and a Decoder that decompresses
+// from an io.Reader. Both are resettable, so a pool can reuse one instance for
+// many streams without allocating its tables again.
+//
+// The codecs are github.com/klauspost/compress (gzip, deflate, zstd) and
+// github.com/andybalholm/brotli (br). Every constructor validates its
+// arguments and returns an error instead of a nil or half-built value.
+package writers
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Content-coding names as registered with IANA and used in the
+// Accept-Encoding and Content-Encoding header fields.
+const (
+	Zstd    = "zstd"
+	Brotli  = "br"
+	Gzip    = "gzip"
+	Deflate = "deflate"
+)
+
+// ZstdMaxWindow is the largest zstd window a Decoder accepts. RFC 9659
+// requires HTTP recipients to support 8 MB windows and lets them refuse
+// larger ones, which bounds the memory one hostile stream can claim.
+const ZstdMaxWindow = 8 << 20
+
+// zstdEncoderWindow bounds the memory each in-flight zstd response holds.
+// HTTP bodies are rarely larger than a few hundred KiB, and the ratio lost by
+// a 128 KiB window on real text is small (see BENCHMARKS.md).
+const zstdEncoderWindow = 128 << 10
+
+// brotliEncoderWindowBits is log2 of the brotli encoder window (RFC 7932
+// allows up to 24). 2^18 = 256 KiB covers typical HTTP bodies while keeping
+// the per-stream ring buffer small.
+const brotliEncoderWindowBits = 18
+
+// LevelRange describes the levels a coding accepts, on the codec's own scale.
+type LevelRange struct {
+	Min, Max int
+	// Default is the level squeeze uses when none is configured, chosen from
+	// measurements on real HTML, JSON and JavaScript (see BENCHMARKS.md).
+	Default int
+}
+
+// Contains reports whether level is within the range.
+func (r LevelRange) Contains(level int) bool { return level >= r.Min && level <= r.Max }
+
+// Levels returns the level range of coding, which must be a canonical name
+// (see Canonical).
+//
+// gzip and deflate accept -3 (stateless), -2 (Huffman only) and 1 to 9; zstd
+// accepts 1 to 22, mapped onto the encoder's four speeds the way the zstd
+// command line maps them; br accepts 0 to 11.
+func Levels(coding string) (LevelRange, error) {
+	switch coding {
+	case Gzip, Deflate:
+		return LevelRange{Min: -3, Max: 9, Default: 5}, nil
+	case Zstd:
+		return LevelRange{Min: 1, Max: 22, Default: 3}, nil
+	case Brotli:
+		return LevelRange{Min: 0, Max: 11, Default: 4}, nil
+	}
+	return LevelRange{}, unknownCoding(coding)
+}
+
+// ValidateLevel returns an error unless level is valid for coding.
+func ValidateLevel(coding string, level int) error {
+	r, err := Levels(coding)
+	if err != nil {
+		return err
+	}
+	if !r.Contains(level) || ((coding == Gzip || coding == Deflate) && (level == 0 || level == -1)) {
+		return fmt.Errorf("writers: level %d is not valid for %s (want %d..%d%s)",
+			level, coding, r.Min, r.Max, gzipLevelNote(coding))
+	}
+	return nil
+}
+
+func gzipLevelNote(coding string) string {
+	if coding == Gzip || coding == Deflate {
+		// 0 stores without compressing and -1 means "library default";
+		// neither belongs in a compression middleware's configuration.
+		return ", excluding 0 and -1"
+	}
+	return ""
+}
+
+// Codings returns the codings this package implements, in squeeze's default
+// order of preference. The caller owns the returned slice.
+func Codings() []string { return []string{Zstd, Brotli, Gzip, Deflate} }
+
+// Canonical maps a coding token, compared case-insensitively, to its canonical
+// name. "x-gzip" is gzip (RFC 9110 §8.4.1.3). It reports false for identity
+// and for codings this package does not implement.
+func Canonical(token string) (string, bool) {
+	switch {
+	case strings.EqualFold(token, Zstd):
+		return Zstd, true
+	case strings.EqualFold(token, Brotli):
+		return Brotli, true
+	case strings.EqualFold(token, Gzip), strings.EqualFold(token, "x-gzip"):
+		return Gzip, true
+	case strings.EqualFold(token, Deflate):
+		return Deflate, true
+	}
+	return "", false
+}
+
+func unknownCoding(coding string) error {
+	return fmt.Errorf("writers: unknown content coding %q (want one of zstd, br, gzip, deflate)", coding)
+}
