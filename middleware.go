@@ -496,7 +496,7 @@ func (cw *responseWriter) sendCompressed(h http.Header, body []byte) bool {
 	defer cw.m.buffers.Put(outBuf)
 	// Anything not smaller than the input is no gain: cap the output there
 	// and let the encoder fail instead of growing the buffer.
-	cw.out = cappedBuffer{b: (*outBuf)[:0 : len(body)-1]}
+	cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
 	enc, err := o.encoders.Get(&cw.out)
 	if err != nil {
 		return false
