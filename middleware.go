@@ -106,6 +106,11 @@ type responseWriter struct {
 	buf *[]byte
 	enc *pool.Encoder
 	out cappedBuffer
+
+	// Backing arrays for the header values the middleware sets. They live
+	// as long as this per-response writer, so setting a header costs no
+	// allocation of its own.
+	encodingValue, varyValue, lengthValue [1]string
 }
 
 func (m *Middleware) newResponseWriter(w http.ResponseWriter, r *http.Request) *responseWriter {
@@ -157,7 +162,7 @@ func (cw *responseWriter) WriteHeader(code int) {
 func (cw *responseWriter) notModified(h http.Header) {
 	ct := h.Get("Content-Type")
 	if cw.clientHasCoded || (ct != "" && matchType(cw.m.types, ct)) {
-		addVary(h)
+		cw.addVary(h)
 	}
 	if cw.clientHasCoded {
 		suffixETag(h, cw.m.offers[cw.offer].coding)
@@ -208,7 +213,7 @@ func (cw *responseWriter) eligibleContent(sniff []byte) bool {
 	if len(ct) == 0 || !matchType(cw.m.types, ct[0]) {
 		return false
 	}
-	addVary(h)
+	cw.addVary(h)
 	return true
 }
 
@@ -285,15 +290,16 @@ func (cw *responseWriter) startCompressing() {
 	}
 	cw.enc = enc
 	h := cw.w.Header()
-	setEncoded(h, o.coding)
+	cw.setEncoded(h, o.coding)
 	h.Del("Content-Length")
 	cw.state = stateCompressing
 	cw.w.WriteHeader(cw.status)
 }
 
 // setEncoded sets the headers every encoded response carries.
-func setEncoded(h http.Header, coding string) {
-	h["Content-Encoding"] = []string{coding}
+func (cw *responseWriter) setEncoded(h http.Header, coding string) {
+	cw.encodingValue[0] = coding
+	h["Content-Encoding"] = cw.encodingValue[:]
 	// Byte ranges would refer to the encoded bytes, which differ from one
 	// response to the next; RFC 9110 §14.1.2.
 	h.Del("Accept-Ranges")
@@ -332,6 +338,15 @@ func (cw *responseWriter) FlushError() error {
 		if err := cw.enc.Flush(); err != nil {
 			return err
 		}
+	}
+	// The direct cases spare the ResponseController allocation on every
+	// flush of a stream; the controller handles Unwrap chains.
+	switch f := cw.w.(type) {
+	case interface{ FlushError() error }:
+		return f.FlushError()
+	case http.Flusher:
+		f.Flush()
+		return nil
 	}
 	return http.NewResponseController(cw.w).Flush()
 }
@@ -476,7 +491,7 @@ func (cw *responseWriter) finishBuffered() {
 		}
 	}
 	if _, declared := h["Content-Length"]; !declared && !cw.head && len(body) > 0 {
-		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+		cw.setLength(h, len(body))
 	}
 	cw.startPlain()
 	if len(body) > 0 {
@@ -511,8 +526,8 @@ func (cw *responseWriter) sendCompressed(h http.Header, body []byte) bool {
 	if err != nil {
 		return false
 	}
-	setEncoded(h, o.coding)
-	h["Content-Length"] = []string{strconv.Itoa(len(out))}
+	cw.setEncoded(h, o.coding)
+	cw.setLength(h, len(out))
 	cw.state = stateCompressing // for the record; nothing more is written
 	cw.w.WriteHeader(cw.status)
 	_, _ = cw.w.Write(out)
@@ -548,13 +563,22 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+func (cw *responseWriter) setLength(h http.Header, n int) {
+	cw.lengthValue[0] = strconv.Itoa(n)
+	h["Content-Length"] = cw.lengthValue[:]
+}
+
 // addVary adds Accept-Encoding to Vary unless it, or "*", is there already.
-func addVary(h http.Header) {
+func (cw *responseWriter) addVary(h http.Header) {
 	v := h["Vary"]
-	if headerHasToken(v, "accept-encoding") || headerHasToken(v, "*") {
-		return
+	switch {
+	case headerHasToken(v, "accept-encoding") || headerHasToken(v, "*"):
+	case len(v) == 0:
+		cw.varyValue[0] = "Accept-Encoding"
+		h["Vary"] = cw.varyValue[:]
+	default:
+		h["Vary"] = append(v, "Accept-Encoding")
 	}
-	h["Vary"] = append(v, "Accept-Encoding")
 }
 
 // headerHasToken reports whether the comma-separated field lines contain
