@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/squeezehttp/squeeze"
+)
+
+//go:embed static
+var static embed.FS
+
+// maxUpload caps every upload, compressed or not. squeeze enforces it on the
+// decoded bytes of compressed bodies; http.MaxBytesReader covers plain ones.
+const maxUpload = squeeze.DefaultMaxDecompressedSize
+
+// newRouter returns the demo's routes behind squeeze, and behind them a
+// recorder of the coding each response used. tick is the interval between
+// server-sent events.
+func newRouter(tick time.Duration) (http.Handler, error) {
+	compress, err := squeeze.New(squeeze.WithMaxDecompressedSize(maxUpload))
+	if err != nil {
+		return nil, err
+	}
+	assets, err := loadAssets(static, "static")
+	if err != nil {
+		return nil, err
+	}
+	products, err := json.Marshal(catalog())
+	if err != nil {
+		return nil, err
+	}
+	var codings codingLog
+
+	r := chi.NewRouter()
+	// The recorder sits outside squeeze so that it sees the headers squeeze
+	// sent, not the ones the handlers set.
+	r.Use(codings.middleware)
+	r.Use(compress.Handler)
+	// chi routes HEAD only where asked; GetHead answers it with the GET
+	// handlers, as net/http's ServeMux does.
+	r.Use(middleware.GetHead)
+
+	r.Get("/", assets.serve("index.html"))
+	r.Get("/small", assets.serve("small.html"))
+	r.Get("/static/{name}", func(w http.ResponseWriter, r *http.Request) {
+		assets.serve(chi.URLParam(r, "name"))(w, r)
+	})
+	r.Get("/api/products", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(products)
+	})
+	r.Get("/events", func(w http.ResponseWriter, r *http.Request) {
+		serveEvents(w, r, tick)
+	})
+	r.Post("/upload", upload)
+	r.Get("/debug/codings", codings.serve)
+	return r, nil
+}
+
+// asset is an embedded file with a strong validator, so that conditional
+// requests show how squeeze keeps ETags distinct per coding.
+type asset struct {
+	data []byte
+	etag string
+}
+
+type assets map[string]asset
+
+func loadAssets(fsys fs.FS, dir string) (assets, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	a := assets{}
+	for _, e := range entries {
+		data, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(data)
+		a[e.Name()] = asset{data: data, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+	}
+	return a, nil
+}
+
+// serve answers with the named asset. http.ServeContent handles Range and
+// the conditional headers against the ETag set here.
+func (a assets) serve(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f, ok := a[name]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("ETag", f.etag)
+		w.Header().Set("Cache-Control", "no-cache")
+		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(f.data))
+	}
+}
+
+// product is one entry of the JSON API's catalogue.
+type product struct {
+	SKU         string   `json:"sku"`
+	Name        string   `json:"name"`
+	Category    string   `json:"category"`
+	Description string   `json:"description"`
+	PriceCents  int      `json:"price_cents"`
+	InStock     int      `json:"in_stock"`
+	Tags        []string `json:"tags"`
+}
+
+// catalog returns a deterministic catalogue: the same products on every
+// call, so tests can compare the API's body byte for byte.
+func catalog() []product {
+	bases := []struct{ name, category, desc string }{
+		{"Trail running shoe", "footwear", "Lightweight shoe with a grippy outsole for wet and rocky trails."},
+		{"Merino base layer", "clothing", "Long-sleeve top in fine merino wool that stays warm when damp."},
+		{"Insulated bottle", "kitchen", "Double-walled steel bottle that keeps drinks cold for a day."},
+		{"Headlamp", "electronics", "Rechargeable headlamp with a red night mode and a lock switch."},
+		{"Daypack", "bags", "Twenty-litre pack with a padded back panel and a rain cover."},
+		{"Camp stove", "kitchen", "Compact gas stove with a piezo igniter and a wind shield."},
+	}
+	variants := []struct {
+		suffix string
+		cents  int
+	}{{"S", 0}, {"M", 500}, {"L", 900}, {"XL", 1400}}
+	var list []product
+	for i, b := range bases {
+		for j, v := range variants {
+			n := i*len(variants) + j
+			list = append(list, product{
+				SKU:         fmt.Sprintf("SQZ-%03d-%s", 100+i, v.suffix),
+				Name:        b.name + " (" + v.suffix + ")",
+				Category:    b.category,
+				Description: b.desc,
+				PriceCents:  2999 + 1000*i + v.cents,
+				InStock:     (n * 37) % 23,
+				Tags:        []string{b.category, "size-" + v.suffix, "demo"},
+			})
+		}
+	}
+	return list
+}
+
+// event returns the seq'th server-sent event (from 1), in wire format.
+func event(seq int) string {
+	return fmt.Sprintf("id: %d\ndata: {\"seq\":%d,\"message\":\"event %d, flushed through the compressor as soon as it was written\"}\n\n", seq, seq, seq)
+}
+
+// serveEvents streams server-sent events, the first at once and then one
+// per tick, until the client goes away or, with ?count=N, after N events.
+func serveEvents(w http.ResponseWriter, r *http.Request, tick time.Duration) {
+	limit, err := strconv.Atoi(r.URL.Query().Get("count"))
+	if err != nil || limit < 0 {
+		limit = 0 // no limit
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	rc := http.NewResponseController(w)
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	for seq := 1; limit == 0 || seq <= limit; seq++ {
+		if seq > 1 {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-ticker.C:
+			}
+		}
+		if _, err := io.WriteString(w, event(seq)); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// upload reads the whole request body, which squeeze has already decoded,
+// and answers with its size and SHA-256.
+func upload(w http.ResponseWriter, r *http.Request) {
+	body := http.MaxBytesReader(w, r.Body, maxUpload)
+	h := sha256.New()
+	n, err := io.Copy(h, body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		http.Error(w, fmt.Sprintf("body larger than %d bytes once decoded", tooBig.Limit), http.StatusRequestEntityTooLarge)
+		return
+	case errors.Is(err, squeeze.ErrInvalidBody):
+		http.Error(w, "body is not valid for its Content-Encoding", http.StatusBadRequest)
+		return
+	case err != nil:
+		http.Error(w, "reading the body failed", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(struct {
+		Bytes  int64  `json:"bytes"`
+		SHA256 string `json:"sha256"`
+	}{n, hex.EncodeToString(h.Sum(nil))})
+}
+
+// codingRecord is what the server saw of the latest exchange on one path.
+type codingRecord struct {
+	Requests        int    `json:"requests"`
+	Status          int    `json:"status"`
+	ContentEncoding string `json:"content_encoding"`
+	Vary            string `json:"vary"`
+	AcceptEncoding  string `json:"accept_encoding"`
+}
+
+// codingLog records, per path, the Content-Encoding each response went out
+// with.
+type codingLog struct {
+	mu     sync.Mutex
+	byPath map[string]codingRecord
+}
+
+func (l *codingLog) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &recordingWriter{ResponseWriter: w}
+		next.ServeHTTP(rw, r)
+		rw.capture(http.StatusOK) // a handler that wrote nothing sent a 200
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.byPath == nil {
+			l.byPath = map[string]codingRecord{}
+		}
+		l.byPath[r.URL.Path] = codingRecord{
+			Requests:        l.byPath[r.URL.Path].Requests + 1,
+			Status:          rw.status,
+			ContentEncoding: rw.coding,
+			Vary:            rw.vary,
+			AcceptEncoding:  r.Header.Get("Accept-Encoding"),
+		}
+	})
+}
+
+func (l *codingLog) serve(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	body, err := json.Marshal(l.byPath)
+	l.mu.Unlock()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(body)
+}
+
+// recordingWriter notes the status and coding headers at the moment the
+// response header goes out.
+type recordingWriter struct {
+	http.ResponseWriter
+	status int
+	coding string
+	vary   string
+}
+
+func (w *recordingWriter) capture(status int) {
+	if w.status == 0 {
+		w.status = status
+		w.coding = w.Header().Get("Content-Encoding")
+		w.vary = strings.Join(w.Header().Values("Vary"), ", ")
+	}
+}
+
+func (w *recordingWriter) WriteHeader(code int) {
+	if code >= 200 { // 1xx responses are interim; the final header comes later
+		w.capture(code)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recordingWriter) Write(p []byte) (int, error) {
+	w.capture(http.StatusOK)
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush sends the header if it has not gone out yet, as a plain
+// ResponseWriter would.
+func (w *recordingWriter) Flush() {
+	w.capture(http.StatusOK)
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
