@@ -131,7 +131,7 @@ var referenceDecoders = map[string][]string{
 // referenceEncoders are the command lines that encode standard input.
 var referenceEncoders = map[string][]string{
 	squeeze.Zstd:   {"zstd", "-c", "-q"},
-	squeeze.Brotli: {"brotli", "-c"},
+	squeeze.Brotli: {"brotli", "-c", "-q", "6"}, // the default, 11, is slow and proves nothing more
 	squeeze.Gzip:   {"gzip", "-c"},
 }
 
