@@ -59,9 +59,13 @@ func NewDecoder(coding string) (Decoder, error) {
 	return nil, unknownCoding(coding)
 }
 
-// gzipDecoder guards the zero gzip.Reader, which panics if read before a
-// successful Reset.
+// gzipDecoder reads through a bufio.Reader of its own. gzip.Reader would keep
+// a source that is already a flate.Reader (a *bytes.Reader, a *bufio.Reader)
+// and has no way to let go of it; ours can be pointed at nil, so Reset(nil)
+// releases the body. It also guards the zero gzip.Reader, which panics if
+// read before a successful Reset.
 type gzipDecoder struct {
+	src   *bufio.Reader
 	r     gzip.Reader
 	ready bool
 }
@@ -69,10 +73,18 @@ type gzipDecoder struct {
 func (d *gzipDecoder) Reset(r io.Reader) error {
 	d.ready = false
 	if r == nil {
+		if d.src != nil {
+			d.src.Reset(nil)
+		}
 		return nil
 	}
-	if err := d.r.Reset(r); err != nil {
-		return err
+	if d.src == nil {
+		d.src = bufio.NewReaderSize(r, 4096)
+	} else {
+		d.src.Reset(r)
+	}
+	if err := d.r.Reset(d.src); err != nil {
+		return headerError(Gzip, err)
 	}
 	d.ready = true
 	return nil
@@ -85,17 +97,38 @@ func (d *gzipDecoder) Read(p []byte) (int, error) {
 	return d.r.Read(p)
 }
 
+// headerError reports a stream that ended before its header as truncated: a
+// bare io.EOF from Reset would read as a clean, empty body to a caller that
+// treats io.EOF as the end of input.
+func headerError(coding string, err error) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("writers: %s header: %w", coding, err)
+	}
+	return err
+}
+
+// zstdDecoder counts the bytes its source yields: the zstd decoder reports
+// io.EOF for an input with no frame at all, which is a truncated body, not an
+// empty one (an empty body compresses to a frame).
 type zstdDecoder struct {
 	d     *zstd.Decoder
+	src   countingReader
 	ready bool
 }
 
 func (d *zstdDecoder) Reset(r io.Reader) error {
 	d.ready = false
-	if err := d.d.Reset(r); err != nil {
+	d.src = countingReader{r: r}
+	if r == nil {
+		return d.d.Reset(nil)
+	}
+	if err := d.d.Reset(&d.src); err != nil {
 		return err
 	}
-	d.ready = r != nil
+	d.ready = true
 	return nil
 }
 
@@ -103,7 +136,22 @@ func (d *zstdDecoder) Read(p []byte) (int, error) {
 	if !d.ready {
 		return 0, ErrDetached
 	}
-	return d.d.Read(p)
+	n, err := d.d.Read(p)
+	if err == io.EOF && d.src.n == 0 {
+		err = fmt.Errorf("writers: zstd: no frame: %w", io.ErrUnexpectedEOF)
+	}
+	return n, err
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 type brotliDecoder struct {
@@ -148,10 +196,7 @@ func (d *deflateDecoder) Reset(r io.Reader) error {
 	}
 	head, err := d.src.Peek(2)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return fmt.Errorf("writers: deflate header: %w", err)
+		return headerError(Deflate, err)
 	}
 	if isZlibHeader(head[0], head[1]) {
 		if d.zlib == nil {

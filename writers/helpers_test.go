@@ -1,0 +1,146 @@
+package writers_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/squeezehttp/squeeze/internal/testtool"
+	"github.com/squeezehttp/squeeze/writers"
+)
+
+// codings lists every coding the package implements, in a fixed order so
+// failures are reproducible.
+var codings = []string{writers.Gzip, writers.Deflate, writers.Zstd, writers.Brotli}
+
+// validLevels returns every level ValidateLevel accepts for coding.
+func validLevels(tb testing.TB, coding string) []int {
+	tb.Helper()
+	r, err := writers.Levels(coding)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var levels []int
+	for l := r.Min; l <= r.Max; l++ {
+		if writers.ValidateLevel(coding, l) == nil {
+			levels = append(levels, l)
+		}
+	}
+	return levels
+}
+
+func defaultLevel(tb testing.TB, coding string) int {
+	tb.Helper()
+	r, err := writers.Levels(coding)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r.Default
+}
+
+func newEncoder(tb testing.TB, coding string, level int) writers.Encoder {
+	tb.Helper()
+	e, err := writers.NewEncoder(coding, level)
+	if err != nil {
+		tb.Fatalf("NewEncoder(%q, %d): %v", coding, level, err)
+	}
+	return e
+}
+
+func newDecoder(tb testing.TB, coding string) writers.Decoder {
+	tb.Helper()
+	d, err := writers.NewDecoder(coding)
+	if err != nil {
+		tb.Fatalf("NewDecoder(%q): %v", coding, err)
+	}
+	return d
+}
+
+// encode compresses the concatenation of chunks, writing each with its own
+// Write call.
+func encode(tb testing.TB, coding string, level int, chunks ...[]byte) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	e := newEncoder(tb, coding, level)
+	e.Reset(&buf)
+	for _, c := range chunks {
+		if n, err := e.Write(c); err != nil || n != len(c) {
+			tb.Fatalf("%s/%d: Write = %d, %v; want %d, nil", coding, level, n, err, len(c))
+		}
+	}
+	if err := e.Close(); err != nil {
+		tb.Fatalf("%s/%d: Close: %v", coding, level, err)
+	}
+	return buf.Bytes()
+}
+
+// decode decompresses data with a fresh writers.Decoder. An error from Reset
+// or from Read is returned as is.
+func decode(tb testing.TB, coding string, data []byte) ([]byte, error) {
+	tb.Helper()
+	d := newDecoder(tb, coding)
+	if err := d.Reset(bytes.NewReader(data)); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(d)
+}
+
+// chunked splits data into pieces of irregular sizes, so encoders see writes
+// that straddle their internal block boundaries.
+func chunked(data []byte) [][]byte {
+	sizes := []int{1, 7, 300, 4096, 65536 + 13}
+	var out [][]byte
+	for i := 0; len(data) > 0; i++ {
+		n := min(sizes[i%len(sizes)], len(data))
+		out = append(out, data[:n])
+		data = data[n:]
+	}
+	return out
+}
+
+// tool runs the reference program name with args, feeding it stdin, and
+// returns its standard output. It stops the test if the program fails.
+func tool(tb testing.TB, name string, stdin []byte, args ...string) []byte {
+	tb.Helper()
+	out, err := runTool(tb, name, stdin, args...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// runTool is tool without the verdict: err describes a failed run.
+func runTool(tb testing.TB, name string, stdin []byte, args ...string) ([]byte, error) {
+	tb.Helper()
+	t, ok := tb.(*testing.T)
+	if !ok {
+		tb.Fatalf("reference tools are for tests")
+	}
+	path := testtool.Require(t, name)
+	cmd := exec.Command(path, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// referenceDecoder names the C program that decodes coding, with its
+// arguments for decoding stdin to stdout. deflate (zlib) has none installed;
+// compress/zlib stands in for it.
+func referenceDecoder(coding string) (name string, args []string, ok bool) {
+	switch coding {
+	case writers.Gzip:
+		return "gzip", []string{"-d", "-c"}, true
+	case writers.Zstd:
+		return "zstd", []string{"-d", "-c", "-q"}, true
+	case writers.Brotli:
+		return "brotli", []string{"-d", "-c"}, true
+	}
+	return "", nil, false
+}
