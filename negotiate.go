@@ -1,8 +1,200 @@
 package squeeze
 
+import "strings"
+
+// qUnnamed is the weight of a coding the Accept-Encoding field does not name.
+// Weights are qvalues in thousandths, 0..1000, so it sorts below every real
+// weight, including the refusal q=0.
+const qUnnamed = -1
+
 // negotiate picks the coding for a response from the request's
-// Accept-Encoding field lines. It returns an index into offers, or -1 for
-// identity. PLACEHOLDER: being replaced by the full RFC 9110 implementation.
+// Accept-Encoding field lines (r.Header["Accept-Encoding"], nil when absent),
+// following RFC 9110 §12.5.3. offers are the codings on offer in server
+// preference order, with canonical lower-case names. It returns the index
+// into offers of the chosen coding, or -1 for identity.
+//
+// The offered coding with the highest weight above zero wins, ties going to
+// the earlier offer. Identity wins instead only when the client gives it
+// (explicitly or through "*") a strictly higher weight, since compressing is
+// the point of the middleware. When nothing is acceptable, not even identity,
+// the answer is still -1: an unencoded response is more useful than a 406.
+//
+// Malformed list elements are ignored one by one, so a client's odd entry
+// never costs it the codings it named correctly. negotiate does not allocate
+// for up to eight offers.
 func negotiate(acceptEncoding []string, offers []offer) int {
-	return -1
+	var weightsBuf [8]int
+	weights := weightsBuf[:0]
+	if len(offers) > len(weightsBuf) {
+		weights = make([]int, 0, len(offers))
+	}
+	for range offers {
+		weights = append(weights, qUnnamed)
+	}
+	star, identity := qUnnamed, qUnnamed
+
+	for _, line := range acceptEncoding {
+		for line != "" {
+			var element string
+			element, line = nextElement(line)
+			token, q, ok := parseElement(element)
+			if !ok {
+				continue
+			}
+			switch {
+			case token == "*":
+				star = mergeWeight(star, q)
+			case equalFold(token, "identity"):
+				identity = mergeWeight(identity, q)
+			default:
+				for i := range offers {
+					if codingIs(token, offers[i].coding) {
+						weights[i] = mergeWeight(weights[i], q)
+					}
+				}
+			}
+		}
+	}
+
+	best, bestQ := -1, 0
+	for i, q := range weights {
+		if q == qUnnamed {
+			q = star
+		}
+		if q > bestQ {
+			best, bestQ = i, q
+		}
+	}
+	if identity == qUnnamed {
+		identity = star
+	}
+	if best < 0 || identity > bestQ {
+		return -1
+	}
+	return best
+}
+
+// codingIs reports whether the Accept-Encoding token names the canonical
+// coding, reading "x-gzip" as gzip (RFC 9110 §8.4.1.3).
+func codingIs(token, coding string) bool {
+	return equalFold(token, coding) || coding == Gzip && equalFold(token, "x-gzip")
+}
+
+// equalFold is strings.EqualFold with the length check first, which rejects
+// most of the comparisons negotiate makes without looking at a byte.
+func equalFold(s, t string) bool {
+	return len(s) == len(t) && strings.EqualFold(s, t)
+}
+
+// mergeWeight combines the weights of two mentions of one coding. A refusal is
+// final, whatever the other mention says; otherwise the higher weight
+// counts.
+func mergeWeight(old, q int) int {
+	if old == 0 || q == 0 {
+		return 0
+	}
+	return max(old, q)
+}
+
+// nextElement splits a field line at its first comma outside a
+// quoted-string (RFC 9110 §5.6.1). Accept-Encoding has no quoted parameters,
+// but a client's malformed extension such as `br;x="a,gzip"` must not smuggle
+// in a list element of its own.
+func nextElement(line string) (element, rest string) {
+	quoted := false
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case quoted && c == '\\':
+			i++ // quoted-pair: the next byte is literal
+		case c == '"':
+			quoted = !quoted
+		case c == ',' && !quoted:
+			return line[:i], line[i+1:]
+		}
+	}
+	return line, ""
+}
+
+// parseElement parses one list element, `coding [ OWS ";" OWS "q=" qvalue ]`
+// with surrounding OWS, returning the coding token and its weight. ok is
+// false for an empty or malformed element. Whitespace around "=" is
+// tolerated although the grammar has none.
+func parseElement(s string) (token string, q int, ok bool) {
+	s = trimOWS(s)
+	n := 0
+	for n < len(s) && isTokenChar(s[n]) {
+		n++
+	}
+	if n == 0 {
+		return "", 0, false
+	}
+	token, s = s[:n], trimOWS(s[n:])
+	if s == "" {
+		return token, 1000, true
+	}
+	if s[0] != ';' {
+		return "", 0, false
+	}
+	s = trimOWS(s[1:])
+	if s == "" || (s[0] != 'q' && s[0] != 'Q') {
+		return "", 0, false
+	}
+	s = trimOWS(s[1:])
+	if s == "" || s[0] != '=' {
+		return "", 0, false
+	}
+	q, ok = parseQvalue(trimOWS(s[1:]))
+	return token, q, ok
+}
+
+// parseQvalue parses an RFC 9110 §12.4.2 qvalue,
+// ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ), into thousandths.
+func parseQvalue(s string) (int, bool) {
+	if s == "" || (s[0] != '0' && s[0] != '1') {
+		return 0, false
+	}
+	q := int(s[0]-'0') * 1000
+	frac := s[1:]
+	if frac == "" {
+		return q, true
+	}
+	if frac[0] != '.' || len(frac) > 4 {
+		return 0, false
+	}
+	scale := 100
+	for i := 1; i < len(frac); i++ {
+		c := frac[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		q += int(c-'0') * scale
+		scale /= 10
+	}
+	if q > 1000 {
+		return 0, false
+	}
+	return q, true
+}
+
+// trimOWS removes optional whitespace (SP and HTAB) from both ends of s.
+func trimOWS(s string) string {
+	for s != "" && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// tokenCharsLo and tokenCharsHi have bit c (c-64 for Hi) set for each
+// tchar c of RFC 9110 §5.6.2: "!#$%&'*+-.^_`|~", digits and letters.
+const tokenCharsLo, tokenCharsHi = 0x03ff_6cfa_0000_0000, 0x57ff_ffff_c7ff_fffe
+
+// isTokenChar reports whether c is an RFC 9110 §5.6.2 tchar.
+func isTokenChar(c byte) bool {
+	if c < 64 {
+		return tokenCharsLo&(1<<c) != 0
+	}
+	return c < 128 && tokenCharsHi&(1<<(c-64)) != 0
 }
