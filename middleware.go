@@ -36,6 +36,13 @@ func Handler(next http.Handler) http.Handler { return defaultMiddleware().Handle
 // client's Accept-Encoding and the response allow.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, release, ok := m.decodeRequest(w, r)
+		if !ok {
+			return
+		}
+		if release != nil {
+			defer release()
+		}
 		if isUpgrade(r) {
 			next.ServeHTTP(w, r)
 			return
