@@ -1,0 +1,296 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/squeezehttp/squeeze/internal/corpus"
+)
+
+var streams = flag.Int("streams", 1000, "concurrent streams held open by BenchmarkInflight")
+
+// loadCorpus reads the documents through the root module's internal/corpus,
+// which skips outside CI and fails under CI=true when the toolchain lacks
+// them.
+func loadCorpus(tb testing.TB) *Corpus {
+	tb.Helper()
+	c, err := NewCorpus(corpus.HTML(tb), corpus.JS(tb), corpus.JSON(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkResponse serves each body of the corpus, one request at a time,
+// through the floor, squeeze and every peer at squeeze's codec settings.
+func BenchmarkResponse(b *testing.B) {
+	benchResponses(b, Equal, loadCorpus(b).All(), false)
+}
+
+// BenchmarkResponseParallel is BenchmarkResponse for the HTML sizes with
+// requests served from every P at once.
+func BenchmarkResponseParallel(b *testing.B) {
+	benchResponses(b, Equal, loadCorpus(b).HTML, true)
+}
+
+// BenchmarkDefaults serves the HTML sizes through squeeze and each peer as
+// constructed with no options.
+func BenchmarkDefaults(b *testing.B) {
+	benchResponses(b, Defaults, loadCorpus(b).HTML, false)
+}
+
+func benchResponses(b *testing.B, impls func(string) ([]*Impl, error), bodies []Body, parallel bool) {
+	for _, coding := range Codings() {
+		list, err := impls(coding)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("coding="+coding, func(b *testing.B) {
+			for _, body := range bodies {
+				b.Run("body="+body.Name, func(b *testing.B) {
+					for _, impl := range list {
+						b.Run("impl="+impl.Name, func(b *testing.B) {
+							benchResponse(b, impl, body, parallel)
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
+func benchResponse(b *testing.B, impl *Impl, body Body, parallel bool) {
+	h := impl.Serve(body)
+	res, err := CheckResponse(h, impl.Coding, body.Data)
+	if err != nil {
+		b.Fatalf("%s (%s) does not round-trip: %v", impl.Name, impl.Settings, err)
+	}
+	b.SetBytes(int64(len(body.Data)))
+	b.ReportAllocs()
+	if parallel {
+		b.RunParallel(func(pb *testing.PB) {
+			w, r := NewResponseWriter(false), NewRequest(impl.Coding)
+			for pb.Next() {
+				w.Reset()
+				h.ServeHTTP(w, r)
+			}
+		})
+	} else {
+		w, r := NewResponseWriter(false), NewRequest(impl.Coding)
+		for b.Loop() {
+			w.Reset()
+			h.ServeHTTP(w, r)
+		}
+	}
+	b.ReportMetric(float64(res.Wire), "wire-B/op")
+}
+
+// BenchmarkRequest decodes compressed request bodies (the HTML sizes)
+// through the hand-pooled floor, squeeze and gzhttp.
+func BenchmarkRequest(b *testing.B) {
+	c := loadCorpus(b)
+	for _, coding := range Codings() {
+		decs, err := Decoders(coding)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("coding="+coding, func(b *testing.B) {
+			for _, body := range c.HTML {
+				payload, err := Encode(coding, Level(coding), body.Data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Run("body="+body.Name, func(b *testing.B) {
+					for _, d := range decs {
+						b.Run("impl="+d.Name, func(b *testing.B) {
+							if err := CheckRequest(d, payload, body.Data); err != nil {
+								b.Fatalf("%s does not decode %s requests: %v", d.Name, coding, err)
+							}
+							h := d.Discard()
+							u, w := NewUpload(coding, payload), NewResponseWriter(false)
+							b.SetBytes(int64(len(body.Data)))
+							b.ReportAllocs()
+							for b.Loop() {
+								u.Reset()
+								w.Reset()
+								h.ServeHTTP(w, u.Req)
+							}
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkInflight reports the heap each of -streams concurrent streaming
+// responses holds after writing 16 KiB of HTML and flushing, at squeeze's
+// codec settings. Run it with -benchtime 1x: every iteration is one full
+// measurement, so ns/op is suppressed.
+func BenchmarkInflight(b *testing.B) {
+	benchInflight(b, func(coding string) ([]*Impl, error) {
+		list, err := Equal(coding)
+		return append([]*Impl{None(coding)}, list...), err
+	})
+}
+
+// BenchmarkInflightDefaults is BenchmarkInflight for squeeze and the peers
+// as constructed with no options.
+func BenchmarkInflightDefaults(b *testing.B) {
+	benchInflight(b, Defaults)
+}
+
+func benchInflight(b *testing.B, impls func(string) ([]*Impl, error)) {
+	chunk := loadCorpus(b).HTML[1]
+	for _, coding := range Codings() {
+		list, err := impls(coding)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("coding="+coding, func(b *testing.B) {
+			for _, impl := range list {
+				b.Run("impl="+impl.Name, func(b *testing.B) {
+					if impl.Name != "none" {
+						if err := CheckStream(impl, chunk); err != nil {
+							b.Fatalf("%s (%s) does not stream: %v", impl.Name, impl.Settings, err)
+						}
+					}
+					var sum Heap
+					for i := 0; i < b.N; i++ {
+						h, err := MeasureInflight(impl, chunk, *streams)
+						if err != nil {
+							b.Fatal(err)
+						}
+						sum.Live += h.Live
+						sum.Inuse += h.Inuse
+					}
+					b.ReportMetric(0, "ns/op")
+					b.ReportMetric(sum.Live/float64(b.N), "live-B/stream")
+					b.ReportMetric(sum.Inuse/float64(b.N), "inuse-B/stream")
+				})
+			}
+		})
+	}
+}
+
+func TestResponsesRoundTrip(t *testing.T) {
+	c := loadCorpus(t)
+	for _, set := range []struct {
+		name  string
+		impls func(string) ([]*Impl, error)
+	}{{"equal", Equal}, {"defaults", Defaults}} {
+		for _, coding := range Codings() {
+			list, err := set.impls(coding)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, impl := range list {
+				for _, body := range c.All() {
+					t.Run(fmt.Sprintf("%s/%s/%s/%s", set.name, coding, impl.Name, body.Name), func(t *testing.T) {
+						if _, err := CheckResponse(impl.Serve(body), coding, body.Data); err != nil {
+							t.Errorf("%s (%s): %v", impl.Name, impl.Settings, err)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+func TestStreamsFlushDecodably(t *testing.T) {
+	chunk := loadCorpus(t).HTML[1]
+	for _, coding := range Codings() {
+		list, err := Equal(coding)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defaults, err := Defaults(coding)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, impl := range append(list, defaults...) {
+			set := "equal"
+			if i >= len(list) {
+				set = "defaults"
+			}
+			t.Run(fmt.Sprintf("%s/%s/%s", set, coding, impl.Name), func(t *testing.T) {
+				if err := CheckStream(impl, chunk); err != nil {
+					t.Errorf("%s (%s): %v", impl.Name, impl.Settings, err)
+				}
+			})
+		}
+	}
+}
+
+func TestRequestsRoundTrip(t *testing.T) {
+	c := loadCorpus(t)
+	for _, coding := range Codings() {
+		decs, err := Decoders(coding)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, body := range c.HTML {
+			payload, err := Encode(coding, Level(coding), body.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range decs {
+				t.Run(fmt.Sprintf("%s/%s/%s", coding, d.Name, body.Name), func(t *testing.T) {
+					if err := CheckRequest(d, payload, body.Data); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestMeasureInflightCountsHeldEncoders(t *testing.T) {
+	chunk := loadCorpus(t).HTML[1]
+	floor, err := Equal("zstd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := MeasureInflight(None("zstd"), chunk, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := MeasureInflight(floor[0], chunk, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A zstd encoder with a 128 KiB window holds well over 64 KiB; a
+	// measurement that misses it is measuring nothing.
+	if held.Live-none.Live < 64<<10 {
+		t.Errorf("floor zstd stream holds %.0f B against %.0f B without a middleware; want at least 64 KiB more",
+			held.Live, none.Live)
+	}
+}
+
+func TestCorpusSizes(t *testing.T) {
+	c := loadCorpus(t)
+	want := map[string]int{"html-2K": 2 << 10, "html-16K": 16 << 10, "html-64K": 64 << 10, "js-16K": 16 << 10, "json-16K": 16 << 10}
+	for _, b := range c.All() {
+		if n, ok := want[b.Name]; ok && len(b.Data) != n {
+			t.Errorf("%s is %d bytes, want %d", b.Name, len(b.Data), n)
+		}
+	}
+	if whole := c.HTML[len(c.HTML)-1]; len(whole.Data) < 200<<10 {
+		t.Errorf("%s is %d bytes, want the whole Go specification", whole.Name, len(whole.Data))
+	}
+}
+
+func TestResponseWriterResetKeepsNothing(t *testing.T) {
+	w := NewResponseWriter(true)
+	w.Header().Add("Vary", "Accept-Encoding")
+	w.WriteHeader(http.StatusTeapot)
+	w.Write([]byte("abc"))
+	w.Flush()
+	w.Reset()
+	if len(w.Header()) != 0 || w.Status() != 0 || w.Written() != 0 || w.Flushes() != 0 || len(w.Body()) != 0 {
+		t.Errorf("after Reset: header %v, status %d, written %d, flushes %d, body %q",
+			w.Header(), w.Status(), w.Written(), w.Flushes(), w.Body())
+	}
+}

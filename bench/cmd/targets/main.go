@@ -1,0 +1,417 @@
+// Command targets reads the output of bench's benchmarks and checks
+// squeeze's performance targets against it, each figure a ratio of medians
+// taken from the same run:
+//
+//   - throughput at least 0.97x the floor, every coding and body, serial and
+//     parallel, every GOMAXPROCS;
+//   - allocations per compressed response no more than gzhttp's, not growing
+//     with body size, and B/op constant (within 1 KiB from 2 KiB to 286 KiB);
+//   - parallel speed-up from GOMAXPROCS 1 to 2 of at least 1.8x at 16 KiB;
+//   - heap per in-flight stream no more than the lowest peer's.
+//
+// It prints Markdown. Missed targets are reported, not fatal: the exit status
+// is non-zero only when the input cannot be read.
+//
+//	go run ./cmd/targets results/bench.txt results/inflight.txt
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// Target values.
+const (
+	minFloorRatio = 0.97
+	minSpeedup    = 1.8
+	maxBytesDrift = 1 << 10
+)
+
+type key struct {
+	bench, coding, body, impl string
+	procs                     int
+	unit                      string
+}
+
+type data map[key][]float64
+
+// firstSeen numbers key values in the order the input first shows them,
+// which is the order the benchmarks run them in.
+var firstSeen = map[string]int{}
+
+func see(v string) {
+	if _, ok := firstSeen[v]; !ok {
+		firstSeen[v] = len(firstSeen)
+	}
+}
+
+func main() {
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: targets file...")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() == 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	d := data{}
+	for _, name := range flag.Args() {
+		if err := d.read(name); err != nil {
+			fmt.Fprintln(os.Stderr, "targets:", err)
+			os.Exit(1)
+		}
+	}
+	if len(d) == 0 {
+		fmt.Fprintln(os.Stderr, "targets: no benchmark results in", strings.Join(flag.Args(), " "))
+		os.Exit(1)
+	}
+	d.report(os.Stdout)
+}
+
+func (d data) read(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := benchfmt.NewReader(f, name)
+	for r.Scan() {
+		res, ok := r.Result().(*benchfmt.Result)
+		if !ok {
+			continue
+		}
+		base, parts := res.Name.Parts()
+		k := key{bench: string(base), procs: 1}
+		for _, p := range parts {
+			switch {
+			case bytes.HasPrefix(p, []byte("-")):
+				if n, err := strconv.Atoi(string(p[1:])); err == nil {
+					k.procs = n
+				}
+			case bytes.HasPrefix(p, []byte("/coding=")):
+				k.coding = string(p[len("/coding="):])
+			case bytes.HasPrefix(p, []byte("/body=")):
+				k.body = string(p[len("/body="):])
+			case bytes.HasPrefix(p, []byte("/impl=")):
+				k.impl = string(p[len("/impl="):])
+			}
+		}
+		see(k.coding)
+		see(k.body)
+		see(k.impl)
+		for _, v := range res.Values {
+			k.unit = v.Unit
+			d[k] = append(d[k], v.Value)
+		}
+	}
+	return r.Err()
+}
+
+// median returns the median of the samples for k and whether there are any.
+func (d data) median(k key) (float64, bool) {
+	s := d[k]
+	if len(s) == 0 {
+		return 0, false
+	}
+	s = slices.Clone(s)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2], true
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2, true
+}
+
+// values lists the distinct values of one key field among results of bench,
+// in the order the benchmarks ran them.
+func (d data) values(bench string, field func(key) string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for k := range d {
+		if k.bench != bench {
+			continue
+		}
+		if v := field(k); !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return firstSeen[out[i]] < firstSeen[out[j]] })
+	return out
+}
+
+func (d data) procsOf(bench string) []int {
+	seen := map[int]bool{}
+	var out []int
+	for k := range d {
+		if k.bench == bench && !seen[k.procs] {
+			seen[k.procs] = true
+			out = append(out, k.procs)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**MISSED**"
+}
+
+func (d data) report(w io.Writer) {
+	misses := 0
+	misses += d.floorRatios(w)
+	misses += d.allocations(w)
+	misses += d.speedup(w)
+	misses += d.heap(w)
+	if misses == 0 {
+		fmt.Fprintln(w, "All targets met.")
+	} else {
+		fmt.Fprintf(w, "%d target checks missed.\n", misses)
+	}
+}
+
+// floorRatios prints squeeze's throughput as a fraction of the floor's:
+// floor sec/op divided by squeeze sec/op.
+func (d data) floorRatios(w io.Writer) int {
+	misses := 0
+	fmt.Fprintf(w, "### Throughput: squeeze / floor (target >= %.2f)\n\n", minFloorRatio)
+	type col struct {
+		bench string
+		procs int
+	}
+	var cols []col
+	for _, b := range []string{"Response", "ResponseParallel"} {
+		for _, p := range d.procsOf(b) {
+			cols = append(cols, col{b, p})
+		}
+	}
+	if len(cols) == 0 {
+		fmt.Fprint(w, "No BenchmarkResponse results.\n\n")
+		return 0
+	}
+	fmt.Fprint(w, "| coding | body |")
+	for _, c := range cols {
+		mode := "serial"
+		if strings.HasSuffix(c.bench, "Parallel") {
+			mode = "parallel"
+		}
+		fmt.Fprintf(w, " %s cpu=%d |", mode, c.procs)
+	}
+	fmt.Fprint(w, "\n| --- | --- |"+strings.Repeat(" ---: |", len(cols))+"\n")
+	for _, coding := range d.values("Response", func(k key) string { return k.coding }) {
+		for _, body := range d.values("Response", func(k key) string { return k.body }) {
+			fmt.Fprintf(w, "| %s | %s |", coding, body)
+			for _, c := range cols {
+				floor, ok1 := d.median(key{c.bench, coding, body, "floor", c.procs, "sec/op"})
+				sq, ok2 := d.median(key{c.bench, coding, body, "squeeze", c.procs, "sec/op"})
+				if !ok1 || !ok2 {
+					fmt.Fprint(w, " |")
+					continue
+				}
+				r := floor / sq
+				mark := ""
+				if r < minFloorRatio {
+					mark = " **MISSED**"
+					misses++
+				}
+				fmt.Fprintf(w, " %.2f%s |", r, mark)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	fmt.Fprintln(w)
+	return misses
+}
+
+// allocations compares squeeze's allocs/op with gzhttp's (or, for codings
+// gzhttp lacks, with the fewest of any peer), and checks that neither
+// allocs/op nor B/op grows with the body.
+func (d data) allocations(w io.Writer) int {
+	const b = "Response"
+	misses := 0
+	fmt.Fprint(w, "### Allocations per response, serial, cpu=1 (target: allocs/op <= gzhttp's, flat in body size; B/op within 1 KiB across sizes)\n\n")
+	fmt.Fprint(w, "| coding | body | squeeze allocs/op | squeeze B/op | reference | reference allocs/op | verdict |\n| --- | --- | ---: | ---: | --- | ---: | --- |\n")
+	impls := d.values(b, func(k key) string { return k.impl })
+	for _, coding := range d.values(b, func(k key) string { return k.coding }) {
+		var sizes []string
+		for _, body := range d.values(b, func(k key) string { return k.body }) {
+			if strings.HasPrefix(body, "html-") {
+				sizes = append(sizes, body)
+			}
+		}
+		minB, maxB := -1.0, -1.0
+		var firstAllocs, lastAllocs float64
+		for _, body := range d.values(b, func(k key) string { return k.body }) {
+			allocs, ok := d.median(key{b, coding, body, "squeeze", 1, "allocs/op"})
+			if !ok {
+				continue
+			}
+			bytesOp, _ := d.median(key{b, coding, body, "squeeze", 1, "B/op"})
+			ref, refAllocs := "gzhttp", -1.0
+			if v, ok := d.median(key{b, coding, body, "gzhttp", 1, "allocs/op"}); ok {
+				refAllocs = v
+			} else {
+				for _, impl := range impls {
+					if impl == "floor" || impl == "squeeze" {
+						continue
+					}
+					if v, ok := d.median(key{b, coding, body, impl, 1, "allocs/op"}); ok && (refAllocs < 0 || v < refAllocs) {
+						ref, refAllocs = "fewest peer: "+impl, v
+					}
+				}
+			}
+			ok = refAllocs < 0 || allocs <= refAllocs
+			if !ok {
+				misses++
+			}
+			fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %s | %.0f | %s |\n", coding, body, allocs, bytesOp, ref, refAllocs, verdict(ok))
+			if slices.Contains(sizes, body) {
+				if minB < 0 || bytesOp < minB {
+					minB = bytesOp
+				}
+				maxB = max(maxB, bytesOp)
+				if body == sizes[0] {
+					firstAllocs = allocs
+				}
+				if body == sizes[len(sizes)-1] {
+					lastAllocs = allocs
+				}
+			}
+		}
+		if minB >= 0 {
+			flat := lastAllocs <= firstAllocs
+			constant := maxB-minB <= maxBytesDrift
+			if !flat {
+				misses++
+			}
+			if !constant {
+				misses++
+			}
+			fmt.Fprintf(w, "| %s | %s..%s | %.0f -> %.0f allocs | %.0f..%.0f B | growth | | %s, %s |\n",
+				coding, sizes[0], sizes[len(sizes)-1], firstAllocs, lastAllocs, minB, maxB,
+				verdict(flat)+" (allocs)", verdict(constant)+" (B/op)")
+		}
+	}
+	fmt.Fprintln(w)
+	return misses
+}
+
+// speedup prints sec/op at GOMAXPROCS 1 over sec/op at 2 for the parallel
+// benchmark at 16 KiB, for every implementation; the target applies to
+// squeeze, the others show what the machine allows.
+func (d data) speedup(w io.Writer) int {
+	const b, body = "ResponseParallel", "html-16K"
+	procs := d.procsOf(b)
+	if len(procs) < 2 {
+		fmt.Fprint(w, "### Parallel speed-up\n\nNeeds BenchmarkResponseParallel at two GOMAXPROCS values.\n\n")
+		return 0
+	}
+	lo, hi := procs[0], procs[len(procs)-1]
+	fmt.Fprintf(w, "### Parallel speed-up, %s, cpu=%d -> cpu=%d (target for squeeze >= %.1fx)\n\n", body, lo, hi, minSpeedup)
+	impls := d.values(b, func(k key) string { return k.impl })
+	fmt.Fprint(w, "| coding |")
+	for _, impl := range impls {
+		fmt.Fprintf(w, " %s |", impl)
+	}
+	fmt.Fprint(w, "\n| --- |"+strings.Repeat(" ---: |", len(impls))+"\n")
+	misses := 0
+	for _, coding := range d.values(b, func(k key) string { return k.coding }) {
+		fmt.Fprintf(w, "| %s |", coding)
+		for _, impl := range impls {
+			t1, ok1 := d.median(key{b, coding, body, impl, lo, "sec/op"})
+			t2, ok2 := d.median(key{b, coding, body, impl, hi, "sec/op"})
+			if !ok1 || !ok2 {
+				fmt.Fprint(w, " |")
+				continue
+			}
+			s := t1 / t2
+			mark := ""
+			if impl == "squeeze" && s < minSpeedup {
+				mark = " **MISSED**"
+				misses++
+			}
+			fmt.Fprintf(w, " %.2fx%s |", s, mark)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+	return misses
+}
+
+// heap compares squeeze's live heap per in-flight stream with the lowest
+// peer's at the same settings. Beside the totals, which are mostly the
+// encoder's state, it shows each one's overhead over the floor (the same
+// encoder held by no middleware): the part a middleware controls.
+func (d data) heap(w io.Writer) int {
+	misses := 0
+	for _, b := range []string{"Inflight", "InflightDefaults"} {
+		codings := d.values(b, func(k key) string { return k.coding })
+		if len(codings) == 0 {
+			continue
+		}
+		procs := d.procsOf(b)[0]
+		title := "at squeeze's settings"
+		if b == "InflightDefaults" {
+			title = "each at its defaults (context only: levels and windows differ)"
+		}
+		fmt.Fprintf(w, "### Heap per in-flight stream, %s (live heap per stream; target: squeeze <= lowest peer)\n\n", title)
+		impls := d.values(b, func(k key) string { return k.impl })
+		fmt.Fprint(w, "| coding |")
+		for _, impl := range impls {
+			fmt.Fprintf(w, " %s |", impl)
+		}
+		fmt.Fprint(w, " lowest peer | squeeze / lowest | squeeze - floor | lowest - floor |\n| --- |"+strings.Repeat(" ---: |", len(impls))+" --- | --- | ---: | ---: |\n")
+		for _, coding := range codings {
+			fmt.Fprintf(w, "| %s |", coding)
+			lowest, lowestName := -1.0, ""
+			for _, impl := range impls {
+				v, ok := d.median(key{b, coding, "", impl, procs, "live-B/stream"})
+				if !ok {
+					fmt.Fprint(w, " |")
+					continue
+				}
+				fmt.Fprintf(w, " %s |", kib(v))
+				if impl != "squeeze" && impl != "floor" && impl != "none" && (lowest < 0 || v < lowest) {
+					lowest, lowestName = v, impl
+				}
+			}
+			sq, ok := d.median(key{b, coding, "", "squeeze", procs, "live-B/stream"})
+			if !ok || lowest <= 0 {
+				fmt.Fprint(w, " | | | |\n")
+				continue
+			}
+			cell := fmt.Sprintf("%.3f", sq/lowest)
+			if b == "Inflight" {
+				met := sq <= lowest
+				cell += " " + verdict(met)
+				if !met {
+					misses++
+				}
+			}
+			over, overLowest := "", ""
+			if floor, ok := d.median(key{b, coding, "", "floor", procs, "live-B/stream"}); ok {
+				over = fmt.Sprintf("%+.0f B", sq-floor)
+				overLowest = fmt.Sprintf("%+.0f B", lowest-floor)
+			}
+			fmt.Fprintf(w, " %s | %s | %s | %s |\n", lowestName, cell, over, overLowest)
+		}
+		fmt.Fprintln(w)
+	}
+	return misses
+}
+
+func kib(v float64) string {
+	return fmt.Sprintf("%.1f KiB", v/1024)
+}
