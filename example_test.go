@@ -1,0 +1,133 @@
+package squeeze_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/squeezehttp/squeeze"
+)
+
+// New validates every option, so a mistake in the configuration is an error
+// at start-up rather than a broken response later.
+func ExampleNew() {
+	m, err := squeeze.New(
+		squeeze.WithEncodings(squeeze.Zstd, squeeze.Gzip),
+		squeeze.WithLevel(squeeze.Gzip, 6),
+		squeeze.WithMinSize(512),
+		squeeze.WithContentTypes("application/json", "text/*"),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"items":[%s"last"]}`, strings.Repeat(`"squeeze",`, 100))
+	}))
+
+	req := httptest.NewRequest("GET", "/items", nil)
+	req.Header.Set("Accept-Encoding", "gzip, zstd;q=0.5")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	fmt.Println("Content-Encoding:", rec.Header().Get("Content-Encoding"))
+	fmt.Println("Vary:", rec.Header().Get("Vary"))
+
+	_, err = squeeze.New(squeeze.WithLevel(squeeze.Brotli, 12))
+	fmt.Println(err)
+	_, err = squeeze.New(squeeze.WithLevel(squeeze.Deflate, 6))
+	fmt.Println(err)
+	// Output:
+	// Content-Encoding: gzip
+	// Vary: Accept-Encoding
+	// squeeze: WithLevel: writers: level 12 is not valid for br (want 0..11)
+	// squeeze: WithLevel("deflate") names a coding that WithEncodings does not offer
+}
+
+// Handler wraps a handler with the defaults: zstd, br and gzip, bodies of at
+// least 1 KiB, text and other compressible types only.
+func ExampleHandler() {
+	page := strings.Repeat("<p>Compressible HTML, over and over.</p>\n", 100)
+	h := squeeze.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, page)
+	}))
+
+	for _, accept := range []string{"gzip", "br;q=0, gzip;q=0", ""} {
+		req := httptest.NewRequest("GET", "/", nil)
+		if accept != "" {
+			req.Header.Set("Accept-Encoding", accept)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+
+		body := rec.Body.Bytes()
+		if rec.Header().Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				log.Fatal(err)
+			}
+			if body, err = io.ReadAll(zr); err != nil {
+				log.Fatal(err)
+			}
+		}
+		fmt.Printf("Accept-Encoding %q: Content-Encoding %q, Vary %q, body intact: %v\n",
+			accept, rec.Header().Get("Content-Encoding"), rec.Header().Get("Vary"), string(body) == page)
+	}
+	// Output:
+	// Accept-Encoding "gzip": Content-Encoding "gzip", Vary "Accept-Encoding", body intact: true
+	// Accept-Encoding "br;q=0, gzip;q=0": Content-Encoding "", Vary "Accept-Encoding", body intact: true
+	// Accept-Encoding "": Content-Encoding "", Vary "Accept-Encoding", body intact: true
+}
+
+// A Middleware wraps a whole http.ServeMux. Small bodies and types that are
+// already compressed go out unchanged, with their Content-Length.
+func ExampleMiddleware_Handler() {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /report", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/csv")
+		for i := range 500 {
+			fmt.Fprintf(w, "%d,squeeze,%d\n", i, i*i)
+		}
+	})
+	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "pong")
+	})
+	mux.HandleFunc("GET /logo.png", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		w.Write(make([]byte, 4096))
+	})
+
+	m := squeeze.MustNew(squeeze.WithEncodings(squeeze.Zstd, squeeze.Gzip))
+	handler := m.Handler(mux)
+	// In a program: log.Fatal(http.ListenAndServe(":8080", handler))
+
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	for _, path := range []string{"/report", "/ping", "/logo.png"} {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		req.Header.Set("Accept-Encoding", "zstd, gzip")
+		res, err := client.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		length := "unknown"
+		if res.ContentLength >= 0 && res.Header.Get("Content-Encoding") == "" {
+			length = fmt.Sprint(res.ContentLength)
+		}
+		fmt.Printf("%s: %d, Content-Encoding %q, plain length %s\n",
+			path, res.StatusCode, res.Header.Get("Content-Encoding"), length)
+	}
+	// Output:
+	// /report: 200, Content-Encoding "zstd", plain length unknown
+	// /ping: 200, Content-Encoding "", plain length 4
+	// /logo.png: 200, Content-Encoding "", plain length 4096
+}
