@@ -84,8 +84,9 @@ func ExampleHandler() {
 	// Accept-Encoding "": Content-Encoding "", Vary "Accept-Encoding", body intact: true
 }
 
-// A Middleware wraps a whole http.ServeMux. Small bodies and types that are
-// already compressed go out unchanged, with their Content-Length.
+// A Middleware wraps a whole http.ServeMux. Small bodies go out unchanged
+// with their Content-Length; types that are already compressed pass straight
+// through, as the handler wrote them.
 func ExampleMiddleware_Handler() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /report", func(w http.ResponseWriter, r *http.Request) {
@@ -100,6 +101,7 @@ func ExampleMiddleware_Handler() {
 	})
 	mux.HandleFunc("GET /logo.png", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
+		w.Header().Set("Content-Length", "4096")
 		w.Write(make([]byte, 4096))
 	})
 

@@ -155,6 +155,14 @@ func (cw *responseWriter) WriteHeader(code int) {
 	case !bodyAllowed(code) || !cw.eligibleHeaders(h):
 		cw.startPlain()
 	default:
+		if _, hasType := h["Content-Type"]; hasType {
+			// eligibleContent adds Vary if due. When the body cannot be
+			// compressed whatever it holds, pass it through at once.
+			if !cw.eligibleContent(nil) || cw.offer < 0 {
+				cw.startPlain()
+				return
+			}
+		}
 		if n, ok := declaredLength(h); ok && n >= int64(cw.m.minSize) {
 			cw.streamNow = true
 			if _, hasType := h["Content-Type"]; hasType {
@@ -584,7 +592,9 @@ func (cw *responseWriter) addVary(h http.Header) {
 		cw.varyValue[0] = "Accept-Encoding"
 		h["Vary"] = cw.varyValue[:]
 	default:
-		h["Vary"] = append(v, "Accept-Encoding")
+		// A full slice forces append to copy: the handler may share its
+		// header values between responses.
+		h["Vary"] = append(v[:len(v):len(v)], "Accept-Encoding")
 	}
 }
 
