@@ -3,6 +3,7 @@ package squeeze
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/squeezehttp/squeeze/pool"
@@ -65,21 +66,15 @@ type config struct {
 // "x-gzip" meaning gzip); an empty list or a repeated coding is an error.
 func WithEncodings(codings ...string) Option {
 	return func(c *config) error {
-		if len(codings) == 0 {
-			return errors.New("squeeze: WithEncodings needs at least one coding")
-		}
-		list := make([]string, 0, len(codings))
-		for _, name := range codings {
+		list, err := canonicalList("WithEncodings", codings, func(name string) (string, error) {
 			coding, ok := writers.Canonical(name)
 			if !ok {
-				return fmt.Errorf("squeeze: WithEncodings: unknown coding %q (want zstd, br, gzip or deflate)", name)
+				return "", fmt.Errorf("squeeze: WithEncodings: unknown coding %q (want zstd, br, gzip or deflate)", name)
 			}
-			for _, seen := range list {
-				if seen == coding {
-					return fmt.Errorf("squeeze: WithEncodings: %q is listed twice", name)
-				}
-			}
-			list = append(list, coding)
+			return coding, nil
+		})
+		if err != nil {
+			return err
 		}
 		c.encodings = list
 		return nil
@@ -138,25 +133,33 @@ func WithBufferSize(n int) Option {
 // ignores case and media-type parameters.
 func WithContentTypes(patterns ...string) Option {
 	return func(c *config) error {
-		if len(patterns) == 0 {
-			return errors.New("squeeze: WithContentTypes needs at least one pattern")
-		}
-		list := make([]string, 0, len(patterns))
-		for _, p := range patterns {
-			canonical, err := parseTypePattern(p)
-			if err != nil {
-				return err
-			}
-			for _, seen := range list {
-				if seen == canonical {
-					return fmt.Errorf("squeeze: WithContentTypes: %q is listed twice", p)
-				}
-			}
-			list = append(list, canonical)
+		list, err := canonicalList("WithContentTypes", patterns, parseTypePattern)
+		if err != nil {
+			return err
 		}
 		c.contentTypes = list
 		return nil
 	}
+}
+
+// canonicalList maps items to their canonical forms, refusing an empty list
+// and an item that repeats another once canonical ("GZIP" after "gzip").
+func canonicalList(option string, items []string, canonical func(string) (string, error)) ([]string, error) {
+	if len(items) == 0 {
+		return nil, fmt.Errorf("squeeze: %s needs at least one value", option)
+	}
+	list := make([]string, 0, len(items))
+	for _, item := range items {
+		c, err := canonical(item)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(list, c) {
+			return nil, fmt.Errorf("squeeze: %s: %q is listed twice", option, item)
+		}
+		list = append(list, c)
+	}
+	return list, nil
 }
 
 // WithMaxDecompressedSize caps the decoded size of a request body sent with
@@ -216,7 +219,7 @@ func New(opts ...Option) (*Middleware, error) {
 		decoders:            map[string]*pool.Decoders{},
 	}
 	for coding := range c.levels {
-		if !contains(c.encodings, coding) {
+		if !slices.Contains(c.encodings, coding) {
 			return nil, fmt.Errorf("squeeze: WithLevel(%q) names a coding that WithEncodings does not offer", coding)
 		}
 	}
@@ -256,15 +259,6 @@ func MustNew(opts ...Option) *Middleware {
 		panic(err)
 	}
 	return m
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // parseTypePattern checks a WithContentTypes pattern and returns it in
