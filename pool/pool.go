@@ -17,7 +17,8 @@ import (
 	"github.com/squeezehttp/squeeze/writers"
 )
 
-// Encoder is an encoder lent by an Encoders pool.
+// Encoder is an encoder lent by an Encoders pool. It belongs to the caller
+// from Get until Put.
 type Encoder struct {
 	writers.Encoder
 	pooled bool
@@ -65,8 +66,10 @@ func (p *Encoders) Get(w io.Writer) (*Encoder, error) {
 }
 
 // Put resets e, dropping its reference to the last destination, and keeps it
-// for reuse. It panics if e is already in the pool: a second Put would let two
-// callers share one encoder.
+// for reuse. Whatever e held of an unfinished stream is discarded, not
+// written. Put panics if e is already in the pool: a second Put would let
+// two callers share one encoder. (Once another Get has taken e out again, a
+// late second Put can no longer be told from a first one.)
 func (p *Encoders) Put(e *Encoder) {
 	if e.pooled {
 		panic("pool: encoder put back twice")
@@ -76,7 +79,8 @@ func (p *Encoders) Put(e *Encoder) {
 	p.p.Put(e)
 }
 
-// Decoder is a decoder lent by a Decoders pool.
+// Decoder is a decoder lent by a Decoders pool. It belongs to the caller
+// from Get until Put.
 type Decoder struct {
 	writers.Decoder
 	pooled bool
@@ -104,8 +108,10 @@ func NewDecoders(coding string) (*Decoders, error) {
 func (p *Decoders) Coding() string { return p.coding }
 
 // Get returns a decoder reading from r, taken from the pool or built anew.
-// When the stream's header is invalid the decoder goes straight back to the
-// pool and Get returns the codec's error.
+// gzip and deflate decoders read the stream header here: when it is corrupt
+// or missing, the decoder goes straight back to the pool and Get returns the
+// codec's error (wrapping io.ErrUnexpectedEOF for an empty or cut-off
+// header, never a bare io.EOF). zstd and br report a bad stream from Read.
 func (p *Decoders) Get(r io.Reader) (*Decoder, error) {
 	d, _ := p.p.Get().(*Decoder)
 	if d == nil {
@@ -123,8 +129,8 @@ func (p *Decoders) Get(r io.Reader) (*Decoder, error) {
 	return d, nil
 }
 
-// Put detaches d from its source and keeps it for reuse. It panics if d is
-// already in the pool.
+// Put detaches d from its source, so the pool keeps no request body alive,
+// and keeps it for reuse. It panics if d is already in the pool.
 func (p *Decoders) Put(d *Decoder) {
 	if d.pooled {
 		panic("pool: decoder put back twice")

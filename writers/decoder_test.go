@@ -410,3 +410,19 @@ func TestEmptyInputIsAnError(t *testing.T) {
 		})
 	}
 }
+
+// gzip and deflate read their header in Reset. A header cut short must be
+// reported as io.ErrUnexpectedEOF there, so callers can tell a truncated
+// body (400) from a clean end.
+func TestTruncatedHeaderIsUnexpectedEOF(t *testing.T) {
+	_, streams := validStreams(t)
+	for coding, headerLen := range map[string]int{writers.Gzip: 10, writers.Deflate: 2} {
+		d := newDecoder(t, coding)
+		for n := range headerLen {
+			err := d.Reset(bytes.NewReader(streams[coding][:n]))
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("%s: Reset on %d header bytes = %v; want io.ErrUnexpectedEOF", coding, n, err)
+			}
+		}
+	}
+}

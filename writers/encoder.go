@@ -20,7 +20,9 @@ import (
 // Flush writes out everything written so far as a decodable prefix of the
 // stream, so a client can decode it before the stream ends. Close completes
 // the stream; it does not close the destination. Reset discards all state,
-// keeps the allocated tables and buffers, and directs output to w.
+// keeps the allocated tables and buffers, and directs output to w. Reset in
+// mid-stream abandons the old stream: nothing more is written to its
+// destination. An Encoder is not safe for concurrent use.
 type Encoder interface {
 	io.Writer
 	Flush() error
@@ -33,23 +35,24 @@ type Encoder interface {
 // level valid for it (see ValidateLevel).
 //
 // zstd encoders run with concurrency 1, so they start no goroutines, and with
-// a window well under the 8 MB that RFC 9659 allows for HTTP. br encoders use
-// a window sized for HTTP bodies rather than the codec's 4 MiB default.
+// a 128 KiB window, far under the 8 MB that RFC 9659 allows for HTTP. br
+// encoders use a 256 KiB window rather than the codec's 4 MiB default. Both
+// bound the memory an in-flight response holds (see BENCHMARKS.md).
 func NewEncoder(coding string, level int) (Encoder, error) {
 	if err := ValidateLevel(coding, level); err != nil {
 		return nil, err
 	}
 	switch coding {
 	case Gzip:
-		return gzip.NewWriterLevel(nil, level)
+		return encoderOrError(gzip.NewWriterLevel(nil, level))
 	case Deflate:
 		if level == gzip.StatelessCompression {
 			// zlib.NewWriterLevel stops at -2 (Huffman only).
 			return &statelessZlib{adler: adler32.New()}, nil
 		}
-		return zlib.NewWriterLevel(nil, level)
+		return encoderOrError(zlib.NewWriterLevel(nil, level))
 	case Zstd:
-		return zstd.NewWriter(nil,
+		return encoderOrError(zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(zstdEncoderWindow),
@@ -57,7 +60,7 @@ func NewEncoder(coding string, level int) (Encoder, error) {
 			// A stream with no input must still be a valid frame: a
 			// flushed-but-empty response carries Content-Encoding: zstd.
 			zstd.WithZeroFrames(true),
-		)
+		))
 	case Brotli:
 		return brotli.NewWriterOptions(nil, brotli.WriterOptions{
 			Quality: level,
@@ -66,6 +69,15 @@ func NewEncoder(coding string, level int) (Encoder, error) {
 	}
 	// Unreachable: ValidateLevel rejected every other coding.
 	return nil, fmt.Errorf("writers: no encoder for %q", coding)
+}
+
+// encoderOrError keeps a codec's typed nil out of the Encoder interface: a
+// failed constructor must yield a nil Encoder, not a non-nil one holding nil.
+func encoderOrError[E Encoder](e E, err error) (Encoder, error) {
+	if err != nil {
+		return nil, fmt.Errorf("writers: %w", err)
+	}
+	return e, nil
 }
 
 // statelessZlib wraps klauspost/compress's stateless deflate in the zlib

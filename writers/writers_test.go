@@ -54,7 +54,7 @@ func TestLevelsTable(t *testing.T) {
 		{writers.Gzip, writers.LevelRange{Min: -3, Max: 9, Default: 5}},
 		{writers.Deflate, writers.LevelRange{Min: -3, Max: 9, Default: 5}},
 		{writers.Zstd, writers.LevelRange{Min: 1, Max: 22, Default: 3}},
-		{writers.Brotli, writers.LevelRange{Min: 0, Max: 11, Default: 4}},
+		{writers.Brotli, writers.LevelRange{Min: 0, Max: 11, Default: 5}},
 	}
 	for _, tt := range tests {
 		got, err := writers.Levels(tt.coding)

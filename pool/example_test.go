@@ -1,0 +1,87 @@
+package pool_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log"
+	"strings"
+
+	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/writers"
+)
+
+// One pool per coding and level serves every response: Get an encoder
+// pointed at the response, Put it back when the response is done.
+func ExampleEncoders() {
+	encoders, err := pool.NewEncoders(writers.Gzip, 5)
+	if err != nil {
+		log.Fatal(err) // an invalid coding or level is reported here
+	}
+
+	respond := func(w io.Writer, body string) error {
+		e, err := encoders.Get(w)
+		if err != nil {
+			return err
+		}
+		defer encoders.Put(e)
+		if _, err := io.WriteString(e, body); err != nil {
+			return err
+		}
+		return e.Close()
+	}
+
+	var wire bytes.Buffer
+	if err := respond(&wire, "hello, pooled gzip"); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(wire.Bytes()[:2]) // the gzip magic number
+	// Output:
+	// [31 139]
+}
+
+// A Decoders pool reads compressed request bodies. Get reports a stream
+// whose header is already wrong, and the decoder stays in the pool.
+func ExampleDecoders() {
+	decoders, err := pool.NewDecoders(writers.Gzip)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	if _, err := decoders.Get(strings.NewReader("not gzip at all")); err != nil {
+		fmt.Println("rejected:", err)
+	}
+
+	body := []byte{
+		0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xcb, 0x48,
+		0xcd, 0xc9, 0xc9, 0x07, 0x00, 0x86, 0xa6, 0x10, 0x36, 0x05, 0x00, 0x00, 0x00,
+	}
+	d, err := decoders.Get(bytes.NewReader(body))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer decoders.Put(d) // detaches d from the body
+	plain, err := io.ReadAll(d)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(plain))
+	// Output:
+	// rejected: gzip: invalid header
+	// hello
+}
+
+// Buffers hands out empty slices of one capacity; Put drops any that were
+// grown past it, so the pool's memory stays what NewBuffers promised.
+func ExampleBuffers() {
+	buffers, err := pool.NewBuffers(32 << 10)
+	if err != nil {
+		log.Fatal(err)
+	}
+	buf := buffers.Get()
+	*buf = append(*buf, "a response prefix held back until its size is known"...)
+	fmt.Println(len(*buf), cap(*buf))
+	buffers.Put(buf)
+	// Output:
+	// 51 32768
+}

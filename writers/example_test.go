@@ -1,0 +1,141 @@
+package writers_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log"
+	"strings"
+
+	"github.com/squeezehttp/squeeze/writers"
+)
+
+// An Encoder and a Decoder round trip; both are reused with Reset.
+func Example() {
+	enc, err := writers.NewEncoder(writers.Zstd, 3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	dec, err := writers.NewDecoder(writers.Zstd)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, body := range []string{"first response", "second response"} {
+		var compressed bytes.Buffer
+		enc.Reset(&compressed)
+		if _, err := io.WriteString(enc, body); err != nil {
+			log.Fatal(err)
+		}
+		if err := enc.Close(); err != nil {
+			log.Fatal(err)
+		}
+
+		if err := dec.Reset(&compressed); err != nil {
+			log.Fatal(err)
+		}
+		plain, err := io.ReadAll(dec)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(string(plain))
+	}
+	// Detach, so the decoder keeps nothing of the last body alive.
+	if err := dec.Reset(nil); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// first response
+	// second response
+}
+
+// Flush sends what was written so far as a decodable prefix, as a streaming
+// response (server-sent events, a long HTML page) needs.
+func ExampleEncoder_Flush() {
+	var wire bytes.Buffer
+	enc, err := writers.NewEncoder(writers.Gzip, 5)
+	if err != nil {
+		log.Fatal(err)
+	}
+	enc.Reset(&wire)
+	if _, err := io.WriteString(enc, "data: first event\n\n"); err != nil {
+		log.Fatal(err)
+	}
+	if err := enc.Flush(); err != nil {
+		log.Fatal(err)
+	}
+
+	// The client decodes the event before the stream is complete.
+	dec, err := writers.NewDecoder(writers.Gzip)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := dec.Reset(bytes.NewReader(wire.Bytes())); err != nil {
+		log.Fatal(err)
+	}
+	event := make([]byte, len("data: first event\n\n"))
+	if _, err := io.ReadFull(dec, event); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%q\n", event)
+	// Output:
+	// "data: first event\n\n"
+}
+
+// Canonical turns an Accept-Encoding or Content-Encoding token into the
+// name the rest of the package takes.
+func ExampleCanonical() {
+	for _, token := range []string{"GZIP", "x-gzip", "br", "Zstd", "identity", "compress"} {
+		coding, ok := writers.Canonical(token)
+		fmt.Printf("%-8s -> %q %v\n", token, coding, ok)
+	}
+	// Output:
+	// GZIP     -> "gzip" true
+	// x-gzip   -> "gzip" true
+	// br       -> "br" true
+	// Zstd     -> "zstd" true
+	// identity -> "" false
+	// compress -> "" false
+}
+
+// Levels and ValidateLevel check a configured level before any encoder is
+// built.
+func ExampleLevels() {
+	for _, coding := range writers.Codings() {
+		r, err := writers.Levels(coding)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%-7s %d..%d default %d\n", coding, r.Min, r.Max, r.Default)
+	}
+	fmt.Println(writers.ValidateLevel(writers.Brotli, 12))
+	// Output:
+	// zstd    1..22 default 3
+	// br      0..11 default 5
+	// gzip    -3..9 default 5
+	// deflate -3..9 default 5
+	// writers: level 12 is not valid for br (want 0..11)
+}
+
+// A deflate Decoder takes the zlib streams RFC 9110 specifies and the raw
+// deflate streams some clients send instead.
+func ExampleNewDecoder() {
+	dec, err := writers.NewDecoder(writers.Deflate)
+	if err != nil {
+		log.Fatal(err)
+	}
+	zlibStream := []byte{0x78, 0x9c, 0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00, 0x06, 0x2c, 0x02, 0x15}
+	rawStream := []byte{0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00}
+	for _, body := range [][]byte{zlibStream, rawStream} {
+		if err := dec.Reset(bytes.NewReader(body)); err != nil {
+			log.Fatal(err)
+		}
+		var out strings.Builder
+		if _, err := io.Copy(&out, dec); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(out.String())
+	}
+	// Output:
+	// hello
+	// hello
+}
