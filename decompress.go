@@ -70,7 +70,9 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 	}
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		// Nothing to decode, whatever the coding claims.
-		return withoutEncoding(r, false), nil, true
+		r2 := new(http.Request)
+		copyWithoutEncoding(r2, r, false)
+		return r2, nil, true
 	}
 	var codings [maxContentCodings]string
 	n := 0
@@ -97,25 +99,40 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 	}
 	if n == 0 {
 		// identity only: the body is already what it claims to be.
-		return withoutEncoding(r, false), nil, true
+		r2 := new(http.Request)
+		copyWithoutEncoding(r2, r, false)
+		return r2, nil, true
 	}
 	inLimit := compressedLimit(m.maxDecompressedSize)
 	if r.ContentLength > inLimit {
 		// No stream within the cap is this long; refuse before reading.
-		w.Header().Set("Connection", "close")
+		// HTTP/1 cannot skip the unread body but by closing; HTTP/2
+		// resets the stream, and its server would take Connection: close
+		// as a cue to shut down every other stream too.
+		if r.ProtoMajor == 1 {
+			w.Header().Set("Connection", "close")
+		}
 		http.Error(w, "squeeze: request body too large", http.StatusRequestEntityTooLarge)
 		return nil, nil, false
 	}
-	b := &decodedBody{w: w, raw: r.Body, n: n, limit: m.maxDecompressedSize, inLimit: inLimit}
+	d := new(decodedRequest)
+	b := &d.body
+	*b = decodedBody{w: w, raw: r.Body, n: n, limit: m.maxDecompressedSize, left: m.maxDecompressedSize, inLimit: inLimit}
 	for i := range n {
 		// Content-Encoding lists codings in the order applied; undo the
 		// last one first.
 		coding := codings[n-1-i]
-		b.layers[i] = layer{body: b, index: i, coding: coding, decoders: m.decoders[coding]}
+		b.layers[i] = layer{coding: coding, decoders: m.decoders[coding], in: input{body: b, left: inLimit}}
 	}
-	r2 := withoutEncoding(r, true)
-	r2.Body = b
-	return r2, b.release, true
+	copyWithoutEncoding(&d.req, r, true)
+	d.req.Body = b
+	return &d.req, b.release, true
+}
+
+// decodedRequest puts the request copy and its body in one allocation.
+type decodedRequest struct {
+	req  http.Request
+	body decodedBody
 }
 
 // unsupportedCoding answers 415 with the Accept-Encoding that RFC 9110
@@ -125,20 +142,29 @@ func unsupportedCoding(w http.ResponseWriter, msg string) {
 	http.Error(w, msg, http.StatusUnsupportedMediaType)
 }
 
-// withoutEncoding returns a shallow copy of r whose header, cloned, has no
-// Content-Encoding. When decoded, the length is dropped too: the decoded
+// copyWithoutEncoding makes dst a shallow copy of r whose header, cloned,
+// has no Content-Encoding. When decoded, the length goes too: the decoded
 // body's length is unknown until it has been read.
-func withoutEncoding(r *http.Request, decoded bool) *http.Request {
-	r2 := new(http.Request)
-	*r2 = *r
-	r2.Header = r.Header.Clone()
-	delete(r2.Header, "Content-Encoding")
+func copyWithoutEncoding(dst, r *http.Request, decoded bool) {
+	*dst = *r
+	dst.Header = r.Header.Clone()
+	delete(dst.Header, "Content-Encoding")
 	if decoded {
-		delete(r2.Header, "Content-Length")
-		r2.ContentLength = -1
-		r2.GetBody = nil
+		delete(dst.Header, "Content-Length")
+		dst.ContentLength = -1
+		dst.GetBody = nil
 	}
-	return r2
+}
+
+// tooLarge returns the error http.MaxBytesReader returns past its limit,
+// after doing the one thing only that reader can: tell the server, through
+// a hook on the ResponseWriter it gave the handler, to close the connection,
+// since the rest of the body will not be read. A throwaway reader limited to
+// 0 bytes and offered 1 does exactly that. The limits themselves are
+// counted here, so a body that stays within them allocates no reader.
+func tooLarge(w http.ResponseWriter, limit int64) error {
+	_, _ = http.MaxBytesReader(w, io.NopCloser(strings.NewReader("!")), 0).Read(make([]byte, 1))
+	return &http.MaxBytesError{Limit: limit}
 }
 
 // decodedBody is the Body of a decoded request. Its layers each undo one
@@ -158,11 +184,14 @@ type decodedBody struct {
 
 	w       http.ResponseWriter
 	raw     io.ReadCloser
-	limit   int64     // cap on the decoded bytes
-	inLimit int64     // cap on the bytes each layer reads
-	started bool      // the decoders have been taken (under readMu)
-	out     io.Reader // the last layer, capped at limit
-	err     error     // why starting failed, returned from then on
+	limit   int64 // cap on the decoded bytes
+	inLimit int64 // cap on the bytes each layer reads
+
+	// Touched by Read only, under readMu.
+	started bool
+	top     io.Reader // the last layer
+	left    int64     // decoded bytes still allowed
+	err     error     // sticky: why starting failed, or the cap
 	n       int
 	layers  [maxContentCodings]layer
 }
@@ -204,16 +233,32 @@ func (b *decodedBody) read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
-	return b.out.Read(p)
+	if len(p) == 0 {
+		return 0, nil
+	}
+	// As http.MaxBytesReader: ask for one byte more than allowed, to know
+	// whether the body goes on past the cap.
+	if int64(len(p))-1 > b.left {
+		p = p[:b.left+1]
+	}
+	n, err := b.top.Read(p)
+	if int64(n) <= b.left {
+		b.left -= int64(n)
+		return n, err
+	}
+	n = int(b.left)
+	b.left = 0
+	b.err = tooLarge(b.w, b.limit)
+	return n, b.err
 }
 
 // start takes a decoder for each layer. Getting one may read the stream's
 // header, so it can fail like a Read.
 func (b *decodedBody) start() error {
-	var src io.ReadCloser = b.raw
+	var src io.Reader = b.raw
 	for i := range b.n {
 		l := &b.layers[i]
-		l.in.r = http.MaxBytesReader(b.w, src, b.inLimit)
+		l.in.r = src
 		d, err := l.decoders.Get(&l.in)
 		if err != nil {
 			if err == io.EOF {
@@ -225,7 +270,7 @@ func (b *decodedBody) start() error {
 		l.dec = d
 		src = l
 	}
-	b.out = http.MaxBytesReader(b.w, src, b.limit)
+	b.top = src
 	return nil
 }
 
@@ -274,8 +319,6 @@ func (b *decodedBody) releaseLocked() {
 // layer undoes one coding. Its errors are sticky, so a decoder is never
 // asked to go on after it has failed.
 type layer struct {
-	body     *decodedBody
-	index    int
 	coding   string
 	decoders *pool.Decoders
 	dec      *pool.Decoder
@@ -294,10 +337,6 @@ func (l *layer) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close lets a layer be the source of http.MaxBytesReader; the body closes
-// what needs closing.
-func (l *layer) Close() error { return nil }
-
 // fail turns a decoder's error into the error the handler sees and keeps it.
 // A failure of the input (the request body's own error, or a limit) is
 // passed on as it is, whatever the codec made of it; so is the end of a
@@ -306,7 +345,7 @@ func (l *layer) fail(err error) error {
 	switch {
 	case l.in.err != nil:
 		err = l.in.err
-	case err == io.EOF && l.in.n > 0:
+	case err == io.EOF && l.in.left < l.in.body.inLimit:
 	case err == io.EOF:
 		// An empty input is not a stream in any coding.
 		err = &invalidBodyError{coding: l.coding, err: io.ErrUnexpectedEOF}
@@ -318,18 +357,35 @@ func (l *layer) fail(err error) error {
 }
 
 // input is what a layer's decoder reads: the layer before it, or the body
-// that arrived, behind a limit. It records what the decoder cannot be relied
-// on to pass on intact: whether any bytes came, and the first error.
+// that arrived, limited to body.inLimit bytes. It keeps what the decoder
+// cannot be relied on to pass on intact: whether any bytes came (left is
+// below the limit), and the first error, which is sticky.
 type input struct {
-	r   io.Reader
-	n   int64
-	err error
+	body *decodedBody
+	r    io.Reader
+	left int64
+	err  error
 }
 
 func (in *input) Read(p []byte) (int, error) {
+	if in.err != nil {
+		return 0, in.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if int64(len(p))-1 > in.left {
+		p = p[:in.left+1]
+	}
 	n, err := in.r.Read(p)
-	in.n += int64(n)
-	if err != nil && err != io.EOF && in.err == nil {
+	if int64(n) > in.left {
+		n = int(in.left)
+		in.left = 0
+		in.err = tooLarge(in.body.w, in.body.inLimit)
+		return n, in.err
+	}
+	in.left -= int64(n)
+	if err != nil && err != io.EOF {
 		in.err = err
 	}
 	return n, err
