@@ -56,10 +56,10 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 	// handlers, as net/http's ServeMux does.
 	r.Use(middleware.GetHead)
 
-	r.Get("/", assets.serve("index.html"))
-	r.Get("/small", assets.serve("small.html"))
+	r.Get("/", assets.handler("index.html"))
+	r.Get("/small", assets.handler("small.html"))
 	r.Get("/static/{name}", func(w http.ResponseWriter, r *http.Request) {
-		assets.serve(chi.URLParam(r, "name"))(w, r)
+		assets.serve(w, r, chi.URLParam(r, "name"))
 	})
 	r.Get("/api/products", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -101,17 +101,20 @@ func loadAssets(fsys fs.FS, dir string) (assets, error) {
 
 // serve answers with the named asset. http.ServeContent handles Range and
 // the conditional headers against the ETag set here.
-func (a assets) serve(name string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		f, ok := a[name]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("ETag", f.etag)
-		w.Header().Set("Cache-Control", "no-cache")
-		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(f.data))
+func (a assets) serve(w http.ResponseWriter, r *http.Request, name string) {
+	f, ok := a[name]
+	if !ok {
+		http.NotFound(w, r)
+		return
 	}
+	w.Header().Set("ETag", f.etag)
+	w.Header().Set("Cache-Control", "no-cache")
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(f.data))
+}
+
+// handler serves the named asset on a fixed route.
+func (a assets) handler(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, name) }
 }
 
 // product is one entry of the JSON API's catalogue.
