@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,23 @@ import (
 // codings lists every coding the package implements, in a fixed order so
 // failures are reproducible.
 var codings = []string{writers.Gzip, writers.Deflate, writers.Zstd, writers.Brotli}
+
+// reduced reports whether the data-heavy tests run a smaller sample: under
+// -race, which slows the codecs tenfold and has nothing to find in their
+// single-goroutine work, and under -short. The full sample runs in the plain
+// go test that CI also runs.
+func reduced() bool { return raceEnabled || testing.Short() }
+
+// sampleLevels returns the levels a data-heavy test covers: every valid
+// level normally; when reduced, one zstd level per encoder speed plus 22,
+// and every other coding's levels.
+func sampleLevels(tb testing.TB, coding string) []int {
+	tb.Helper()
+	if reduced() && coding == writers.Zstd {
+		return append(slices.Clone(zstdSpeeds), 22)
+	}
+	return validLevels(tb, coding)
+}
 
 // validLevels returns every level ValidateLevel accepts for coding.
 func validLevels(tb testing.TB, coding string) []int {
@@ -59,20 +77,26 @@ func newDecoder(tb testing.TB, coding string) writers.Decoder {
 	return d
 }
 
-// encode compresses the concatenation of chunks, writing each with its own
-// Write call.
+// encode compresses the concatenation of chunks with a new encoder, writing
+// each chunk with its own Write call.
 func encode(tb testing.TB, coding string, level int, chunks ...[]byte) []byte {
 	tb.Helper()
+	return encodeWith(tb, newEncoder(tb, coding, level), chunks...)
+}
+
+// encodeWith is encode with an encoder the caller reuses: building the
+// larger zstd and br encoders dominates the small tests under -race.
+func encodeWith(tb testing.TB, e writers.Encoder, chunks ...[]byte) []byte {
+	tb.Helper()
 	var buf bytes.Buffer
-	e := newEncoder(tb, coding, level)
 	e.Reset(&buf)
 	for _, c := range chunks {
 		if n, err := e.Write(c); err != nil || n != len(c) {
-			tb.Fatalf("%s/%d: Write = %d, %v; want %d, nil", coding, level, n, err, len(c))
+			tb.Fatalf("Write = %d, %v; want %d, nil", n, err, len(c))
 		}
 	}
 	if err := e.Close(); err != nil {
-		tb.Fatalf("%s/%d: Close: %v", coding, level, err)
+		tb.Fatalf("Close: %v", err)
 	}
 	return buf.Bytes()
 }
@@ -81,7 +105,11 @@ func encode(tb testing.TB, coding string, level int, chunks ...[]byte) []byte {
 // or from Read is returned as is.
 func decode(tb testing.TB, coding string, data []byte) ([]byte, error) {
 	tb.Helper()
-	d := newDecoder(tb, coding)
+	return decodeWith(newDecoder(tb, coding), data)
+}
+
+// decodeWith is decode with a decoder the caller reuses.
+func decodeWith(d writers.Decoder, data []byte) ([]byte, error) {
 	if err := d.Reset(bytes.NewReader(data)); err != nil {
 		return nil, err
 	}

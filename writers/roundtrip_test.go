@@ -30,13 +30,18 @@ func smallInputs(tb testing.TB) map[string][]byte {
 }
 
 func TestRoundTripEveryLevelSmallInputs(t *testing.T) {
+	t.Parallel()
 	inputs := smallInputs(t)
 	for _, coding := range codings {
-		for _, level := range validLevels(t, coding) {
+		for _, level := range sampleLevels(t, coding) {
 			t.Run(fmt.Sprintf("%s/%d", coding, level), func(t *testing.T) {
+				e, d := newEncoder(t, coding, level), newDecoder(t, coding)
 				for name, in := range inputs {
-					enc := encode(t, coding, level, chunked(in)...)
-					got, err := decode(t, coding, enc)
+					if reduced() && coding == writers.Brotli && level >= 10 && len(in) > 100 {
+						continue
+					}
+					enc := encodeWith(t, e, chunked(in)...)
+					got, err := decodeWith(d, enc)
 					if err != nil {
 						t.Fatalf("%s: decode: %v", name, err)
 					}
@@ -60,13 +65,20 @@ var largeDocLevels = map[string][]int{
 }
 
 func TestRoundTripLargeDocument(t *testing.T) {
+	t.Parallel()
 	docs := corpus.All(t)
 	for _, coding := range codings {
-		for _, level := range largeDocLevels[coding] {
+		levels := largeDocLevels[coding]
+		if reduced() {
+			docs = docs[:1] // the 290 KiB HTML
+			levels = []int{defaultLevel(t, coding)}
+		}
+		for _, level := range levels {
 			t.Run(fmt.Sprintf("%s/%d", coding, level), func(t *testing.T) {
+				e, d := newEncoder(t, coding, level), newDecoder(t, coding)
 				for _, doc := range docs {
-					enc := encode(t, coding, level, chunked(doc.Data)...)
-					got, err := decode(t, coding, enc)
+					enc := encodeWith(t, e, chunked(doc.Data)...)
+					got, err := decodeWith(d, enc)
 					if err != nil {
 						t.Fatalf("%s: decode: %v", doc.Name, err)
 					}
@@ -106,6 +118,7 @@ func decodePrefix(t *testing.T, coding string, written []byte, n int) []byte {
 }
 
 func TestFlushProducesDecodablePrefix(t *testing.T) {
+	t.Parallel()
 	html := corpus.HTML(t)
 	parts := [][]byte{
 		corpus.Prefix(t, html, 10),     // smaller than any block
@@ -225,7 +238,11 @@ func TestResetMidStreamStartsCleanStream(t *testing.T) {
 }
 
 func TestEncoderIsReusableAfterClose(t *testing.T) {
+	t.Parallel()
 	docs := corpus.All(t)
+	if reduced() {
+		docs = []corpus.Doc{{Name: "js", Data: corpus.JS(t)}}
+	}
 	for _, coding := range codings {
 		t.Run(coding, func(t *testing.T) {
 			e := newEncoder(t, coding, defaultLevel(t, coding))
