@@ -395,6 +395,7 @@ func dumpDOM(t *testing.T, url string) string {
 	cmd := exec.CommandContext(ctx, chromium,
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", // containers often give /dev/shm only 64 MB
 		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=20000", "--dump-dom", url)
 	// Chromium starts helper processes; a process group lets one signal
 	// end them all.
