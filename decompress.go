@@ -53,6 +53,9 @@ func compressedLimit(limit int64) int64 {
 // than maxContentCodings, 413 for a declared length no body within the cap
 // could have.
 //
+// A request without a body (nil, http.NoBody or ContentLength 0, as servers
+// report an empty one) only loses the field, whatever it names.
+//
 // The decoded request is a shallow copy with a cloned header, without
 // Content-Encoding and Content-Length and with ContentLength -1; r itself is
 // never modified. Decoders are taken from the pools on the first Read, so a
@@ -86,11 +89,11 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 			}
 			coding, ok := writers.Canonical(token)
 			if !ok || m.decoders[coding] == nil {
-				unsupportedCoding(w, "squeeze: unsupported Content-Encoding")
+				unsupportedCoding(w, "unsupported Content-Encoding")
 				return nil, nil, false
 			}
 			if n == len(codings) {
-				unsupportedCoding(w, "squeeze: too many Content-Encoding layers")
+				unsupportedCoding(w, "too many Content-Encoding layers")
 				return nil, nil, false
 			}
 			codings[n] = coding
@@ -112,7 +115,7 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 		if r.ProtoMajor == 1 {
 			w.Header().Set("Connection", "close")
 		}
-		http.Error(w, "squeeze: request body too large", http.StatusRequestEntityTooLarge)
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 		return nil, nil, false
 	}
 	d := new(decodedRequest)

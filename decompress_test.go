@@ -1411,6 +1411,55 @@ func TestDecodeRequestNeverPoolsADecoderInUse(t *testing.T) {
 	}
 }
 
+// Handler decodes compressed request bodies for the handler behind it, which
+// needs nothing squeeze-specific: a body over the cap fails as
+// http.MaxBytesReader would, and a corrupt one with ErrInvalidBody.
+func ExampleErrInvalidBody() {
+	m := MustNew(WithMaxDecompressedSize(1000))
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+		case errors.Is(err, ErrInvalidBody):
+			http.Error(w, "malformed body", http.StatusBadRequest)
+		case err != nil:
+			return // the client went away
+		default:
+			fmt.Fprintf(w, "read %d bytes", len(body))
+		}
+	}))
+	gzipped := func(n int) []byte {
+		var buf bytes.Buffer
+		zw := stdgzip.NewWriter(&buf)
+		zw.Write(bytes.Repeat([]byte("squeeze "), n/8))
+		zw.Close()
+		return buf.Bytes()
+	}
+	send := func(coding string, body []byte) {
+		req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		req.Header.Set("Content-Encoding", coding)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Printf("%s: %d %s\n", coding, rec.Code, strings.TrimSpace(rec.Body.String()))
+		if ae := rec.Header().Get("Accept-Encoding"); ae != "" {
+			fmt.Println("Accept-Encoding:", ae)
+		}
+	}
+	body := gzipped(800)
+	send("gzip", body)
+	send("gzip", body[:len(body)-4]) // cut short
+	send("gzip", gzipped(2000))      // over the cap
+	send("compress", body)
+	// Output:
+	// gzip: 200 read 800 bytes
+	// gzip: 400 malformed body
+	// gzip: 413 too large
+	// compress: 415 unsupported Content-Encoding
+	// Accept-Encoding: zstd, br, gzip, deflate
+}
+
 // BenchmarkDecodeRequest decodes the Go specification (about 290 KiB of
 // HTML) per coding: "codec" is the floor, a pooled decoder read directly;
 // "decodeRequest" is the whole path a handler sees.
