@@ -9,7 +9,10 @@
 #                         checks and a 1 s wrk smoke test, results in a temp dir
 #
 # Environment (full run): COUNT (10), BENCHTIME (100ms), CPUS (1,2),
-# STREAMS (1000), WRK_DURATION (5s), BENCH_OUT (bench/results).
+# STREAMS (1000; 100 for the peers' defaults, which can hold 19 MB a stream),
+# WRK_DURATION (5s), BENCH_OUT (bench/results), PHASES ("bench inflight wrk
+# tables": a subset re-runs only those phases over the results already in
+# BENCH_OUT).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,22 +41,25 @@ cleanup() {
 trap cleanup EXIT
 
 if [[ $mode == quick ]]; then
-	count=1 benchtime=1x cpus=1,2 streams=50 wrk_duration=1s
+	count=1 benchtime=1x cpus=1,2 streams=50 default_streams=20 wrk_duration=1s
 	out=${BENCH_OUT:-$tmp/results}
 else
 	count=${COUNT:-10} benchtime=${BENCHTIME:-100ms} cpus=${CPUS:-1,2}
-	streams=${STREAMS:-1000} wrk_duration=${WRK_DURATION:-5s}
+	streams=${STREAMS:-1000} default_streams=${DEFAULT_STREAMS:-100} wrk_duration=${WRK_DURATION:-5s}
 	out=${BENCH_OUT:-$here/results}
 fi
 mkdir -p "$out"
 
 step() { printf '\n== %s\n' "$*" >&2; }
+phases=${PHASES:-bench inflight wrk tables}
+phase() { [[ " $phases " == *" $1 "* ]]; }
 
 step "vet and round-trip checks"
 go vet ./...
 go test -count=1 ./...
 
 step "machine"
+phase bench && : >"$out/machine.txt"
 {
 	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -62,8 +68,8 @@ step "machine"
 	echo "go: $(go version)"
 	echo "kernel: $(uname -sr)"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "command: bench/run.sh $* (count=$count benchtime=$benchtime cpus=$cpus streams=$streams wrk=$wrk_duration)"
-} | tee "$out/machine.txt" >&2
+	echo "command: bench/run.sh $* (count=$count benchtime=$benchtime cpus=$cpus streams=$streams/$default_streams wrk=$wrk_duration phases=$phases)"
+} | tee -a "$out/machine.txt" >&2
 
 go test -c -o "$tmp/bench.test" .
 
@@ -71,9 +77,8 @@ go test -c -o "$tmp/bench.test" .
 # spreads over all implementations instead of landing on whichever ran last.
 # The peers-at-defaults and request-decoding benchmarks run at GOMAXPROCS 1
 # only, to keep the full run near 20 minutes on 2 cores.
-step "benchmarks: $count rounds, -benchtime $benchtime, -cpu $cpus"
-: >"$out/bench.txt"
-for i in $(seq "$count"); do
+phase bench && step "benchmarks: $count rounds, -benchtime $benchtime, -cpu $cpus" && : >"$out/bench.txt"
+phase bench && for i in $(seq "$count"); do
 	echo "round $i/$count" >&2
 	"$tmp/bench.test" -test.run '^$' -test.bench '^Benchmark(Response|ResponseParallel)$' \
 		-test.benchtime "$benchtime" -test.cpu "$cpus" -test.benchmem >>"$out/bench.txt"
@@ -81,13 +86,12 @@ for i in $(seq "$count"); do
 		-test.benchtime "$benchtime" -test.cpu 1 -test.benchmem >>"$out/bench.txt"
 done
 
-step "heap per in-flight stream: $streams streams"
 inflight_count=3
 [[ $mode == quick ]] && inflight_count=1
-"$tmp/bench.test" -test.run '^$' -test.bench '^BenchmarkInflight' -test.benchtime 1x \
-	-test.count "$inflight_count" -test.benchmem -streams "$streams" >"$out/inflight.txt"
+phase inflight && step "heap per in-flight stream: $streams streams ($default_streams for the peers' defaults)" &&
+	"$tmp/bench.test" -test.run '^$' -test.bench '^BenchmarkInflight' -test.benchtime 1x \
+	-test.count "$inflight_count" -test.benchmem -streams "$streams" -default-streams "$default_streams" >"$out/inflight.txt"
 
-step "load over loopback: wrk against the example server"
 run_wrk() {
 	if ! command -v wrk >/dev/null; then
 		if [[ ${CI:-} == true ]]; then
@@ -164,25 +168,26 @@ run_wrk() {
 	wait "$server_pid" 2>/dev/null || true
 	server_pid=""
 }
-run_wrk
+phase wrk && step "load over loopback: wrk against the example server" && run_wrk
 
+phase tables || exit 0
 step "tables"
 {
 	for b in Response ResponseParallel; do
 		for c in zstd br gzip; do
-			echo "### $b, $c: time per response (vs floor)"
-			go tool benchstat -filter ".name:$b /coding:$c .unit:sec/op" -table /gomaxprocs -row /body -col /impl "$out/bench.txt"
+			echo "### $b, $c: wall and CPU time per response (vs floor)"
+			go tool benchstat -filter ".name:$b /coding:$c (.unit:sec/op OR .unit:cpu-sec/op)" -table /gomaxprocs -row /body -col /impl "$out/bench.txt"
 			echo "### $b, $c: allocations and bytes per response"
 			go tool benchstat -filter ".name:$b /coding:$c -/gomaxprocs:2 (.unit:allocs/op OR .unit:B/op)" -row /body -col /impl "$out/bench.txt"
 		done
 	done
 	for c in zstd br gzip; do
 		echo "### Defaults, $c: time and wire bytes per response (vs squeeze)"
-		go tool benchstat -filter ".name:Defaults /coding:$c -/gomaxprocs:2 (.unit:sec/op OR .unit:wire-B/op OR .unit:allocs/op)" -row /body -col /impl "$out/bench.txt"
+		go tool benchstat -filter ".name:Defaults /coding:$c -/gomaxprocs:2 (.unit:sec/op OR .unit:cpu-sec/op OR .unit:wire-B/op OR .unit:allocs/op)" -row /body -col /impl "$out/bench.txt"
 	done
 	for c in zstd br gzip; do
 		echo "### Request decoding, $c (vs floor)"
-		go tool benchstat -filter ".name:Request /coding:$c (.unit:sec/op OR .unit:allocs/op OR .unit:B/op)" -row /body -col /impl "$out/bench.txt"
+		go tool benchstat -filter ".name:Request /coding:$c (.unit:sec/op OR .unit:cpu-sec/op OR .unit:allocs/op OR .unit:B/op)" -row /body -col /impl "$out/bench.txt"
 	done
 	echo "### Heap per in-flight stream"
 	go tool benchstat -filter "(.unit:live-B/stream OR .unit:inuse-B/stream)" -table .name,.unit -row /impl -col /coding "$out/inflight.txt"
