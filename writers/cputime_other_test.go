@@ -1,9 +1,9 @@
-//go:build !linux
+//go:build !unix
 
 package writers_test
 
 import "time"
 
-// threadCPUTime is only implemented on Linux; elsewhere BenchmarkLevels
-// reports wall-clock speed alone.
-func threadCPUTime() (time.Duration, bool) { return 0, false }
+// processCPUTime is only implemented on Unix; elsewhere the benchmarks
+// report wall-clock speed alone.
+func processCPUTime() (time.Duration, bool) { return 0, false }

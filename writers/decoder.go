@@ -16,9 +16,13 @@ import (
 // Decoder decompresses the stream read from the reader given to Reset.
 //
 // Reset discards all state, keeps the allocated tables and buffers, and
-// starts decoding r. Some codecs read the stream header in Reset, so it can
-// fail on a corrupt or empty stream. Reset(nil) detaches the decoder from its
-// source, so a pooled decoder keeps no request body alive.
+// starts decoding r. gzip and deflate read the stream header in Reset, so it
+// can fail on a corrupt or truncated stream; zstd and br report such a stream
+// from Read. A stream that ends before its header or first frame, an empty
+// body included, is an error wrapping io.ErrUnexpectedEOF, never a bare
+// io.EOF. Reset(nil) detaches the decoder from its source, so a pooled
+// decoder keeps no request body alive. A Decoder is not safe for concurrent
+// use.
 type Decoder interface {
 	io.Reader
 	Reset(r io.Reader) error
@@ -33,7 +37,9 @@ var ErrDetached = errors.New("writers: decoder has no source")
 // zstd decoders run with concurrency 1, so they start no goroutines, and
 // refuse frames that declare a window over ZstdMaxWindow. deflate decoders
 // accept the zlib-wrapped streams RFC 9110 specifies and, since some senders
-// emit them, raw deflate streams too.
+// emit them, raw deflate streams too. br decoders accept every window RFC
+// 7932 allows (up to 16 MiB); andybalholm/brotli sizes its ring buffer from
+// what the stream declares and keeps it for reuse.
 func NewDecoder(coding string) (Decoder, error) {
 	switch coding {
 	case Gzip:
