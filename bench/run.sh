@@ -10,8 +10,8 @@
 #
 # Environment (full run): COUNT (10), BENCHTIME (100ms), CPUS (1,2),
 # STREAMS (1000; 100 for the peers' defaults, which can hold 19 MB a stream),
-# WRK_DURATION (5s), BENCH_OUT (bench/results), PHASES ("bench inflight wrk
-# tables": a subset re-runs only those phases over the results already in
+# WRK_DURATION (5s), BENCH_OUT (bench/results), PHASES ("bench allocs inflight
+# wrk tables": a subset re-runs only those phases over the results already in
 # BENCH_OUT).
 set -euo pipefail
 
@@ -51,7 +51,7 @@ fi
 mkdir -p "$out"
 
 step() { printf '\n== %s\n' "$*" >&2; }
-phases=${PHASES:-bench inflight wrk tables}
+phases=${PHASES:-bench allocs inflight wrk tables}
 phase() { [[ " $phases " == *" $1 "* ]]; }
 
 step "vet and round-trip checks"
@@ -85,6 +85,15 @@ phase bench && for i in $(seq "$count"); do
 	"$tmp/bench.test" -test.run '^$' -test.bench '^Benchmark(Defaults|Request)$' \
 		-test.benchtime "$benchtime" -test.cpu 1 -test.benchmem >>"$out/bench.txt"
 done
+
+# Allocation figures from a fixed, larger iteration count: at 100ms a 286 KiB
+# brotli response runs a handful of times, and one encoder rebuilt after a
+# collection emptied sync.Pool then dominates B/op.
+alloc_iters=100x
+[[ $mode == quick ]] && alloc_iters=1x
+phase allocs && step "allocations: BenchmarkResponse at -benchtime $alloc_iters" &&
+	"$tmp/bench.test" -test.run '^$' -test.bench '^BenchmarkResponse$' -test.benchtime "$alloc_iters" \
+		-test.cpu 1 -test.benchmem >"$out/allocs.txt"
 
 inflight_count=3
 [[ $mode == quick ]] && inflight_count=1
@@ -177,8 +186,13 @@ step "tables"
 		for c in zstd br gzip; do
 			echo "### $b, $c: wall and CPU time per response (vs floor)"
 			go tool benchstat -filter ".name:$b /coding:$c (.unit:sec/op OR .unit:cpu-sec/op)" -table /gomaxprocs -row /body -col /impl "$out/bench.txt"
-			echo "### $b, $c: allocations and bytes per response"
-			go tool benchstat -filter ".name:$b /coding:$c -/gomaxprocs:2 (.unit:allocs/op OR .unit:B/op)" -row /body -col /impl "$out/bench.txt"
+			if [[ $b == Response ]]; then
+				echo "### $b, $c: allocations and bytes per response (-benchtime $alloc_iters)"
+				go tool benchstat -filter "/coding:$c (.unit:allocs/op OR .unit:B/op)" -row /body -col /impl "$out/allocs.txt"
+			else
+				echo "### $b, $c: allocations and bytes per response"
+				go tool benchstat -filter ".name:$b /coding:$c (.unit:allocs/op OR .unit:B/op)" -table /gomaxprocs -row /body -col /impl "$out/bench.txt"
+			fi
 		done
 	done
 	for c in zstd br gzip; do
@@ -195,7 +209,7 @@ step "tables"
 	cat "$tmp/benchstat.err" >&2
 	exit 1
 }
-go run ./cmd/targets "$out/bench.txt" "$out/inflight.txt" >"$out/targets.md"
+go run ./cmd/targets -allocs "$out/allocs.txt" "$out/bench.txt" "$out/inflight.txt" >"$out/targets.md"
 
 if [[ $mode == quick ]]; then
 	echo "quick run OK: every benchmark ran once and every path round-tripped ($out)" >&2
