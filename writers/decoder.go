@@ -78,16 +78,8 @@ type gzipDecoder struct {
 
 func (d *gzipDecoder) Reset(r io.Reader) error {
 	d.ready = false
-	if r == nil {
-		if d.src != nil {
-			d.src.Reset(nil)
-		}
+	if !attach(&d.src, r) {
 		return nil
-	}
-	if d.src == nil {
-		d.src = bufio.NewReaderSize(r, 4096)
-	} else {
-		d.src.Reset(r)
 	}
 	if err := d.r.Reset(d.src); err != nil {
 		return headerError(Gzip, err)
@@ -177,6 +169,25 @@ func (d *brotliDecoder) Read(p []byte) (int, error) {
 	return d.r.Read(p)
 }
 
+// attach points a decoder's buffered source at r, creating it on first use,
+// so the buffer is allocated once per decoder and not once per stream. For
+// a nil r it detaches the source, so a pooled decoder keeps no body alive,
+// and reports false.
+func attach(src **bufio.Reader, r io.Reader) bool {
+	switch {
+	case r == nil:
+		if *src != nil {
+			(*src).Reset(nil)
+		}
+		return false
+	case *src == nil:
+		*src = bufio.NewReaderSize(r, 4096)
+	default:
+		(*src).Reset(r)
+	}
+	return true
+}
+
 // deflateDecoder looks at the first two bytes to tell a zlib stream from a
 // raw deflate one. Its bufio.Reader doubles as the flate.Reader both
 // decompressors want, so neither adds a buffer of its own.
@@ -189,16 +200,8 @@ type deflateDecoder struct {
 
 func (d *deflateDecoder) Reset(r io.Reader) error {
 	d.active = nil
-	if r == nil {
-		if d.src != nil {
-			d.src.Reset(nil)
-		}
+	if !attach(&d.src, r) {
 		return nil
-	}
-	if d.src == nil {
-		d.src = bufio.NewReaderSize(r, 4096)
-	} else {
-		d.src.Reset(r)
 	}
 	head, err := d.src.Peek(2)
 	if err != nil {
