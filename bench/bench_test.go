@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/squeezehttp/squeeze/internal/corpus"
 )
@@ -116,6 +118,88 @@ func reportCPU(b *testing.B) func() {
 		if ok && ok2 && b.N > 0 {
 			b.ReportMetric((end-start).Seconds()/float64(b.N), "cpu-sec/op")
 		}
+	}
+}
+
+// BenchmarkVersusFloor serves each body alternately through the floor and
+// through squeeze, timing each response, so that both meet the machine in
+// the same state: on a shared or virtual machine the speed of separate
+// benchmarks drifts by more than the 3% the target allows, while a paired
+// measurement cancels the drift. It reports x-floor, the floor's time over
+// squeeze's (squeeze's throughput relative to the floor: 1 is parity, the
+// target is at least 0.97), and each side's time per response.
+func BenchmarkVersusFloor(b *testing.B) {
+	c := loadCorpus(b)
+	for _, coding := range Codings() {
+		list, err := Equal(coding)
+		if err != nil {
+			b.Fatal(err)
+		}
+		floor, sq := list[0], list[1]
+		b.Run("coding="+coding, func(b *testing.B) {
+			for _, body := range c.All() {
+				b.Run("body="+body.Name, func(b *testing.B) {
+					for _, mode := range []string{"serial", "parallel"} {
+						if mode == "parallel" && body.Name != "html-2K" && body.Name != "html-16K" {
+							continue
+						}
+						b.Run("mode="+mode, func(b *testing.B) {
+							benchVersusFloor(b, floor, sq, body, mode == "parallel")
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
+func benchVersusFloor(b *testing.B, floor, sq *Impl, body Body, parallel bool) {
+	hs := [2]http.Handler{floor.Serve(body), sq.Serve(body)}
+	for i, h := range hs {
+		if _, err := CheckResponse(h, sq.Coding, body.Data); err != nil {
+			b.Fatalf("%s does not round-trip: %v", []string{"floor", "squeeze"}[i], err)
+		}
+	}
+	// pair serves one response through each, the order alternating so
+	// that neither always finds the caches as the other left them.
+	pair := func(w *ResponseWriter, r *http.Request, i int, spent *[2]time.Duration) {
+		first := i & 1
+		t0 := time.Now()
+		w.Reset()
+		hs[first].ServeHTTP(w, r)
+		t1 := time.Now()
+		w.Reset()
+		hs[1-first].ServeHTTP(w, r)
+		t2 := time.Now()
+		spent[first] += t1.Sub(t0)
+		spent[1-first] += t2.Sub(t1)
+	}
+	w, r := NewResponseWriter(false), NewRequest(sq.Coding)
+	var warmed [2]time.Duration
+	warm(func() { pair(w, r, 0, &warmed) })
+	var floorNs, sqNs atomic.Int64
+	if parallel {
+		b.RunParallel(func(pb *testing.PB) {
+			w, r := NewResponseWriter(false), NewRequest(sq.Coding)
+			var spent [2]time.Duration
+			for i := 0; pb.Next(); i++ {
+				pair(w, r, i, &spent)
+			}
+			floorNs.Add(int64(spent[0]))
+			sqNs.Add(int64(spent[1]))
+		})
+	} else {
+		var spent [2]time.Duration
+		for i := 0; b.Loop(); i++ {
+			pair(w, r, i, &spent)
+		}
+		floorNs.Store(int64(spent[0]))
+		sqNs.Store(int64(spent[1]))
+	}
+	if sqNs.Load() > 0 {
+		b.ReportMetric(float64(floorNs.Load())/float64(sqNs.Load()), "x-floor")
+		b.ReportMetric(float64(floorNs.Load())/1e9/float64(b.N), "floor-sec/op")
+		b.ReportMetric(float64(sqNs.Load())/1e9/float64(b.N), "squeeze-sec/op")
 	}
 }
 

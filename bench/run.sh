@@ -80,7 +80,7 @@ go test -c -o "$tmp/bench.test" .
 phase bench && step "benchmarks: $count rounds, -benchtime $benchtime, -cpu $cpus" && : >"$out/bench.txt"
 phase bench && for i in $(seq "$count"); do
 	echo "round $i/$count" >&2
-	"$tmp/bench.test" -test.run '^$' -test.bench '^Benchmark(Response|ResponseParallel)$' \
+	"$tmp/bench.test" -test.run '^$' -test.bench '^Benchmark(Response|ResponseParallel|VersusFloor)$' \
 		-test.benchtime "$benchtime" -test.cpu "$cpus" -test.benchmem >>"$out/bench.txt"
 	"$tmp/bench.test" -test.run '^$' -test.bench '^Benchmark(Defaults|Request)$' \
 		-test.benchtime "$benchtime" -test.cpu 1 -test.benchmem >>"$out/bench.txt"
@@ -195,6 +195,8 @@ step "tables"
 			fi
 		done
 	done
+	echo "### Squeeze against the floor, paired (x-floor = floor time / squeeze time)"
+	go tool benchstat -filter ".name:VersusFloor (.unit:x-floor OR .unit:floor-sec/op OR .unit:squeeze-sec/op)" -row /coding,/body,/mode -col /gomaxprocs "$out/bench.txt"
 	for c in zstd br gzip; do
 		echo "### Defaults, $c: time and wire bytes per response (vs squeeze)"
 		go tool benchstat -filter ".name:Defaults /coding:$c -/gomaxprocs:2 (.unit:sec/op OR .unit:cpu-sec/op OR .unit:wire-B/op OR .unit:allocs/op)" -row /body -col /impl "$out/bench.txt"
