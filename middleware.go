@@ -109,6 +109,9 @@ type responseWriter struct {
 	// streamNow is set when the handler declared a Content-Length of at
 	// least the minimum size, so the first write decides without buffering.
 	streamNow bool
+	// eligible caches a positive eligibleContent: the type is one to
+	// compress and Vary has been added.
+	eligible bool
 
 	buf *[]byte
 	enc *pool.Encoder
@@ -214,6 +217,10 @@ func (cw *responseWriter) eligibleHeaders(h http.Header) bool {
 // is: the response then depends on Accept-Encoding even if this one goes
 // out unencoded.
 func (cw *responseWriter) eligibleContent(sniff []byte) bool {
+	if cw.eligible {
+		// Decided at WriteHeader; net/http too ignores later header edits.
+		return true
+	}
 	h := cw.w.Header()
 	ct, hasType := h["Content-Type"]
 	if !hasType {
@@ -229,6 +236,7 @@ func (cw *responseWriter) eligibleContent(sniff []byte) bool {
 		return false
 	}
 	cw.addVary(h)
+	cw.eligible = true
 	return true
 }
 
@@ -306,7 +314,9 @@ func (cw *responseWriter) startCompressing() {
 	cw.enc = enc
 	h := cw.w.Header()
 	cw.setEncoded(h, o.coding)
-	h.Del("Content-Length")
+	// delete, not Del: the keys are canonical, and Del would
+	// canonicalise them again on every response.
+	delete(h, "Content-Length")
 	cw.state = stateCompressing
 	cw.w.WriteHeader(cw.status)
 }
@@ -317,7 +327,7 @@ func (cw *responseWriter) setEncoded(h http.Header, coding string) {
 	h["Content-Encoding"] = cw.encodingValue[:]
 	// Byte ranges would refer to the encoded bytes, which differ from one
 	// response to the next; RFC 9110 §14.1.2.
-	h.Del("Accept-Ranges")
+	delete(h, "Accept-Ranges")
 	suffixETag(h, coding)
 }
 
