@@ -17,33 +17,36 @@ import (
 // directly rather than through squeeze's writers package, so a fault there
 // cannot hide itself.
 func Decode(coding string, data []byte) ([]byte, error) {
-	var r io.Reader
+	r, done, err := openReader(coding, data)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return io.ReadAll(r)
+}
+
+// openReader returns a streaming decoder of data built from the codec
+// libraries directly, and a func that releases it.
+func openReader(coding string, data []byte) (io.Reader, func(), error) {
+	src := bytes.NewReader(data)
+	nothing := func() {}
 	switch coding {
 	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, err
-		}
-		r = zr
+		zr, err := gzip.NewReader(src)
+		return zr, nothing, err
 	case "deflate":
-		zr, err := zlib.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, err
-		}
-		r = zr
+		zr, err := zlib.NewReader(src)
+		return zr, nothing, err
 	case "zstd":
-		zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+		zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		defer zr.Close()
-		return zr.DecodeAll(data, nil)
+		return zr, zr.Close, nil
 	case "br":
-		r = brotli.NewReader(bytes.NewReader(data))
-	default:
-		return nil, fmt.Errorf("bench: cannot decode %q", coding)
+		return brotli.NewReader(src), nothing, nil
 	}
-	return io.ReadAll(r)
+	return nil, nil, fmt.Errorf("bench: cannot decode %q", coding)
 }
 
 // Encode encodes data with coding at level using the codec libraries

@@ -9,10 +9,6 @@ import (
 	"runtime"
 	"sync"
 	"time"
-
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 )
 
 // None is the implementation without a middleware: the handler's own cost,
@@ -174,28 +170,13 @@ func CheckStream(impl *Impl, chunk Body) error {
 
 // decodePrefix decodes as much of an unfinished stream as it holds.
 func decodePrefix(coding string, data []byte) ([]byte, error) {
-	var r io.Reader
-	switch coding {
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, err
-		}
-		r = zr
-	case "zstd":
-		zr, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, err
-		}
-		defer zr.Close()
-		r = zr
-	case "br":
-		r = brotli.NewReader(bytes.NewReader(data))
-	default:
-		return nil, fmt.Errorf("bench: cannot decode %q", coding)
+	r, done, err := openReader(coding, data)
+	if err != nil {
+		return nil, err
 	}
+	defer done()
 	var out bytes.Buffer
-	_, err := io.Copy(&out, r)
+	_, err = io.Copy(&out, r)
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		err = nil
 	}
