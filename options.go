@@ -272,8 +272,8 @@ func parseTypePattern(p string) (string, error) {
 	switch {
 	case !ok || typ == "" || sub == "":
 		return bad("is not of the form type/subtype")
-	case strings.ContainsAny(lower, " \t;,"):
-		return bad("has parameters or spaces")
+	case !isTypePatternText(typ) || !isTypePatternText(sub):
+		return bad("has characters a media type cannot have (parameters, spaces, a second /)")
 	case strings.Contains(typ, "*") && typ != "*":
 		return bad("has a partial wildcard in its type")
 	case sub == "*":
@@ -291,6 +291,17 @@ func parseTypePattern(p string) (string, error) {
 	return lower, nil
 }
 
+// isTypePatternText reports whether s is made of token characters and the
+// wildcard "*".
+func isTypePatternText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '*' && !isTokenChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // matchType reports whether the Content-Type value ct (parameters allowed)
 // matches one of the lower-case patterns. It does not allocate.
 func matchType(patterns []string, ct string) bool {
@@ -299,8 +310,8 @@ func matchType(patterns []string, ct string) bool {
 	}
 	ct = strings.TrimSpace(ct)
 	typ, sub, ok := strings.Cut(ct, "/")
-	if !ok || typ == "" || sub == "" {
-		return false
+	if !ok || typ == "" || sub == "" || strings.IndexByte(sub, '/') >= 0 {
+		return false // not a media type
 	}
 	for _, p := range patterns {
 		ptyp, psub, _ := strings.Cut(p, "/")
