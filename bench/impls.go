@@ -103,37 +103,34 @@ func streamHandler(chunk Body, started chan<- struct{}, release <-chan struct{})
 // a middleware must set and none of the decisions it must make.
 func floorHandler(p *pool.Encoders, body Body) http.Handler {
 	ct := []string{body.ContentType}
-	coding := p.Coding()
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		h := w.Header()
-		h["Content-Type"] = ct
-		h.Set("Content-Encoding", coding)
-		h.Set("Vary", "Accept-Encoding")
-		h.Del("Content-Length")
-		w.WriteHeader(http.StatusOK)
-		e, err := p.Get(w)
-		if err != nil {
-			panic(err)
-		}
+		e := startFloor(w, p, ct)
 		e.Write(body.Data)
 		e.Close()
 		p.Put(e)
 	})
 }
 
+// startFloor sets the headers every encoded response carries, sends them,
+// and returns a pooled encoder writing to w.
+func startFloor(w http.ResponseWriter, p *pool.Encoders, ct []string) *pool.Encoder {
+	h := w.Header()
+	h["Content-Type"] = ct
+	h.Set("Content-Encoding", p.Coding())
+	h.Set("Vary", "Accept-Encoding")
+	h.Del("Content-Length")
+	w.WriteHeader(http.StatusOK)
+	e, err := p.Get(w)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
 func floorStream(p *pool.Encoders, chunk Body, started chan<- struct{}, release <-chan struct{}) http.Handler {
 	ct := []string{chunk.ContentType}
-	coding := p.Coding()
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		h := w.Header()
-		h["Content-Type"] = ct
-		h.Set("Content-Encoding", coding)
-		h.Set("Vary", "Accept-Encoding")
-		w.WriteHeader(http.StatusOK)
-		e, err := p.Get(w)
-		if err != nil {
-			panic(err)
-		}
+		e := startFloor(w, p, ct)
 		e.Write(chunk.Data)
 		e.Flush()
 		w.(http.Flusher).Flush()
