@@ -158,17 +158,17 @@ func (cw *responseWriter) WriteHeader(code int) {
 	case !bodyAllowed(code) || !cw.eligibleHeaders(h):
 		cw.startPlain()
 	default:
-		if _, hasType := h["Content-Type"]; hasType {
-			// eligibleContent adds Vary if due. When the body cannot be
-			// compressed whatever it holds, pass it through at once.
-			if !cw.eligibleContent(nil) || cw.offer < 0 {
-				cw.startPlain()
-				return
-			}
+		// eligibleContent adds Vary if due. When the body cannot be
+		// compressed whatever it holds, pass it through at once.
+		_, hasType := h["Content-Type"]
+		if hasType && (!cw.eligibleContent(nil) || cw.offer < 0) {
+			cw.startPlain()
+			return
 		}
 		if n, ok := declaredLength(h); ok && n >= int64(cw.m.minSize) {
+			// Without a type the first write is sniffed, then streamed.
 			cw.streamNow = true
-			if _, hasType := h["Content-Type"]; hasType {
+			if hasType {
 				cw.startStream(nil)
 			}
 		}
