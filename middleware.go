@@ -94,12 +94,13 @@ type responseWriter struct {
 	m *Middleware
 	w http.ResponseWriter
 
-	// offer is the negotiated coding (an index into m.offers), or -1.
+	// offer is the negotiated coding (an index into m.offers), or -1, as
+	// for HEAD and Range requests, whose responses stay identity whatever
+	// the content.
 	offer int
-	// mayCompress is false for requests whose responses must stay identity
-	// whatever the content: HEAD and Range requests.
-	mayCompress bool
-	head        bool
+	// head is set for HEAD requests, whose Content-Length is the handler's
+	// to declare: no body is written to measure.
+	head bool
 	// clientHasCoded records that If-None-Match named the coding-specific
 	// ETag, so a 304 must carry that tag too.
 	clientHasCoded bool
@@ -125,8 +126,7 @@ type responseWriter struct {
 
 func (m *Middleware) newResponseWriter(w http.ResponseWriter, r *http.Request) *responseWriter {
 	cw := &responseWriter{m: m, w: w, offer: -1, head: r.Method == http.MethodHead}
-	cw.mayCompress = !cw.head && len(r.Header["Range"]) == 0
-	if cw.mayCompress {
+	if !cw.head && len(r.Header["Range"]) == 0 {
 		cw.offer = negotiate(r.Header["Accept-Encoding"], m.offers)
 	}
 	return cw
