@@ -82,8 +82,8 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 	for _, v := range values {
 		for v != "" {
 			var token string
-			token, v, _ = strings.Cut(v, ",")
-			token = strings.Trim(token, " \t")
+			token, v = nextElement(v)
+			token = trimOWS(token)
 			if token == "" || strings.EqualFold(token, "identity") {
 				continue
 			}

@@ -15,15 +15,96 @@ package squeeze
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/writers"
 )
+
+// Middleware compresses responses and decodes request bodies. It is safe for
+// concurrent use; build it once with New and share it.
+type Middleware struct {
+	offers              []offer
+	minSize             int
+	buffers             *pool.Buffers
+	types               []string
+	maxDecompressedSize int64
+	decoders            map[string]*pool.Decoders
+}
+
+// New returns a Middleware configured by opts, or an error naming the first
+// invalid option.
+func New(opts ...Option) (*Middleware, error) {
+	c := config{
+		encodings:           DefaultEncodings(),
+		levels:              map[string]int{},
+		minSize:             DefaultMinSize,
+		bufferSize:          DefaultBufferSize,
+		contentTypes:        DefaultContentTypes(),
+		maxDecompressedSize: DefaultMaxDecompressedSize,
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, errors.New("squeeze: nil Option")
+		}
+		if err := opt(&c); err != nil {
+			return nil, err
+		}
+	}
+	m := &Middleware{
+		minSize:             c.minSize,
+		types:               c.contentTypes,
+		maxDecompressedSize: c.maxDecompressedSize,
+		decoders:            map[string]*pool.Decoders{},
+	}
+	for coding := range c.levels {
+		if !slices.Contains(c.encodings, coding) {
+			return nil, fmt.Errorf("squeeze: WithLevel(%q) names a coding that WithEncodings does not offer", coding)
+		}
+	}
+	for _, coding := range c.encodings {
+		level, ok := c.levels[coding]
+		if !ok {
+			r, err := writers.Levels(coding)
+			if err != nil {
+				return nil, err
+			}
+			level = r.Default
+		}
+		encoders, err := pool.NewEncoders(coding, level)
+		if err != nil {
+			return nil, fmt.Errorf("squeeze: %w", err)
+		}
+		m.offers = append(m.offers, offer{coding: coding, encoders: encoders})
+	}
+	bufferSize := max(c.bufferSize, c.minSize)
+	var err error
+	if m.buffers, err = pool.NewBuffers(bufferSize); err != nil {
+		return nil, fmt.Errorf("squeeze: %w", err)
+	}
+	for _, coding := range writers.Codings() {
+		if m.decoders[coding], err = pool.NewDecoders(coding); err != nil {
+			return nil, fmt.Errorf("squeeze: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// MustNew is like New but panics if an option is invalid. It suits
+// package-level variables.
+func MustNew(opts ...Option) *Middleware {
+	m, err := New(opts...)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
 
 var defaultMiddleware = sync.OnceValue(func() *Middleware { return MustNew() })
 
@@ -606,22 +687,4 @@ func (cw *responseWriter) addVary(h http.Header) {
 		// header values between responses.
 		h["Vary"] = append(v[:len(v):len(v)], "Accept-Encoding")
 	}
-}
-
-// headerHasToken reports whether the comma-separated field lines contain
-// token, compared case-insensitively. It does not allocate.
-func headerHasToken(lines []string, token string) bool {
-	for _, line := range lines {
-		for line != "" {
-			var elem string
-			elem, line, _ = strings.Cut(line, ",")
-			if i := strings.IndexByte(elem, ';'); i >= 0 {
-				elem = elem[:i]
-			}
-			if strings.EqualFold(strings.TrimSpace(elem), token) {
-				return true
-			}
-		}
-	}
-	return false
 }

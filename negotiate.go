@@ -1,6 +1,16 @@
 package squeeze
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/squeezehttp/squeeze/pool"
+)
+
+// offer is one coding the middleware may answer with, and its encoders.
+type offer struct {
+	coding   string
+	encoders *pool.Encoders
+}
 
 // qUnnamed is the weight of a coding the Accept-Encoding field does not name.
 // Weights are qvalues in thousandths, 0..1000, so it sorts below every real
@@ -96,25 +106,6 @@ func mergeWeight(old, q int) int {
 	return max(old, q)
 }
 
-// nextElement splits a field line at its first comma outside a
-// quoted-string (RFC 9110 §5.6.1). Accept-Encoding has no quoted parameters,
-// but a client's malformed extension such as `br;x="a,gzip"` must not smuggle
-// in a list element of its own.
-func nextElement(line string) (element, rest string) {
-	quoted := false
-	for i := 0; i < len(line); i++ {
-		switch c := line[i]; {
-		case quoted && c == '\\':
-			i++ // quoted-pair: the next byte is literal
-		case c == '"':
-			quoted = !quoted
-		case c == ',' && !quoted:
-			return line[:i], line[i+1:]
-		}
-	}
-	return line, ""
-}
-
 // parseElement parses one list element, `coding [ OWS ";" OWS "q=" qvalue ]`
 // with surrounding OWS, returning the coding token and its weight. ok is
 // false for an empty or malformed element. Whitespace around "=" is
@@ -174,27 +165,4 @@ func parseQvalue(s string) (int, bool) {
 		return 0, false
 	}
 	return q, true
-}
-
-// trimOWS removes optional whitespace (SP and HTAB) from both ends of s.
-func trimOWS(s string) string {
-	for s != "" && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-// tokenCharsLo and tokenCharsHi have bit c (c-64 for Hi) set for each
-// tchar c of RFC 9110 §5.6.2: "!#$%&'*+-.^_`|~", digits and letters.
-const tokenCharsLo, tokenCharsHi = 0x03ff_6cfa_0000_0000, 0x57ff_ffff_c7ff_fffe
-
-// isTokenChar reports whether c is an RFC 9110 §5.6.2 tchar.
-func isTokenChar(c byte) bool {
-	if c < 64 {
-		return tokenCharsLo&(1<<c) != 0
-	}
-	return c < 128 && tokenCharsHi&(1<<(c-64)) != 0
 }
