@@ -10,43 +10,105 @@ import (
 // response carries the handler's tag with the coding appended:
 // "abc" becomes "abc-zstd". Weak tags already allow equivalent bodies and
 // are left alone.
+//
+// Requests come back with the suffixed tags in their preconditions, which
+// the handler does not know. withPlainTags adds each tag's plain form next
+// to it, and a 304 carries the suffixed tag when that is the one the
+// client named.
 
-// suffixETag makes a strong ETag in h specific to coding.
+// suffixETag makes a strong ETag in h specific to coding. A tag set under
+// a non-canonical key ("ETag") or with surrounding spaces counts too; it is
+// moved to the canonical key, so the response carries one validator.
 func suffixETag(h http.Header, coding string) {
-	v := h["Etag"]
-	if len(v) != 1 || !isStrongETag(v[0]) {
+	key, v := etagField(h)
+	if len(v) != 1 {
 		return
 	}
-	tag := v[0]
+	tag := trimOWS(v[0])
+	if !isStrongETag(tag) {
+		return
+	}
+	if key != "Etag" {
+		delete(h, key)
+	}
 	// A new slice: the handler may share its header values between
 	// responses.
-	h["Etag"] = []string{tag[:len(tag)-1] + "-" + coding + `"`}
+	h["Etag"] = []string{codedTag(tag, coding)}
+}
+
+// etagField returns the key and values of the ETag field in h, looking
+// past the canonical key only when it is absent.
+func etagField(h http.Header) (string, []string) {
+	if v, ok := h["Etag"]; ok {
+		return "Etag", v
+	}
+	for k, v := range h {
+		if len(k) == len("Etag") && strings.EqualFold(k, "Etag") {
+			return k, v
+		}
+	}
+	return "", nil
+}
+
+// codedTag returns the strong tag with the coding's suffix.
+func codedTag(tag, coding string) string {
+	return tag[:len(tag)-1] + "-" + coding + `"`
 }
 
 func isStrongETag(tag string) bool {
 	return len(tag) >= 2 && tag[0] == '"' && tag[len(tag)-1] == '"'
 }
 
-// stripETagSuffixes undoes suffixETag in the request's preconditions, so
-// the handler (or http.ServeContent) compares the tags it knows. If-None-Match
-// loses only the suffix of the coding this response would use: a tag for
-// another coding names a representation this response will not be. If-Match
-// guards a state change, and any coding's tag names the same stored state,
-// so every offered coding's suffix is stripped. The request is copied, with
-// a cloned header, only when something changes.
-func (cw *responseWriter) stripETagSuffixes(r *http.Request) *http.Request {
+// entityTag splits a list element into its opaque part and weakness. ok is
+// false for anything but a well-formed entity-tag ("*" included).
+func entityTag(elem string) (opaque string, weak, ok bool) {
+	elem = trimOWS(elem)
+	if strings.HasPrefix(elem, "W/") {
+		elem, weak = elem[2:], true
+	}
+	if !isStrongETag(elem) || strings.IndexByte(elem[1:len(elem)-1], '"') >= 0 {
+		return "", false, false
+	}
+	return elem[1 : len(elem)-1], weak, true
+}
+
+// withPlainTags returns r with the plain form of every suffixed tag added
+// to its preconditions, next to the tag as sent, so that the handler (or
+// [http.ServeContent]) finds the tags it knows and a tag of its own that
+// happens to end like a suffix ("doc-pt-br") still matches as it is.
+//
+// If-None-Match gains the plain forms for coding, the coding this response
+// will use ("" for none): a tag for another coding names a representation
+// this response will not be. Weak tags count, since If-None-Match compares
+// weakly (RFC 9110 §13.1.2). If-Match guards a state change, and any
+// coding's tag names the same stored state, so it gains the plain form for
+// every offered coding, for strong tags only, since it compares strongly.
+// The request is copied, with a cloned header, only when something is
+// added.
+func withPlainTags(r *http.Request, coding string, offers []offer) *http.Request {
 	inm, im := r.Header["If-None-Match"], r.Header["If-Match"]
 	if len(inm) == 0 && len(im) == 0 {
 		return r
 	}
 	var newINM, newIM string
 	var changedINM, changedIM bool
-	if len(inm) > 0 && cw.offer >= 0 {
-		coding := cw.m.offers[cw.offer].coding
-		newINM, changedINM = stripTags(inm, func(string) string { return coding })
+	if len(inm) > 0 && coding != "" {
+		newINM, changedINM = addPlainTags(inm, true, func(opaque string) string {
+			if strings.HasSuffix(opaque, "-"+coding) {
+				return coding
+			}
+			return ""
+		})
 	}
 	if len(im) > 0 {
-		newIM, changedIM = stripTags(im, cw.m.offeredSuffix)
+		newIM, changedIM = addPlainTags(im, false, func(opaque string) string {
+			for _, o := range offers {
+				if strings.HasSuffix(opaque, "-"+o.coding) {
+					return o.coding
+				}
+			}
+			return ""
+		})
 	}
 	if !changedINM && !changedIM {
 		return r
@@ -55,7 +117,6 @@ func (cw *responseWriter) stripETagSuffixes(r *http.Request) *http.Request {
 	*r2 = *r
 	r2.Header = r.Header.Clone()
 	if changedINM {
-		cw.clientHasCoded = true
 		r2.Header["If-None-Match"] = []string{newINM}
 	}
 	if changedIM {
@@ -64,63 +125,81 @@ func (cw *responseWriter) stripETagSuffixes(r *http.Request) *http.Request {
 	return r2
 }
 
-// offeredSuffix returns the offered coding whose suffix ends the opaque
-// tag, or "".
-func (m *Middleware) offeredSuffix(opaque string) string {
-	for _, o := range m.offers {
-		if strings.HasSuffix(opaque, "-"+o.coding) {
-			return o.coding
+// addPlainTags rewrites a list of entity tags (RFC 9110 §8.8.3) as one
+// line, following each tag whose opaque part ends in "-" plus the coding
+// suffixOf returns with the same tag without that suffix. Weak tags are
+// considered only when weakToo is set. It reports whether anything was
+// added. Elements that are not well-formed tags ("*" included) are kept as
+// they are; empty ones are dropped.
+func addPlainTags(lines []string, weakToo bool, suffixOf func(opaque string) string) (string, bool) {
+	var b strings.Builder
+	added := false
+	put := func(s string) {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(s)
+	}
+	for _, line := range lines {
+		for line != "" {
+			var elem string
+			elem, line = nextElement(line)
+			elem = trimOWS(elem)
+			if elem == "" {
+				continue
+			}
+			put(elem)
+			opaque, weak, ok := entityTag(elem)
+			if !ok || weak && !weakToo {
+				continue
+			}
+			if coding := suffixOf(opaque); coding != "" {
+				plain := `"` + strings.TrimSuffix(opaque, "-"+coding) + `"`
+				if weak {
+					plain = "W/" + plain
+				}
+				put(plain)
+				added = true
+			}
 		}
 	}
-	return ""
+	return b.String(), added
 }
 
-// stripTags rewrites a list of entity tags (RFC 9110 §8.8.3), removing
-// "-coding" from the end of each strong tag for which suffixOf returns a
-// coding that the tag really ends with. It reports whether anything changed.
-// Elements that are not well-formed tags ("*" included) are kept as they are.
-func stripTags(lines []string, suffixOf func(opaque string) string) (string, bool) {
-	var b strings.Builder
-	changed := false
+// notModifiedETag gives a 304 the tag the client named when that is the
+// suffixed form of the handler's tag: the 304 then confirms the encoded
+// representation the client holds (RFC 9110 §15.4.5).
+func (cw *responseWriter) notModifiedETag(h http.Header) {
+	_, v := etagField(h)
+	if len(v) != 1 {
+		return
+	}
+	tag := trimOWS(v[0])
+	if isStrongETag(tag) && listHasTag(cw.inm, codedTag(tag, cw.m.offers[cw.offer].coding)) {
+		suffixETag(h, cw.m.offers[cw.offer].coding)
+	}
+}
+
+// notModifiedVaries reports whether a 304 stands for a response that
+// varies with Accept-Encoding. [http.ServeContent] removes Content-Type
+// before a 304, so a missing type counts as one that could be compressed.
+func (cw *responseWriter) notModifiedVaries(h http.Header) bool {
+	ct, ok := h["Content-Type"]
+	return !ok || len(ct) > 0 && matchType(cw.m.types, ct[0])
+}
+
+// listHasTag reports whether the entity-tag list names tag, compared
+// weakly. It does not allocate.
+func listHasTag(lines []string, tag string) bool {
+	want := tag[1 : len(tag)-1]
 	for _, line := range lines {
-		for rest := line; ; {
-			rest = strings.TrimLeft(rest, " \t,")
-			if rest == "" {
-				break
-			}
-			// A tag may contain commas inside its quotes, so find its
-			// end by the closing quote rather than by splitting.
-			tag, weak := rest, false
-			if strings.HasPrefix(tag, "W/") {
-				tag, weak = tag[2:], true
-			}
-			end := -1
-			if strings.HasPrefix(tag, `"`) {
-				if i := strings.IndexByte(tag[1:], '"'); i >= 0 {
-					end = i + 2
-				}
-			}
+		for line != "" {
 			var elem string
-			if end < 0 {
-				// Not a tag: keep up to the next comma.
-				elem, rest, _ = strings.Cut(rest, ",")
-				elem = strings.TrimSpace(elem)
-			} else {
-				elem = rest[:len(rest)-len(tag)+end]
-				rest = tag[end:]
-				if !weak {
-					opaque := tag[1 : end-1]
-					if coding := suffixOf(opaque); coding != "" && strings.HasSuffix(opaque, "-"+coding) {
-						elem = `"` + strings.TrimSuffix(opaque, "-"+coding) + `"`
-						changed = true
-					}
-				}
+			elem, line = nextElement(line)
+			if opaque, _, ok := entityTag(elem); ok && opaque == want {
+				return true
 			}
-			if b.Len() > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(elem)
 		}
 	}
-	return b.String(), changed
+	return false
 }

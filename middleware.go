@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/squeezehttp/squeeze/pool"
@@ -114,8 +115,12 @@ func Handler(next http.Handler) http.Handler { return defaultMiddleware().Handle
 
 // Handler returns next wrapped by the middleware: request bodies sent with
 // a Content-Encoding are decoded, and responses are compressed as the
-// client's Accept-Encoding and the response allow.
+// client's Accept-Encoding and the response allow. The zero Middleware is
+// usable and behaves as one from New with no options.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
+	if m.buffers == nil {
+		m = defaultMiddleware()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r, release, ok := m.decodeRequest(w, r)
 		if !ok {
@@ -129,7 +134,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			return
 		}
 		cw := m.newResponseWriter(w, r)
-		r = cw.stripETagSuffixes(r)
+		r = withPlainTags(r, cw.coding(), m.offers)
 		completed := false
 		defer func() { cw.finish(completed) }()
 		next.ServeHTTP(cw, r)
@@ -152,12 +157,14 @@ func isUpgrade(r *http.Request) bool {
 type writerState uint8
 
 const (
-	// stateBuffering holds the body back: nothing has been sent yet.
-	stateBuffering writerState = iota
+	// stateWaiting holds the body back: nothing has been sent yet.
+	stateWaiting writerState = iota
 	// statePlain passes everything through unchanged.
 	statePlain
-	// stateCompressing writes the body through an encoder.
-	stateCompressing
+	// stateEncoding writes the body through an encoder.
+	stateEncoding
+	// stateSent means a whole body went out in one piece.
+	stateSent
 	// stateHijacked means the handler took over the connection.
 	stateHijacked
 	// stateFinished means the handler returned; later writes fail.
@@ -171,29 +178,37 @@ var errFinished = errors.New("squeeze: write after the handler returned")
 // responseWriter is allocated per response rather than pooled: a handler
 // goroutine that outlives ServeHTTP must never be able to write into a later
 // client's response. The expensive parts (buffers, encoders) are pooled.
+//
+// Its methods feed bytes to the verdict of decide; advance asks for one,
+// and commit makes the header edits that go with it and sends the header.
 type responseWriter struct {
 	m *Middleware
 	w http.ResponseWriter
 
-	// offer is the negotiated coding (an index into m.offers), or -1, as
-	// for HEAD and Range requests, whose responses stay identity whatever
-	// the content.
+	// offer is the negotiated coding (an index into m.offers), or -1.
 	offer int
-	// head is set for HEAD requests, whose Content-Length is the handler's
-	// to declare: no body is written to measure.
+	// ranged is set for requests with a Range header: the response stays
+	// identity, since byte ranges refer to the plain bytes.
+	ranged bool
+	// head is set for HEAD requests, whose body the handler need not write.
 	head bool
-	// clientHasCoded records that If-None-Match named the coding-specific
-	// ETag, so a 304 must carry that tag too.
-	clientHasCoded bool
+	// inm holds the request's If-None-Match lines as the client sent
+	// them, to tell which tag a 304 must carry.
+	inm []string
 
 	state  writerState
-	status int
-	// streamNow is set when the handler declared a Content-Length of at
-	// least the minimum size, so the first write decides without buffering.
-	streamNow bool
-	// eligible caches a positive eligibleContent: the type is one to
-	// compress and Vary has been added.
-	eligible bool
+	status int // the final status the handler chose; 0 until then
+	need   need
+	why    reason
+	// declared is the Content-Length the handler set when it chose the
+	// status, or -1; written counts the body bytes fed to an encoder, so a
+	// stream that falls short of or exceeds it can be told apart.
+	declared int64
+	written  int64
+	// snapshot holds the header as it was when the status was chosen,
+	// taken if the handler asks for the header afterwards: as in net/http,
+	// later changes, trailers aside, do not go out.
+	snapshot, late http.Header
 
 	buf *[]byte
 	enc *pool.Encoder
@@ -202,27 +217,46 @@ type responseWriter struct {
 	// Backing arrays for the header values the middleware sets. They live
 	// as long as this per-response writer, so setting a header costs no
 	// allocation of its own.
-	encodingValue, varyValue, lengthValue [1]string
+	encodingValue, varyValue, lengthValue, typeValue [1]string
 }
 
 func (m *Middleware) newResponseWriter(w http.ResponseWriter, r *http.Request) *responseWriter {
-	cw := &responseWriter{m: m, w: w, offer: -1, head: r.Method == http.MethodHead}
-	if !cw.head && len(r.Header["Range"]) == 0 {
+	cw := &responseWriter{
+		m: m, w: w, offer: -1, declared: -1,
+		head:   r.Method == http.MethodHead,
+		ranged: len(r.Header["Range"]) > 0,
+		inm:    r.Header["If-None-Match"],
+	}
+	if !cw.ranged {
 		cw.offer = negotiate(r.Header["Accept-Encoding"], m.offers)
 	}
 	return cw
 }
 
-// Header returns the header map of the underlying writer.
-func (cw *responseWriter) Header() http.Header { return cw.w.Header() }
+// coding returns the negotiated coding, or "" for identity.
+func (cw *responseWriter) coding() string {
+	if cw.offer < 0 {
+		return ""
+	}
+	return cw.m.offers[cw.offer].coding
+}
 
-// Unwrap returns the underlying ResponseWriter, for http.ResponseController.
+// Header returns the header map of the underlying writer.
+func (cw *responseWriter) Header() http.Header {
+	h := cw.w.Header()
+	if cw.state == stateWaiting && cw.status != 0 && cw.snapshot == nil {
+		cw.snapshot = h.Clone()
+	}
+	return h
+}
+
+// Unwrap returns the underlying ResponseWriter, for [http.ResponseController].
 func (cw *responseWriter) Unwrap() http.ResponseWriter { return cw.w }
 
-// WriteHeader records the final status without sending it, since the
-// headers depend on the body still to come; 1xx responses go out at once.
+// WriteHeader records the final status and decides what it can: the header
+// goes out once the verdict is known. 1xx responses go out at once.
 func (cw *responseWriter) WriteHeader(code int) {
-	if cw.state != stateBuffering || cw.status != 0 {
+	if cw.state != stateWaiting || cw.status != 0 {
 		// The first final status wins, as in net/http; 1xx after it are
 		// dropped rather than sent in the middle of a body.
 		return
@@ -232,174 +266,203 @@ func (cw *responseWriter) WriteHeader(code int) {
 		return
 	}
 	cw.status = code
-	h := cw.w.Header()
-	switch {
-	case code == http.StatusNotModified:
-		cw.notModified(h)
-	case !bodyAllowed(code) || !cw.eligibleHeaders(h):
-		cw.startPlain()
-	default:
-		// eligibleContent adds Vary if due. When the body cannot be
-		// compressed whatever it holds, pass it through at once.
-		_, hasType := h["Content-Type"]
-		if hasType && (!cw.eligibleContent(nil) || cw.offer < 0) {
-			cw.startPlain()
-			return
-		}
-		if n, ok := declaredLength(h); ok && n >= int64(cw.m.minSize) {
-			// Without a type the first write is sniffed, then streamed.
-			cw.streamNow = true
-			if hasType {
-				cw.startStream(nil)
-			}
-		}
+	cw.declared = declaredLength(cw.w.Header())
+	_ = cw.advance(atHeader, nil)
+}
+
+// begin is the implicit WriteHeader(200) of a body written without one.
+func (cw *responseWriter) begin() {
+	if cw.status == 0 {
+		cw.WriteHeader(http.StatusOK)
 	}
 }
 
-// notModified gives a 304 the Vary and ETag that the 200 it stands for
-// carried (RFC 9110 §15.4.5).
-func (cw *responseWriter) notModified(h http.Header) {
-	ct := h.Get("Content-Type")
-	if cw.clientHasCoded || (ct != "" && matchType(cw.m.types, ct)) {
-		cw.addVary(h)
-	}
-	if cw.clientHasCoded {
-		suffixETag(h, cw.m.offers[cw.offer].coding)
-	}
-	cw.startPlain()
-}
-
-func bodyAllowed(code int) bool {
-	return code >= 200 && code != http.StatusNoContent && code != http.StatusNotModified
-}
-
-// declaredLength returns the Content-Length the handler set, if any.
-func declaredLength(h http.Header) (int64, bool) {
-	v := h["Content-Length"]
-	if len(v) != 1 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(v[0], 10, 64)
-	return n, err == nil && n >= 0
-}
-
-// eligibleHeaders reports whether the response headers allow a transform:
-// not a partial response, not already encoded, no no-transform directive.
-// The content type is checked separately, since it may need sniffing.
-func (cw *responseWriter) eligibleHeaders(h http.Header) bool {
-	return cw.status != http.StatusPartialContent &&
-		len(h["Content-Encoding"]) == 0 &&
-		len(h["Content-Range"]) == 0 &&
-		!headerHasToken(h["Cache-Control"], "no-transform")
-}
-
-// eligibleContent reports whether the content type is one to compress,
-// sniffing it from sniff when the handler set none, and adds Vary when it
-// is: the response then depends on Accept-Encoding even if this one goes
-// out unencoded.
-func (cw *responseWriter) eligibleContent(sniff []byte) bool {
-	if cw.eligible {
-		// Decided at WriteHeader; net/http too ignores later header edits.
-		return true
-	}
-	h := cw.w.Header()
-	ct, hasType := h["Content-Type"]
-	if !hasType {
-		if len(sniff) == 0 {
-			return false
-		}
-		// net/http skips sniffing once Content-Encoding is set, so the
-		// plain bytes must be sniffed here, before any encoded byte.
-		ct = []string{http.DetectContentType(sniff)}
-		h["Content-Type"] = ct
-	}
-	if len(ct) == 0 || !matchType(cw.m.types, ct[0]) {
-		return false
-	}
-	cw.addVary(h)
-	cw.eligible = true
-	return true
-}
-
-// Write buffers p until the decision can be made, then passes it on.
+// Write holds p back while the verdict waits, then passes the body on.
 func (cw *responseWriter) Write(p []byte) (int, error) {
+	if cw.state == stateWaiting {
+		cw.begin()
+	}
+	if cw.state == stateWaiting {
+		held := cw.buffered()
+		if cw.declared >= 0 && int64(len(held)+len(p)) > cw.declared && !cw.head {
+			return 0, http.ErrContentLength
+		}
+		if len(held)+len(p) > cw.m.buffers.Size() {
+			if err := cw.advance(atOverflow, p); err != nil {
+				return 0, err
+			}
+		} else {
+			if cw.buf == nil {
+				cw.buf = cw.m.buffers.Get()
+			}
+			*cw.buf = append(*cw.buf, p...)
+			if cw.need == needBytes {
+				if err := cw.advance(atWrite, nil); err != nil {
+					return 0, err
+				}
+			}
+			return len(p), nil
+		}
+	}
 	switch cw.state {
 	case statePlain:
 		return cw.w.Write(p)
-	case stateCompressing:
-		return cw.enc.Write(p)
+	case stateEncoding:
+		if cw.declared >= 0 && cw.written+int64(len(p)) > cw.declared && !cw.head {
+			return 0, http.ErrContentLength
+		}
+		n, err := cw.enc.Write(p)
+		cw.written += int64(n)
+		return n, err
 	case stateHijacked:
 		return 0, http.ErrHijacked
 	case stateFinished:
 		return 0, errFinished
 	}
-	if cw.status == 0 {
-		cw.WriteHeader(http.StatusOK)
-		if cw.state != stateBuffering {
-			return cw.Write(p)
-		}
-	}
-	var buffered []byte
-	if cw.buf != nil {
-		buffered = *cw.buf
-	}
-	if !cw.streamNow && len(buffered)+len(p) <= cw.m.buffers.Size() {
-		if cw.buf == nil {
-			cw.buf = cw.m.buffers.Get()
-		}
-		*cw.buf = append(*cw.buf, p...)
-		return len(p), nil
-	}
-	// The body is at least a buffer long (never less than the minimum
-	// size), or the handler declared that it is: stream it.
-	sniff := buffered
-	if len(sniff) == 0 {
-		sniff = p
-	}
-	if err := cw.startStream(sniff); err != nil {
-		return 0, err
-	}
-	return cw.Write(p)
+	// stateSent: a body declared empty, or a HEAD body, has no room left.
+	return 0, http.ErrContentLength
 }
 
-// startStream decides for a body of unknown or large length, sends the
-// headers, and writes out what was buffered.
-func (cw *responseWriter) startStream(sniff []byte) error {
-	if cw.eligibleContent(sniff) && cw.offer >= 0 {
-		cw.startCompressing()
-	} else {
-		cw.startPlain()
-	}
+// buffered returns the bytes held back so far.
+func (cw *responseWriter) buffered() []byte {
 	if cw.buf == nil {
 		return nil
 	}
-	_, err := cw.Write(*cw.buf)
+	return *cw.buf
+}
+
+// advance asks decide for a verdict at event ev and commits to it unless
+// it is to wait. next is the write that did not fit in the buffer, if any:
+// it is sniffed when nothing was buffered before it.
+func (cw *responseWriter) advance(ev event, next []byte) error {
+	h := cw.w.Header()
+	cw.restoreHeader(h)
+	f := facts{status: cw.status, header: h, declared: cw.declared, buffered: len(cw.buffered()), event: ev}
+	if ct, ok := h["Content-Type"]; ok {
+		f.typeKnown = true
+		if len(ct) > 0 {
+			f.contentType = ct[0]
+		}
+	} else if ev != atHeader {
+		sniff := cw.buffered()
+		if len(sniff) == 0 {
+			sniff = next
+		}
+		if len(sniff) > 0 {
+			// net/http does not sniff once Content-Encoding is set, so
+			// the plain bytes are sniffed here, before any encoded byte.
+			f.contentType, f.typeKnown = http.DetectContentType(sniff), true
+		}
+	}
+	v, why, need := cw.decide(&f)
+	if v == wait {
+		cw.need = need
+		return nil
+	}
+	return cw.commit(v, why, &f)
+}
+
+// commit makes the header edits that go with the verdict, sends the header,
+// and sends what was held back: the whole body when the handler has
+// returned, otherwise the start of a stream that later writes continue.
+func (cw *responseWriter) commit(v verdict, why reason, f *facts) error {
+	h := f.header
+	if _, ok := h["Content-Type"]; !ok && f.typeKnown {
+		cw.typeValue[0] = f.contentType
+		h["Content-Type"] = cw.typeValue[:]
+	}
+	if why.varies() || f.status == http.StatusNotModified && cw.notModifiedVaries(h) {
+		cw.addVary(h)
+	}
+	if f.status == http.StatusNotModified && cw.offer >= 0 {
+		cw.notModifiedETag(h)
+	}
+	body := cw.buffered()
+	whole := f.event == atEnd && !hasTrailers(h)
+	if v == sendEncoded && whole {
+		if why = cw.sendWhole(h, body); why == reasonNone {
+			return nil
+		}
+	} else if v == sendEncoded {
+		o := cw.m.offers[cw.offer]
+		enc, err := o.encoders.Get(cw.w)
+		if err == nil {
+			cw.enc = enc
+			cw.setEncoded(h, o.coding)
+			// delete, not Del: the key is canonical, and Del would
+			// canonicalise it again on every response.
+			delete(h, "Content-Length")
+			cw.state = stateEncoding
+			cw.sendHeader(h)
+			return cw.writeHeld()
+		}
+		why = reasonNoEncoder
+	}
+	cw.why = why
+	if whole && f.declared < 0 && len(body) > 0 && bodyAllowed(f.status) {
+		cw.setLength(h, len(body))
+	}
+	cw.state = statePlain
+	cw.sendHeader(h)
+	return cw.writeHeld()
+}
+
+// writeHeld sends what was held back through the committed path.
+func (cw *responseWriter) writeHeld() error {
+	if cw.buf == nil {
+		return nil
+	}
+	var err error
+	if len(*cw.buf) > 0 {
+		_, err = cw.Write(*cw.buf)
+	}
 	cw.releaseBuffer()
 	return err
 }
 
-func (cw *responseWriter) startPlain() {
-	cw.state = statePlain
-	cw.w.WriteHeader(cw.status)
-}
-
-// startCompressing sends the headers of an encoded stream. If no encoder
-// can be had the body goes out plain rather than mislabelled.
-func (cw *responseWriter) startCompressing() {
+// sendWhole encodes a body that ended within the buffer into a second
+// pooled buffer no larger than the body, and sends it with its encoded
+// Content-Length if it came out smaller. It reports whether it sent it. A
+// HEAD handler's declared but unwritten body sends the encoded header
+// without a length, which only the body could give (RFC 9110 §9.3.2).
+// Unless it sent the body, it returns why not.
+func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
 	o := cw.m.offers[cw.offer]
-	enc, err := o.encoders.Get(cw.w)
-	if err != nil {
-		cw.startPlain()
-		return
+	if len(body) == 0 && cw.head {
+		cw.setEncoded(h, o.coding)
+		delete(h, "Content-Length")
+		cw.state = stateSent
+		cw.sendHeader(h)
+		return reasonNone
 	}
-	cw.enc = enc
-	h := cw.w.Header()
+	if len(body) < 2 {
+		return reasonNoGain
+	}
+	outBuf := cw.m.buffers.Get()
+	defer cw.m.buffers.Put(outBuf)
+	// Anything not smaller than the input is no gain: cap the output there
+	// and let the encoder fail instead of growing the buffer.
+	cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
+	enc, err := o.encoders.Get(&cw.out)
+	if err != nil {
+		return reasonNoEncoder
+	}
+	_, err = enc.Write(body)
+	if err == nil {
+		err = enc.Close()
+	}
+	o.encoders.Put(enc)
+	out := cw.out.b
+	cw.out = cappedBuffer{}
+	if err != nil {
+		return reasonNoGain
+	}
 	cw.setEncoded(h, o.coding)
-	// delete, not Del: the keys are canonical, and Del would
-	// canonicalise them again on every response.
-	delete(h, "Content-Length")
-	cw.state = stateCompressing
-	cw.w.WriteHeader(cw.status)
+	cw.setLength(h, len(out))
+	cw.state = stateSent
+	cw.sendHeader(h)
+	_, _ = cw.w.Write(out)
+	return reasonNone
 }
 
 // setEncoded sets the headers every encoded response carries.
@@ -412,35 +475,83 @@ func (cw *responseWriter) setEncoded(h http.Header, coding string) {
 	suffixETag(h, coding)
 }
 
+// restoreHeader undoes the changes the handler made to the header after it
+// chose the status, as net/http ignores them. Trailers are set after the
+// body by design: keys with [http.TrailerPrefix] stay, and the values of
+// trailers declared in the Trailer field wait in late until sendHeader has
+// sent the header without them.
+func (cw *responseWriter) restoreHeader(h http.Header) {
+	if cw.snapshot == nil {
+		return
+	}
+	declared := cw.snapshot["Trailer"]
+	for k, v := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			continue
+		}
+		if headerHasToken(declared, k) {
+			if cw.late == nil {
+				cw.late = http.Header{}
+			}
+			cw.late[k] = v
+		}
+		if _, ok := cw.snapshot[k]; !ok {
+			delete(h, k)
+		}
+	}
+	for k, v := range cw.snapshot {
+		h[k] = v
+	}
+	cw.snapshot = nil
+}
+
+// sendHeader sends the status and the header, then puts back the declared
+// trailers that restoreHeader held out, for net/http to send after the
+// body.
+func (cw *responseWriter) sendHeader(h http.Header) {
+	cw.w.WriteHeader(cw.status)
+	for k, v := range cw.late {
+		h[k] = v
+	}
+	cw.late = nil
+}
+
+// declaredLength returns the Content-Length the handler set, or -1.
+func declaredLength(h http.Header) int64 {
+	v := h["Content-Length"]
+	if len(v) != 1 {
+		return -1
+	}
+	n, err := strconv.ParseInt(trimOWS(v[0]), 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
 // Flush commits the decision, sends what is buffered, flushes the encoder
 // so the client can decode everything written so far, then flushes the
 // underlying writer.
 func (cw *responseWriter) Flush() { _ = cw.FlushError() }
 
-// FlushError is Flush returning the error, for http.ResponseController.
+// FlushError is Flush returning the error, for [http.ResponseController].
 func (cw *responseWriter) FlushError() error {
+	if cw.state == stateWaiting {
+		cw.begin()
+	}
 	switch cw.state {
-	case stateBuffering:
-		if cw.status == 0 {
-			cw.WriteHeader(http.StatusOK)
-		}
-		if cw.state == stateBuffering {
-			// A flushed stream's length is unknown, so the minimum size no
-			// longer applies: compress whatever content is eligible.
-			var sniff []byte
-			if cw.buf != nil {
-				sniff = *cw.buf
-			}
-			if err := cw.startStream(sniff); err != nil {
-				return err
-			}
+	case stateWaiting:
+		// A flushed stream's length is unknown, so the minimum size no
+		// longer applies: compress whatever content is eligible.
+		if err := cw.advance(atFlush, nil); err != nil {
+			return err
 		}
 	case stateHijacked:
 		return http.ErrHijacked
 	case stateFinished:
 		return errFinished
 	}
-	if cw.state == stateCompressing {
+	if cw.state == stateEncoding {
 		if err := cw.enc.Flush(); err != nil {
 			return err
 		}
@@ -458,11 +569,18 @@ func (cw *responseWriter) FlushError() error {
 }
 
 // Hijack hands the connection to the handler when the underlying writer
-// supports it. Whatever was buffered or encoded is discarded, as net/http
-// discards its own unflushed buffer.
+// supports it. A status the handler chose goes out first, as net/http
+// sends a header written before Hijack; a body held back or encoded is
+// discarded, as net/http discards its own unflushed buffer.
 func (cw *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if cw.state == stateFinished {
 		return nil, nil, errFinished
+	}
+	if cw.state == stateWaiting && cw.status != 0 {
+		h := cw.w.Header()
+		cw.restoreHeader(h)
+		cw.state = statePlain
+		cw.sendHeader(h)
 	}
 	conn, rw, err := http.NewResponseController(cw.w).Hijack()
 	if err != nil {
@@ -478,25 +596,17 @@ func (cw *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // when the response is not compressed.
 func (cw *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 	var total int64
-	if cw.state == stateBuffering {
-		if cw.status == 0 {
-			cw.WriteHeader(http.StatusOK)
+	if cw.state == stateWaiting {
+		cw.begin()
+	}
+	if cw.state == stateWaiting {
+		n, full, err := cw.fill(src)
+		total += int64(n)
+		if err != nil || !full {
+			return total, err
 		}
-		if cw.state == stateBuffering && !cw.streamNow {
-			n, full, err := cw.fill(src)
-			total += int64(n)
-			if err != nil || !full {
-				return total, err
-			}
-		}
-		if cw.state == stateBuffering {
-			var sniff []byte
-			if cw.buf != nil {
-				sniff = *cw.buf
-			}
-			if err := cw.startStream(sniff); err != nil {
-				return total, err
-			}
+		if err := cw.advance(atOverflow, nil); err != nil {
+			return total, err
 		}
 	}
 	var n int64
@@ -508,43 +618,53 @@ func (cw *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 		} else {
 			n, err = cw.copyThrough(cw.w, src)
 		}
-	case stateCompressing:
-		n, err = cw.copyThrough(cw.enc, src)
+	case stateEncoding:
+		n, err = cw.copyThrough(writeOnly{cw}, src)
 	case stateHijacked:
 		err = http.ErrHijacked
 	case stateFinished:
 		err = errFinished
+	default:
+		n, err = cw.copyThrough(writeOnly{cw}, src)
 	}
 	return total + n, err
 }
 
+// writeOnly hides every method of a writer but Write, so that io.Copy
+// does not call ReadFrom back.
+type writeOnly struct{ w io.Writer }
+
+func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
+
 // fill reads from src into the buffer until it is full or src ends. It
-// reports whether the buffer filled, in which case more may follow.
+// reports whether the buffer filled, in which case more may follow. A body
+// that goes past its declared length is cut there and reported as
+// [http.ErrContentLength].
 func (cw *responseWriter) fill(src io.Reader) (int, bool, error) {
 	if cw.buf == nil {
 		cw.buf = cw.m.buffers.Get()
 	}
 	b := *cw.buf
 	start := len(b)
+	defer func() { *cw.buf = b }()
 	for empty := 0; len(b) < cap(b); {
 		n, err := src.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
-		if n == 0 && err == nil {
+		if cw.declared >= 0 && int64(len(b)) > cw.declared && !cw.head {
+			b = b[:cw.declared]
+			return len(b) - start, false, http.ErrContentLength
+		}
+		switch {
+		case err == io.EOF:
+			return len(b) - start, false, nil
+		case err != nil:
+			return len(b) - start, false, err
+		case n == 0:
 			if empty++; empty == 100 {
-				*cw.buf = b
 				return len(b) - start, false, io.ErrNoProgress
 			}
 		}
-		if err == io.EOF {
-			*cw.buf = b
-			return len(b) - start, false, nil
-		}
-		if err != nil {
-			*cw.buf = b
-			return len(b) - start, false, err
-		}
 	}
-	*cw.buf = b
 	return len(b) - start, true, nil
 }
 
@@ -557,20 +677,23 @@ func (cw *responseWriter) copyThrough(dst io.Writer, src io.Reader) (int64, erro
 }
 
 // finish completes the response when the handler returns. After a panic or
-// runtime.Goexit (completed false) nothing more is sent: an encoded stream
-// is left without its end marker, so the client cannot take the truncated
-// body for a whole one.
+// runtime.Goexit (completed false) nothing more is sent, and neither is the
+// end of a stream whose length differs from the one the handler declared:
+// the encoded stream is left without its end marker, so the client cannot
+// take the truncated body for a whole one.
 func (cw *responseWriter) finish(completed bool) {
-	switch {
-	case !completed:
+	if !completed {
 		cw.releaseEncoder()
-	case cw.state == stateBuffering:
-		cw.finishBuffered()
-	case cw.state == stateCompressing:
-		// An error here means the client went away; there is no one left
-		// to tell.
-		_ = cw.enc.Close()
-		cw.releaseEncoder()
+	} else {
+		if cw.state == stateWaiting {
+			cw.begin()
+		}
+		if cw.state == stateWaiting {
+			_ = cw.advance(atEnd, nil)
+		}
+		if cw.state == stateEncoding {
+			cw.endStream()
+		}
 	}
 	cw.releaseBuffer()
 	if cw.state != stateHijacked {
@@ -578,66 +701,17 @@ func (cw *responseWriter) finish(completed bool) {
 	}
 }
 
-// finishBuffered sends a body that ended within the buffer: compressed in
-// one piece when that pays, otherwise unchanged, with a Content-Length
-// either way.
-func (cw *responseWriter) finishBuffered() {
-	if cw.status == 0 {
-		cw.status = http.StatusOK
+// endStream completes an encoded stream, or, when the body did not match
+// its declared length, sends what was written without the stream's end, as
+// net/http sends a short body: every decoder then reports it cut. Errors
+// here mean the client went away; there is no one left to tell.
+func (cw *responseWriter) endStream() {
+	if cw.declared < 0 || cw.written == cw.declared || cw.head {
+		_ = cw.enc.Close()
+	} else {
+		_ = cw.enc.Flush()
 	}
-	var body []byte
-	if cw.buf != nil {
-		body = *cw.buf
-	}
-	h := cw.w.Header()
-	eligible := cw.eligibleContent(body)
-	if eligible && cw.offer >= 0 && len(body) >= cw.m.minSize && len(body) > 0 {
-		if cw.sendCompressed(h, body) {
-			return
-		}
-	}
-	if _, declared := h["Content-Length"]; !declared && !cw.head && len(body) > 0 {
-		cw.setLength(h, len(body))
-	}
-	cw.startPlain()
-	if len(body) > 0 {
-		_, _ = cw.w.Write(body)
-	}
-}
-
-// sendCompressed encodes body into a second pooled buffer no larger than
-// body itself, and sends it if it came out smaller. It reports whether it
-// sent anything.
-func (cw *responseWriter) sendCompressed(h http.Header, body []byte) bool {
-	if len(body) < 2 {
-		return false
-	}
-	o := cw.m.offers[cw.offer]
-	outBuf := cw.m.buffers.Get()
-	defer cw.m.buffers.Put(outBuf)
-	// Anything not smaller than the input is no gain: cap the output there
-	// and let the encoder fail instead of growing the buffer.
-	cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
-	enc, err := o.encoders.Get(&cw.out)
-	if err != nil {
-		return false
-	}
-	_, err = enc.Write(body)
-	if err == nil {
-		err = enc.Close()
-	}
-	o.encoders.Put(enc)
-	out := cw.out.b
-	cw.out = cappedBuffer{}
-	if err != nil {
-		return false
-	}
-	cw.setEncoded(h, o.coding)
-	cw.setLength(h, len(out))
-	cw.state = stateCompressing // for the record; nothing more is written
-	cw.w.WriteHeader(cw.status)
-	_, _ = cw.w.Write(out)
-	return true
+	cw.releaseEncoder()
 }
 
 func (cw *responseWriter) releaseEncoder() {

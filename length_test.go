@@ -1,0 +1,242 @@
+package squeeze_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/squeezehttp/squeeze"
+)
+
+// text returns n bytes of compressible text.
+func text(n int) []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < n; i++ {
+		b.WriteString("<p>squeeze compresses line " + strconv.Itoa(i%97) + " of the page</p>\n")
+	}
+	return b.Bytes()[:n]
+}
+
+// noise returns n bytes that do not compress.
+func noise(n int) []byte {
+	r := rand.New(rand.NewPCG(uint64(n), 7))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// serve records one response of h to a GET (or method) with ae.
+func serve(h http.Handler, method, ae string, hdr ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, "/x", nil)
+	if ae != "" {
+		r.Header.Set("Accept-Encoding", ae)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}
+
+func TestDeclaredLengthWithinTheBufferIsBuffered(t *testing.T) {
+	m := squeeze.MustNew()
+	tests := []struct {
+		name         string
+		body         []byte
+		wantEncoding string
+	}{
+		{"compressible body gets an encoded Content-Length", text(6398), "zstd"},
+		{"incompressible body goes out plain", noise(20000), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/javascript")
+				w.Header().Set("Content-Length", strconv.Itoa(len(tt.body)))
+				w.WriteHeader(http.StatusOK)
+				_, _ = w.Write(tt.body)
+			}))
+			rec := serve(h, http.MethodGet, "zstd")
+			if got := rec.Header().Get("Content-Encoding"); got != tt.wantEncoding {
+				t.Fatalf("Content-Encoding = %q, want %q", got, tt.wantEncoding)
+			}
+			if got, want := rec.Header().Get("Content-Length"), strconv.Itoa(rec.Body.Len()); got != want {
+				t.Errorf("Content-Length = %q, want %s (the bytes sent)", got, want)
+			}
+			if tt.wantEncoding == "" && !bytes.Equal(rec.Body.Bytes(), tt.body) {
+				t.Errorf("plain body changed")
+			}
+		})
+	}
+}
+
+func TestServeContentOverRealServerHasContentLength(t *testing.T) {
+	// Hex compresses to half: past the 2 KiB under which net/http would
+	// find the length itself.
+	body := []byte(hex.EncodeToString(noise(10000)))
+	h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "app.js", time.Time{}, bytes.NewReader(body))
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	res, err := srv.Client().Transport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.Header.Get("Content-Encoding") != "gzip" || res.ContentLength != int64(len(raw)) || len(res.TransferEncoding) > 0 {
+		t.Fatalf("Content-Encoding %q, Content-Length %d for %d bytes, Transfer-Encoding %q; want gzip with its length",
+			res.Header.Get("Content-Encoding"), res.ContentLength, len(raw), res.TransferEncoding)
+	}
+}
+
+func TestDeclaredLengthBeyondTheBufferStreams(t *testing.T) {
+	body := text(100 << 10)
+	h := squeeze.MustNew(squeeze.WithBufferSize(8<<10)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body[:100])
+		if w.Header().Get("Content-Encoding") != "zstd" {
+			t.Errorf("first write did not start the stream")
+		}
+		_, _ = w.Write(body[100:])
+	}))
+	rec := serve(h, http.MethodGet, "zstd")
+	if rec.Header().Get("Content-Length") != "" {
+		t.Errorf("Content-Length = %q on a stream", rec.Header().Get("Content-Length"))
+	}
+	if got := decodeAs(t, "zstd", rec.Body.Bytes()); !bytes.Equal(got, body) {
+		t.Errorf("decoded %d bytes, want %d", len(got), len(body))
+	}
+}
+
+// TestBodyShorterThanDeclaredIsNotAWholeStream pins the silent truncation
+// fixed here: a handler that declares a length and writes less must not
+// produce a complete, valid encoded stream.
+func TestBodyShorterThanDeclaredIsNotAWholeStream(t *testing.T) {
+	body := text(200 << 10)
+	for _, size := range []int{10 << 10, 150 << 10} { // within, beyond the buffer
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.Header().Set("Content-Length", strconv.Itoa(size))
+				_, _ = w.Write(body[:size/2])
+			}))
+			rec := serve(h, http.MethodGet, "zstd")
+			switch rec.Header().Get("Content-Encoding") {
+			case "":
+				// Plain, with the declared length: net/http reports the
+				// short body by closing the connection.
+				if rec.Header().Get("Content-Length") != strconv.Itoa(size) {
+					t.Errorf("plain short body lost its declared length: %q", rec.Header().Get("Content-Length"))
+				}
+			case "zstd":
+				if _, err := decodeErr("zstd", rec.Body.Bytes()); err == nil {
+					t.Errorf("a body cut to half its declared length decoded as a whole stream")
+				}
+			}
+		})
+	}
+}
+
+func TestBodyLongerThanDeclaredFailsWithErrContentLength(t *testing.T) {
+	body := text(200 << 10)
+	for _, size := range []int{10 << 10, 150 << 10} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			var werr error
+			h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.Header().Set("Content-Length", strconv.Itoa(size))
+				_, _ = w.Write(body[:size])
+				_, werr = w.Write(body[size : size+10])
+			}))
+			rec := serve(h, http.MethodGet, "zstd")
+			if !errors.Is(werr, http.ErrContentLength) {
+				t.Errorf("write past the declared length: %v, want http.ErrContentLength", werr)
+			}
+			if got := decodeAs(t, "zstd", rec.Body.Bytes()); !bytes.Equal(got, body[:size]) {
+				t.Errorf("decoded %d bytes, want the %d declared", len(got), size)
+			}
+		})
+	}
+}
+
+func TestReadFromPastDeclaredLengthIsCut(t *testing.T) {
+	body := text(8 << 10)
+	var rerr error
+	h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Length", "4096")
+		// A reader without WriteTo, so that io.Copy reaches ReadFrom.
+		_, rerr = io.Copy(w, struct{ io.Reader }{bytes.NewReader(body)})
+	}))
+	rec := serve(h, http.MethodGet, "zstd")
+	if !errors.Is(rerr, http.ErrContentLength) {
+		t.Errorf("io.Copy past the declared length: %v, want http.ErrContentLength", rerr)
+	}
+	if got := decodeAs(t, "zstd", rec.Body.Bytes()); !bytes.Equal(got, body[:4096]) {
+		t.Errorf("decoded %d bytes, want the 4096 declared", len(got))
+	}
+}
+
+func TestTrailersAreNeverTurnedIntoHeaders(t *testing.T) {
+	for _, declare := range []string{"Trailer field", "TrailerPrefix"} {
+		t.Run(declare, func(t *testing.T) {
+			h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/plain")
+				if declare == "Trailer field" {
+					w.Header().Set("Trailer", "X-Sum")
+				}
+				_, _ = w.Write(text(4096))
+				if declare == "Trailer field" {
+					w.Header().Set("X-Sum", "42")
+				} else {
+					w.Header().Set(http.TrailerPrefix+"X-Sum", "42")
+				}
+			}))
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+			req.Header.Set("Accept-Encoding", "zstd")
+			res, err := srv.Client().Transport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.ContentLength >= 0 || res.Header.Get("X-Sum") != "" {
+				t.Errorf("Content-Length %d, header X-Sum %q: trailers became headers", res.ContentLength, res.Header.Get("X-Sum"))
+			}
+			if res.Trailer.Get("X-Sum") != "42" {
+				t.Errorf("trailer X-Sum = %q, want 42", res.Trailer.Get("X-Sum"))
+			}
+			if got := decodeAs(t, res.Header.Get("Content-Encoding"), raw); !bytes.Equal(got, text(4096)) {
+				t.Errorf("body did not round-trip")
+			}
+		})
+	}
+}
+
+// decodeAs decodes b with the reference decoder of coding ("" for none).
+func decodeAs(t *testing.T, coding string, b []byte) []byte {
+	t.Helper()
+	out, err := decodeErr(coding, b)
+	if err != nil {
+		t.Fatalf("decoding %s: %v", coding, err)
+	}
+	return out
+}
+
