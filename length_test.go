@@ -105,7 +105,7 @@ func TestServeContentOverRealServerHasContentLength(t *testing.T) {
 
 func TestDeclaredLengthBeyondTheBufferStreams(t *testing.T) {
 	body := text(100 << 10)
-	h := squeeze.MustNew(squeeze.WithBufferSize(8<<10)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := squeeze.MustNew(squeeze.WithBufferSize(8 << 10)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		_, _ = w.Write(body[:100])
@@ -239,4 +239,3 @@ func decodeAs(t *testing.T, coding string, b []byte) []byte {
 	}
 	return out
 }
-
