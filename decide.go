@@ -2,6 +2,7 @@ package squeeze
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -104,16 +105,74 @@ const (
 	atEnd
 )
 
-// facts is what is known of a response when it is decided.
-type facts struct {
-	status int
-	header http.Header
-	// contentType is the declared media type, or the sniffed one when the
-	// handler declared none; typeKnown is false while neither is known.
-	contentType string
-	typeKnown   bool
+// fields is what the response header says about encoding, read in one
+// pass when the handler chooses its status: net/http too sends the header as
+// it was then.
+type fields struct {
+	// contentType is the declared media type; typed is false when the
+	// handler declared none. eligible records that the type is one to
+	// compress (matched once, as the type is fixed from here on).
+	contentType     string
+	typed, eligible bool
 	// declared is the Content-Length the handler set, or -1.
 	declared int64
+	// encoded, partial and noTransform record Content-Encoding,
+	// Content-Range and Cache-Control: no-transform.
+	encoded, partial, noTransform bool
+	// trailers records a Trailer field or a key with [http.TrailerPrefix].
+	trailers bool
+	// keys is the number of keys the header had, so that keys added later
+	// (prefixed trailers, set after the body) can be noticed cheaply.
+	keys int
+}
+
+// readFields reads the fields decide needs from h.
+func (m *Middleware) readFields(h http.Header) fields {
+	f := fields{declared: -1, keys: len(h)}
+	for k, v := range h {
+		switch k {
+		case "Content-Type":
+			f.typed = true
+			if len(v) > 0 {
+				f.contentType = v[0]
+			}
+		case "Content-Length":
+			f.declared = parseLength(v)
+		case "Content-Encoding":
+			f.encoded = len(v) > 0
+		case "Content-Range":
+			f.partial = len(v) > 0
+		case "Cache-Control":
+			f.noTransform = headerHasToken(v, "no-transform")
+		case "Trailer":
+			f.trailers = f.trailers || len(v) > 0
+		default:
+			f.trailers = f.trailers || strings.HasPrefix(k, http.TrailerPrefix)
+		}
+	}
+	f.eligible = f.typed && matchType(m.types, f.contentType)
+	return f
+}
+
+// parseLength returns the length a Content-Length field gives, or -1.
+func parseLength(v []string) int64 {
+	if len(v) != 1 {
+		return -1
+	}
+	n, err := strconv.ParseInt(trimOWS(v[0]), 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// facts is what is known of a response when it is decided.
+type facts struct {
+	fields
+	status int
+	// sniffed is set when contentType was sniffed from the body because
+	// the handler declared none.
+	sniffed bool
 	// buffered is the number of body bytes held back so far.
 	buffered int
 	event    event
@@ -123,28 +182,27 @@ type facts struct {
 // negotiated offer and the configuration, which changes nothing. The
 // header edits that go with its verdict are made by commit.
 func (cw *responseWriter) decide(f *facts) (verdict, reason, need) {
-	h := f.header
 	m := cw.m
 	switch {
 	case !bodyAllowed(f.status):
 		return sendPlain, reasonStatus, 0
-	case f.status == http.StatusPartialContent || len(h["Content-Range"]) > 0:
+	case f.status == http.StatusPartialContent || f.partial:
 		return sendPlain, reasonPartial, 0
-	case len(h["Content-Encoding"]) > 0:
+	case f.encoded:
 		return sendPlain, reasonAlreadyEncoded, 0
-	case headerHasToken(h["Cache-Control"], "no-transform"):
+	case f.noTransform:
 		return sendPlain, reasonNoTransform, 0
-	case !f.typeKnown && f.event <= atWrite:
+	case !f.typed && f.event <= atWrite:
 		// No byte to sniff yet. A body declared longer than the buffer is
 		// decided on its first bytes; any other waits for its end.
 		if f.declared > int64(m.buffers.Size()) {
 			return wait, reasonNone, needBytes
 		}
 		return wait, reasonNone, needEnd
-	case !f.typeKnown:
+	case !f.typed:
 		// Nothing to sniff: an empty body, or a flush before any byte.
 		return sendPlain, reasonContentType, 0
-	case !matchType(m.types, f.contentType):
+	case !f.eligible:
 		return sendPlain, reasonContentType, 0
 	case cw.ranged:
 		return sendPlain, reasonRange, 0
@@ -177,14 +235,9 @@ func bodyAllowed(code int) bool {
 	return code >= 200 && code != http.StatusNoContent && code != http.StatusNotModified
 }
 
-// hasTrailers reports whether the handler declared trailers, in a Trailer
-// field or with keys prefixed by [http.TrailerPrefix]. Such a response is
-// never given a Content-Length, which would make net/http send declared
-// trailers as headers and drop prefixed ones.
-func hasTrailers(h http.Header) bool {
-	if len(h["Trailer"]) > 0 {
-		return true
-	}
+// hasPrefixedTrailers reports whether h has a key with [http.TrailerPrefix],
+// which declares a trailer without the Trailer field.
+func hasPrefixedTrailers(h http.Header) bool {
 	for k := range h {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			return true

@@ -17,7 +17,7 @@ import (
 // client named.
 
 // suffixETag makes a strong ETag in h specific to coding. A tag set under
-// a non-canonical key ("ETag") or with surrounding spaces counts too; it is
+// the non-canonical key "ETag" or with surrounding spaces counts too; it is
 // moved to the canonical key, so the response carries one validator.
 func suffixETag(h http.Header, coding string) {
 	key, v := etagField(h)
@@ -36,16 +36,16 @@ func suffixETag(h http.Header, coding string) {
 	h["Etag"] = []string{codedTag(tag, coding)}
 }
 
-// etagField returns the key and values of the ETag field in h, looking
-// past the canonical key only when it is absent.
+// etagField returns the key and values of the ETag field in h: the
+// canonical key, or else "ETag", the spelling a handler that assigns to the
+// map directly is most likely to use. Two look-ups rather than a pass over
+// the map, which would cost every response without an ETag.
 func etagField(h http.Header) (string, []string) {
 	if v, ok := h["Etag"]; ok {
 		return "Etag", v
 	}
-	for k, v := range h {
-		if len(k) == len("Etag") && strings.EqualFold(k, "Etag") {
-			return k, v
-		}
+	if v, ok := h["ETag"]; ok {
+		return "ETag", v
 	}
 	return "", nil
 }
@@ -175,7 +175,7 @@ func (cw *responseWriter) notModifiedETag(h http.Header) {
 		return
 	}
 	tag := trimOWS(v[0])
-	if isStrongETag(tag) && listHasTag(cw.inm, codedTag(tag, cw.m.offers[cw.offer].coding)) {
+	if isStrongETag(tag) && listHasTag(cw.req.Header["If-None-Match"], codedTag(tag, cw.m.offers[cw.offer].coding)) {
 		suffixETag(h, cw.m.offers[cw.offer].coding)
 	}
 }

@@ -184,31 +184,31 @@ var errFinished = errors.New("squeeze: write after the handler returned")
 type responseWriter struct {
 	m *Middleware
 	w http.ResponseWriter
+	// req is the request as it arrived, whose If-None-Match tells which
+	// tag a 304 must carry.
+	req *http.Request
+
+	// hdr is what the header said when the handler chose the status.
+	hdr    fields
+	status int // the final status the handler chose; 0 until then
+	// written counts the body bytes fed to an encoder, so that a stream
+	// that falls short of or exceeds hdr.declared can be told apart.
+	written int64
 
 	// offer is the negotiated coding (an index into m.offers), or -1.
-	offer int
+	offer int16
 	// ranged is set for requests with a Range header: the response stays
 	// identity, since byte ranges refer to the plain bytes.
 	ranged bool
 	// head is set for HEAD requests, whose body the handler need not write.
-	head bool
-	// inm holds the request's If-None-Match lines as the client sent
-	// them, to tell which tag a 304 must carry.
-	inm []string
+	head  bool
+	state writerState
+	need  need
+	why   reason
 
-	state  writerState
-	status int // the final status the handler chose; 0 until then
-	need   need
-	why    reason
-	// declared is the Content-Length the handler set when it chose the
-	// status, or -1; written counts the body bytes fed to an encoder, so a
-	// stream that falls short of or exceeds it can be told apart.
-	declared int64
-	written  int64
-	// snapshot holds the header as it was when the status was chosen,
-	// taken if the handler asks for the header afterwards: as in net/http,
-	// later changes, trailers aside, do not go out.
-	snapshot, late http.Header
+	// after is set when the handler asked for the header after choosing
+	// the status (see restoreHeader).
+	after *afterStatus
 
 	buf *[]byte
 	enc *pool.Encoder
@@ -217,18 +217,25 @@ type responseWriter struct {
 	// Backing arrays for the header values the middleware sets. They live
 	// as long as this per-response writer, so setting a header costs no
 	// allocation of its own.
-	encodingValue, varyValue, lengthValue, typeValue [1]string
+	encodingValue, varyValue, lengthValue [1]string
+}
+
+// afterStatus holds the header as it was when the status was chosen, since
+// net/http ignores later changes, trailers aside, and the values of declared
+// trailers set since, which go out after the body.
+type afterStatus struct {
+	snapshot, late http.Header
 }
 
 func (m *Middleware) newResponseWriter(w http.ResponseWriter, r *http.Request) *responseWriter {
 	cw := &responseWriter{
-		m: m, w: w, offer: -1, declared: -1,
+		m: m, w: w, offer: -1, hdr: fields{declared: -1},
 		head:   r.Method == http.MethodHead,
 		ranged: len(r.Header["Range"]) > 0,
-		inm:    r.Header["If-None-Match"],
+		req:    r,
 	}
 	if !cw.ranged {
-		cw.offer = negotiate(r.Header["Accept-Encoding"], m.offers)
+		cw.offer = int16(negotiate(r.Header["Accept-Encoding"], m.offers))
 	}
 	return cw
 }
@@ -244,8 +251,13 @@ func (cw *responseWriter) coding() string {
 // Header returns the header map of the underlying writer.
 func (cw *responseWriter) Header() http.Header {
 	h := cw.w.Header()
-	if cw.state == stateWaiting && cw.status != 0 && cw.snapshot == nil {
-		cw.snapshot = h.Clone()
+	if cw.state == stateWaiting && cw.status != 0 {
+		if cw.after == nil {
+			cw.after = &afterStatus{}
+		}
+		if cw.after.snapshot == nil {
+			cw.after.snapshot = h.Clone()
+		}
 	}
 	return h
 }
@@ -266,7 +278,7 @@ func (cw *responseWriter) WriteHeader(code int) {
 		return
 	}
 	cw.status = code
-	cw.declared = declaredLength(cw.w.Header())
+	cw.hdr = cw.m.readFields(cw.w.Header())
 	_ = cw.advance(atHeader, nil)
 }
 
@@ -284,7 +296,7 @@ func (cw *responseWriter) Write(p []byte) (int, error) {
 	}
 	if cw.state == stateWaiting {
 		held := cw.buffered()
-		if cw.declared >= 0 && int64(len(held)+len(p)) > cw.declared && !cw.head {
+		if cw.hdr.declared >= 0 && int64(len(held)+len(p)) > cw.hdr.declared && !cw.head {
 			return 0, http.ErrContentLength
 		}
 		if len(held)+len(p) > cw.m.buffers.Size() {
@@ -308,7 +320,7 @@ func (cw *responseWriter) Write(p []byte) (int, error) {
 	case statePlain:
 		return cw.w.Write(p)
 	case stateEncoding:
-		if cw.declared >= 0 && cw.written+int64(len(p)) > cw.declared && !cw.head {
+		if cw.hdr.declared >= 0 && cw.written+int64(len(p)) > cw.hdr.declared && !cw.head {
 			return 0, http.ErrContentLength
 		}
 		n, err := cw.enc.Write(p)
@@ -336,14 +348,15 @@ func (cw *responseWriter) buffered() []byte {
 // it is sniffed when nothing was buffered before it.
 func (cw *responseWriter) advance(ev event, next []byte) error {
 	h := cw.w.Header()
-	cw.restoreHeader(h)
-	f := facts{status: cw.status, header: h, declared: cw.declared, buffered: len(cw.buffered()), event: ev}
-	if ct, ok := h["Content-Type"]; ok {
-		f.typeKnown = true
-		if len(ct) > 0 {
-			f.contentType = ct[0]
-		}
-	} else if ev != atHeader {
+	if cw.after != nil && cw.after.snapshot != nil {
+		cw.restoreHeader(h)
+		cw.hdr = cw.m.readFields(h)
+	} else if ev == atEnd && len(h) != cw.hdr.keys {
+		// Keys added after the status count only as prefixed trailers.
+		cw.hdr.trailers = cw.hdr.trailers || hasPrefixedTrailers(h)
+	}
+	f := facts{fields: cw.hdr, status: cw.status, buffered: len(cw.buffered()), event: ev}
+	if !f.typed && ev != atHeader {
 		sniff := cw.buffered()
 		if len(sniff) == 0 {
 			sniff = next
@@ -351,7 +364,8 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 		if len(sniff) > 0 {
 			// net/http does not sniff once Content-Encoding is set, so
 			// the plain bytes are sniffed here, before any encoded byte.
-			f.contentType, f.typeKnown = http.DetectContentType(sniff), true
+			f.contentType, f.typed, f.sniffed = http.DetectContentType(sniff), true, true
+			f.eligible = matchType(cw.m.types, f.contentType)
 		}
 	}
 	v, why, need := cw.decide(&f)
@@ -359,17 +373,15 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 		cw.need = need
 		return nil
 	}
-	return cw.commit(v, why, &f)
+	return cw.commit(v, why, h, &f)
 }
 
 // commit makes the header edits that go with the verdict, sends the header,
 // and sends what was held back: the whole body when the handler has
 // returned, otherwise the start of a stream that later writes continue.
-func (cw *responseWriter) commit(v verdict, why reason, f *facts) error {
-	h := f.header
-	if _, ok := h["Content-Type"]; !ok && f.typeKnown {
-		cw.typeValue[0] = f.contentType
-		h["Content-Type"] = cw.typeValue[:]
+func (cw *responseWriter) commit(v verdict, why reason, h http.Header, f *facts) error {
+	if f.sniffed {
+		h["Content-Type"] = []string{f.contentType}
 	}
 	if why.varies() || f.status == http.StatusNotModified && cw.notModifiedVaries(h) {
 		cw.addVary(h)
@@ -378,7 +390,7 @@ func (cw *responseWriter) commit(v verdict, why reason, f *facts) error {
 		cw.notModifiedETag(h)
 	}
 	body := cw.buffered()
-	whole := f.event == atEnd && !hasTrailers(h)
+	whole := f.event == atEnd && !f.trailers
 	if v == sendEncoded && whole {
 		if why = cw.sendWhole(h, body); why == reasonNone {
 			return nil
@@ -438,11 +450,18 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
 	if len(body) < 2 {
 		return reasonNoGain
 	}
-	outBuf := cw.m.buffers.Get()
-	defer cw.m.buffers.Put(outBuf)
 	// Anything not smaller than the input is no gain: cap the output there
-	// and let the encoder fail instead of growing the buffer.
-	cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
+	// and let the encoder fail instead of growing the buffer. The output
+	// goes after the body in the same buffer when there is room for it
+	// there, as there is for every body up to half the buffer.
+	held := *cw.buf
+	if cap(held)-len(held) >= len(body)-1 {
+		cw.out = cappedBuffer{b: held[len(held) : len(held) : len(held)+len(body)-1]}
+	} else {
+		outBuf := cw.m.buffers.Get()
+		defer cw.m.buffers.Put(outBuf)
+		cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
+	}
 	enc, err := o.encoders.Get(&cw.out)
 	if err != nil {
 		return reasonNoEncoder
@@ -481,28 +500,29 @@ func (cw *responseWriter) setEncoded(h http.Header, coding string) {
 // trailers declared in the Trailer field wait in late until sendHeader has
 // sent the header without them.
 func (cw *responseWriter) restoreHeader(h http.Header) {
-	if cw.snapshot == nil {
+	a := cw.after
+	if a == nil || a.snapshot == nil {
 		return
 	}
-	declared := cw.snapshot["Trailer"]
+	declared := a.snapshot["Trailer"]
 	for k, v := range h {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
 		if headerHasToken(declared, k) {
-			if cw.late == nil {
-				cw.late = http.Header{}
+			if a.late == nil {
+				a.late = http.Header{}
 			}
-			cw.late[k] = v
+			a.late[k] = v
 		}
-		if _, ok := cw.snapshot[k]; !ok {
+		if _, ok := a.snapshot[k]; !ok {
 			delete(h, k)
 		}
 	}
-	for k, v := range cw.snapshot {
+	for k, v := range a.snapshot {
 		h[k] = v
 	}
-	cw.snapshot = nil
+	a.snapshot = nil
 }
 
 // sendHeader sends the status and the header, then puts back the declared
@@ -510,23 +530,12 @@ func (cw *responseWriter) restoreHeader(h http.Header) {
 // body.
 func (cw *responseWriter) sendHeader(h http.Header) {
 	cw.w.WriteHeader(cw.status)
-	for k, v := range cw.late {
-		h[k] = v
+	if cw.after != nil {
+		for k, v := range cw.after.late {
+			h[k] = v
+		}
+		cw.after.late = nil
 	}
-	cw.late = nil
-}
-
-// declaredLength returns the Content-Length the handler set, or -1.
-func declaredLength(h http.Header) int64 {
-	v := h["Content-Length"]
-	if len(v) != 1 {
-		return -1
-	}
-	n, err := strconv.ParseInt(trimOWS(v[0]), 10, 64)
-	if err != nil || n < 0 {
-		return -1
-	}
-	return n
 }
 
 // Flush commits the decision, sends what is buffered, flushes the encoder
@@ -650,8 +659,8 @@ func (cw *responseWriter) fill(src io.Reader) (int, bool, error) {
 	for empty := 0; len(b) < cap(b); {
 		n, err := src.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
-		if cw.declared >= 0 && int64(len(b)) > cw.declared && !cw.head {
-			b = b[:cw.declared]
+		if cw.hdr.declared >= 0 && int64(len(b)) > cw.hdr.declared && !cw.head {
+			b = b[:cw.hdr.declared]
 			return len(b) - start, false, http.ErrContentLength
 		}
 		switch {
@@ -706,7 +715,7 @@ func (cw *responseWriter) finish(completed bool) {
 // net/http sends a short body: every decoder then reports it cut. Errors
 // here mean the client went away; there is no one left to tell.
 func (cw *responseWriter) endStream() {
-	if cw.declared < 0 || cw.written == cw.declared || cw.head {
+	if cw.hdr.declared < 0 || cw.written == cw.hdr.declared || cw.head {
 		_ = cw.enc.Close()
 	} else {
 		_ = cw.enc.Flush()

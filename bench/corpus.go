@@ -36,11 +36,15 @@ type Corpus struct {
 	// JS and JSON are 16 KiB prefixes of wasm_exec.js and of Twitter's
 	// status JSON from encoding/json's test data.
 	JS, JSON Body
+	// SmallJSON is the 2 KiB prefix of the same JSON: a typical API answer,
+	// where a middleware's fixed cost per response shows most.
+	SmallJSON Body
 }
 
-// All returns every body of the corpus: the HTML sizes, then JS and JSON.
+// All returns every body of the corpus: the HTML sizes, then JS, JSON and
+// the small JSON.
 func (c *Corpus) All() []Body {
-	return append(append([]Body(nil), c.HTML...), c.JS, c.JSON)
+	return append(append([]Body(nil), c.HTML...), c.JS, c.JSON, c.SmallJSON)
 }
 
 // Get returns the body called name.
@@ -71,5 +75,6 @@ func NewCorpus(html, js, json []byte) (*Corpus, error) {
 	}
 	c.JS = Body{Name: "js-16K", ContentType: "text/javascript; charset=utf-8", Data: js[: 16<<10 : 16<<10]}
 	c.JSON = Body{Name: "json-16K", ContentType: "application/json", Data: json[: 16<<10 : 16<<10]}
+	c.SmallJSON = Body{Name: "json-2K", ContentType: "application/json", Data: json[: 2<<10 : 2<<10]}
 	return c, nil
 }
