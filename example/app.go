@@ -63,7 +63,7 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 	})
 	r.Get("/api/products", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(products)
+		_, _ = w.Write(products) // an error means the client went away: nothing to do
 	})
 	r.Get("/events", func(w http.ResponseWriter, r *http.Request) {
 		serveEvents(w, r, tick)
@@ -214,7 +214,8 @@ func upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(struct {
+	// Encode fails only when the client went away: nothing to do then.
+	_ = json.NewEncoder(w).Encode(struct {
 		Bytes  int64  `json:"bytes"`
 		SHA256 string `json:"sha256"`
 	}{n, hex.EncodeToString(h.Sum(nil))})
@@ -266,7 +267,7 @@ func (l *codingLog) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write(body)
+	_, _ = w.Write(body) // an error means the client went away
 }
 
 // recordingWriter notes the status and coding headers at the moment the
@@ -302,7 +303,9 @@ func (w *recordingWriter) Write(p []byte) (int, error) {
 // ResponseWriter would.
 func (w *recordingWriter) Flush() {
 	w.capture(http.StatusOK)
-	http.NewResponseController(w.ResponseWriter).Flush()
+	// http.Flusher has no error to return; a writer that cannot flush
+	// sends the data when the handler returns.
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.

@@ -121,8 +121,8 @@ func readWithin(t *testing.T, r io.Reader, n int, stop func()) []byte {
 		}
 	case <-time.After(waitLimit):
 		stop()
-		<-done
-		t.Fatalf("no %d bytes within %v; the stream was not flushed", n, waitLimit)
+		err := <-done // the read fails once stop has unblocked it
+		t.Fatalf("no %d bytes within %v; the stream was not flushed (the read ended with: %v)", n, waitLimit, err)
 	}
 	return got
 }
@@ -229,7 +229,9 @@ func TestRecorderKeepsTheHeaderThatWentOut(t *testing.T) {
 		w.WriteHeader(http.StatusEarlyHints) // interim: not the final header
 		w.WriteHeader(http.StatusAccepted)
 		w.Header().Set("Content-Encoding", "changed after the header went out")
-		io.WriteString(w, "body")
+		// httptest.ResponseRecorder keeps the 103 as the status and refuses
+		// a body after it; only the header that went out matters here.
+		_, _ = io.WriteString(w, "body")
 	}))
 	req := httptest.NewRequest(http.MethodGet, "/x", nil)
 	req.Header.Set("Accept-Encoding", "br")

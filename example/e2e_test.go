@@ -218,7 +218,7 @@ func TestCurlStreamsEachEventAsItIsFlushed(t *testing.T) {
 			}
 			defer func() {
 				cancel()
-				cmd.Wait()
+				_ = cmd.Wait() // killed by cancel: the error says so
 			}()
 			br := bufio.NewReader(stdout)
 			tp := textproto.NewReader(br)
@@ -406,7 +406,8 @@ func dumpDOM(t *testing.T, url string) string {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// Whatever of the group is still alive; ESRCH when none is.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	if err != nil {
 		t.Fatalf("chromium: %v\nstderr:\n%s", err, stderr.Bytes())

@@ -112,9 +112,9 @@ func ExampleEncoders() {
 	if err := respond(&wire, "hello, pooled gzip"); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(wire.Bytes()[:2]) // the gzip magic number
+	fmt.Printf("% x\n", wire.Bytes()[:2]) // the gzip magic number
 	// Output:
-	// [31 139]
+	// 1f 8b
 }
 
 // A Decoders pool reads compressed request bodies. Get reports a stream
