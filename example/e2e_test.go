@@ -170,7 +170,7 @@ func TestCurlCompressedDecodesEachOfferedCoding(t *testing.T) {
 				t.Errorf("GET %s: curl decoded %d bytes that differ from the %d served", p.path, len(res.body), len(p.body))
 			}
 		}
-		records := serverCodings(t, srv)
+		records := clientCodings(t, srv, "curl/")
 		t.Logf("curl sent Accept-Encoding: %s", records["/"].AcceptEncoding)
 	})
 }
@@ -495,7 +495,7 @@ func TestChromiumDecodesPageScriptStylesheetAPIAndEvents(t *testing.T) {
 		t.Errorf("the page did not report fetching %s", path)
 	}
 
-	records := serverCodings(t, srv)
+	records := clientCodings(t, srv, "Chrome")
 	t.Logf("Chromium sent Accept-Encoding: %q", records["/"].AcceptEncoding)
 	for _, path := range []string{"/", "/static/app.js", "/static/app.css", "/api/products", "/events"} {
 		rec := records[path]

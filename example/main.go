@@ -6,8 +6,10 @@
 //	go run ./example
 //	go run ./example -addr 127.0.0.1:9000
 //
-// GET /debug/codings reports the Content-Encoding of the latest response on
-// each path and the Accept-Encoding the client sent.
+// GET /debug/codings reports, for the client asking, the Content-Encoding of
+// the latest response on each path and the Accept-Encoding it sent. A
+// browser is told apart by a cookie the demo sets, a client that sends no
+// cookie (curl) by its User-Agent and address; ?all=1 lists every client.
 package main
 
 import (
