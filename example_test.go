@@ -44,8 +44,8 @@ func ExampleNew() {
 	// Output:
 	// Content-Encoding: gzip
 	// Vary: Accept-Encoding
-	// squeeze: WithLevel: writers: level 12 is not valid for br (want 0..11)
-	// squeeze: WithLevel("deflate") names a coding that WithEncodings does not offer
+	// squeeze: WithLevel("br", 12): level must be 0 to 11
+	// squeeze: WithLevel("deflate", 6): deflate is not offered (the codings offered are zstd, br, gzip; add it with WithEncodings)
 }
 
 // Handler wraps a handler with the defaults: zstd, br and gzip, bodies of at

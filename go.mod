@@ -1,9 +1,9 @@
 module github.com/squeezehttp/squeeze
 
-go 1.26.8
+go 1.25.0
 
 require (
-	github.com/andybalholm/brotli v1.3.0 // indirect
-	github.com/go-chi/chi/v5 v5.5.0 // indirect
-	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/andybalholm/brotli v1.3.0
+	github.com/go-chi/chi/v5 v5.5.0
+	github.com/klauspost/compress v1.20.4
 )

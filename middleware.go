@@ -66,7 +66,7 @@ func New(opts ...Option) (*Middleware, error) {
 	}
 	for coding := range c.levels {
 		if !slices.Contains(c.encodings, coding) {
-			return nil, fmt.Errorf("squeeze: WithLevel(%q) names a coding that WithEncodings does not offer", coding)
+			return nil, notOfferedError(coding, c.levels[coding], c.encodings)
 		}
 	}
 	for _, coding := range c.encodings {

@@ -1,8 +1,10 @@
 package squeeze
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -59,14 +61,17 @@ type config struct {
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.
-// Each must be one of Zstd, Brotli, Gzip or Deflate (case-insensitive,
-// "x-gzip" meaning gzip); an empty list or a repeated coding is an error.
+// Each must be one of [Zstd], [Brotli], [Gzip] or [Deflate] (case-insensitive,
+// "x-gzip" meaning gzip); an empty list or a repeated coding is an error. The
+// error for a coding squeeze does not know matches
+// [writers.ErrUnknownCoding].
 func WithEncodings(codings ...string) Option {
 	return func(c *config) error {
-		list, err := canonicalList("WithEncodings", codings, func(name string) (string, error) {
+		call := fmt.Sprintf("WithEncodings(%s)", quoteList(codings))
+		list, err := canonicalList(call, "coding", codings, func(name string) (string, error) {
 			coding, ok := writers.Canonical(name)
 			if !ok {
-				return "", fmt.Errorf("squeeze: WithEncodings: unknown coding %q (want zstd, br, gzip or deflate)", name)
+				return "", unknownCodingError(call, name)
 			}
 			return coding, nil
 		})
@@ -80,19 +85,65 @@ func WithEncodings(codings ...string) Option {
 
 // WithLevel sets the compression level of coding on the codec's own scale:
 // gzip and deflate 1 to 9 (and -2 for Huffman only, -3 for stateless), zstd 1
-// to 22, br 0 to 11. A level out of range is an error from New.
+// to 22, br 0 to 11. A level out of range is an error from [New] that
+// matches [writers.ErrInvalidLevel]; a coding squeeze does not know, one
+// that matches [writers.ErrUnknownCoding]. A level for a coding that
+// [WithEncodings] does not offer is an error too.
 func WithLevel(coding string, level int) Option {
 	return func(c *config) error {
+		call := fmt.Sprintf("WithLevel(%q, %d)", coding, level)
 		canonical, ok := writers.Canonical(coding)
 		if !ok {
-			return fmt.Errorf("squeeze: WithLevel: unknown coding %q", coding)
+			return unknownCodingError(call, coding)
 		}
 		if err := writers.ValidateLevel(canonical, level); err != nil {
-			return fmt.Errorf("squeeze: WithLevel: %w", err)
+			var le *writers.LevelError
+			if errors.As(err, &le) {
+				return &optionError{msg: fmt.Sprintf("squeeze: %s: level must be %s", call, le.Want()), err: err}
+			}
+			return fmt.Errorf("squeeze: %s: %w", call, err)
 		}
 		c.levels[canonical] = level
 		return nil
 	}
+}
+
+// optionError is an error in an option's value, worded in terms of the call
+// the user wrote. It wraps the error of the package that found the fault,
+// so errors.Is and errors.As still reach it.
+type optionError struct {
+	msg string
+	err error
+}
+
+func (e *optionError) Error() string { return e.msg }
+func (e *optionError) Unwrap() error { return e.err }
+
+// unknownCodingError reports a coding name squeeze does not implement.
+func unknownCodingError(call, name string) error {
+	return &optionError{
+		msg: fmt.Sprintf("squeeze: %s: unknown coding %q (want zstd, br, gzip or deflate)", call, name),
+		err: writers.ErrUnknownCoding,
+	}
+}
+
+// notOfferedError reports a WithLevel for a coding that the WithEncodings
+// list (or the default list) leaves out.
+func notOfferedError(coding string, level int, offered []string) error {
+	return fmt.Errorf("squeeze: WithLevel(%q, %d): %s is not offered (the codings offered are %s; add it with WithEncodings)",
+		coding, level, coding, strings.Join(offered, ", "))
+}
+
+// quoteList formats items as the arguments of a call: "a", "b".
+func quoteList(items []string) string {
+	var b strings.Builder
+	for i, item := range items {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", item)
+	}
+	return b.String()
 }
 
 // WithMinSize sets the smallest body, in bytes, that is compressed. Smaller
@@ -102,12 +153,15 @@ func WithLevel(coding string, level int) Option {
 func WithMinSize(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
-			return fmt.Errorf("squeeze: WithMinSize: size must not be negative, got %d", n)
+			return fmt.Errorf("squeeze: WithMinSize(%d): size must not be negative", n)
 		}
 		c.minSize = n
 		return nil
 	}
 }
+
+// maxBufferSize is the largest size WithBufferSize takes.
+const maxBufferSize = 16 << 20
 
 // WithBufferSize sets how many bytes of a body are held back while deciding
 // whether to compress it. A body that ends within the buffer is sent in one
@@ -116,8 +170,8 @@ func WithMinSize(n int) Option {
 // most 16 MiB.
 func WithBufferSize(n int) Option {
 	return func(c *config) error {
-		if n <= 0 || n > 16<<20 {
-			return fmt.Errorf("squeeze: WithBufferSize: size must be between 1 and 16 MiB, got %d", n)
+		if n <= 0 || n > maxBufferSize {
+			return fmt.Errorf("squeeze: WithBufferSize(%d): size must be 1 to %d bytes (16 MiB)", n, maxBufferSize)
 		}
 		c.bufferSize = n
 		return nil
@@ -130,7 +184,8 @@ func WithBufferSize(n int) Option {
 // ignores case and media-type parameters.
 func WithContentTypes(patterns ...string) Option {
 	return func(c *config) error {
-		list, err := canonicalList("WithContentTypes", patterns, parseTypePattern)
+		call := fmt.Sprintf("WithContentTypes(%s)", quoteList(patterns))
+		list, err := canonicalList(call, "pattern", patterns, parseTypePattern)
 		if err != nil {
 			return err
 		}
@@ -141,9 +196,10 @@ func WithContentTypes(patterns ...string) Option {
 
 // canonicalList maps items to their canonical forms, refusing an empty list
 // and an item that repeats another once canonical ("GZIP" after "gzip").
-func canonicalList(option string, items []string, canonical func(string) (string, error)) ([]string, error) {
+// call is the option call as the user wrote it, what names an item.
+func canonicalList(call, what string, items []string, canonical func(string) (string, error)) ([]string, error) {
 	if len(items) == 0 {
-		return nil, fmt.Errorf("squeeze: %s needs at least one value", option)
+		return nil, fmt.Errorf("squeeze: %s: needs at least one %s", call, what)
 	}
 	list := make([]string, 0, len(items))
 	for _, item := range items {
@@ -151,8 +207,11 @@ func canonicalList(option string, items []string, canonical func(string) (string
 		if err != nil {
 			return nil, err
 		}
-		if slices.Contains(list, c) {
-			return nil, fmt.Errorf("squeeze: %s: %q is listed twice", option, item)
+		if i := slices.Index(list, c); i >= 0 {
+			if items[i] == item {
+				return nil, fmt.Errorf("squeeze: %s: %s %q is listed twice", call, what, item)
+			}
+			return nil, fmt.Errorf("squeeze: %s: %s %q repeats %q", call, what, item, items[i])
 		}
 		list = append(list, c)
 	}
@@ -166,7 +225,7 @@ func canonicalList(option string, items []string, canonical func(string) (string
 func WithMaxDecompressedSize(n int64) Option {
 	return func(c *config) error {
 		if n <= 0 {
-			return fmt.Errorf("squeeze: WithMaxDecompressedSize: size must be positive, got %d", n)
+			return fmt.Errorf("squeeze: WithMaxDecompressedSize(%d): size must be positive", n)
 		}
 		c.maxDecompressedSize = n
 		return nil

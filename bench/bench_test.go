@@ -406,7 +406,7 @@ func TestResponseWriterResetKeepsNothing(t *testing.T) {
 	w := NewResponseWriter(true)
 	w.Header().Add("Vary", "Accept-Encoding")
 	w.WriteHeader(http.StatusTeapot)
-	w.Write([]byte("abc"))
+	must(w.Write([]byte("abc")))
 	w.Flush()
 	w.Reset()
 	if len(w.Header()) != 0 || w.Status() != 0 || w.Written() != 0 || w.Flushes() != 0 || len(w.Body()) != 0 {

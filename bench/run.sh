@@ -6,7 +6,13 @@
 #
 #   bench/run.sh          full run (about 20 minutes on 2 cores), results in bench/results/
 #   bench/run.sh -quick   every benchmark once (-benchtime 1x) plus the round-trip
-#                         checks and a 1 s wrk smoke test, results in a temp dir
+#                         checks and a 1 s wrk smoke test; prints its tables, then
+#                         removes its temp dir (set BENCH_OUT to keep the files)
+#
+# Of bench/results/, git tracks what BENCHMARKS.md quotes: tables.txt,
+# targets.md, wrk.md and machine.txt. The raw benchmark output (bench.txt,
+# allocs.txt, inflight.txt) stays on disk for re-running phases and
+# recomputing tables, and is ignored (bench/results/.gitignore).
 #
 # Environment (full run): COUNT (10), BENCHTIME (100ms), CPUS (1,2),
 # STREAMS (1000; 100 for the peers' defaults, which can hold 19 MB a stream),
@@ -210,9 +216,11 @@ step "tables"
 } >"$out/tables.txt"
 go run ./cmd/targets -allocs "$out/allocs.txt" "$out/bench.txt" "$out/inflight.txt" >"$out/targets.md"
 
+# Print the summary in both modes: a quick run's results live in a temporary
+# directory that the EXIT trap removes, so this is the only place they show.
+cat "$out/tables.txt" "$out/wrk.md" "$out/targets.md"
 if [[ $mode == quick ]]; then
-	echo "quick run OK: every benchmark ran once and every path round-tripped ($out)" >&2
+	echo "quick run OK: every benchmark ran once and every path round-tripped (one iteration each: the figures above are no measurement)" >&2
 	exit 0
 fi
-cat "$out/tables.txt" "$out/wrk.md" "$out/targets.md"
 echo "results in $out" >&2

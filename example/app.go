@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"path"
 	"strconv"
@@ -63,7 +64,7 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 	})
 	r.Get("/api/products", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(products)
+		_, _ = w.Write(products) // an error means the client went away: nothing to do
 	})
 	r.Get("/events", func(w http.ResponseWriter, r *http.Request) {
 		serveEvents(w, r, tick)
@@ -214,7 +215,8 @@ func upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(struct {
+	// Encode fails only when the client went away: nothing to do then.
+	_ = json.NewEncoder(w).Encode(struct {
 		Bytes  int64  `json:"bytes"`
 		SHA256 string `json:"sha256"`
 	}{n, hex.EncodeToString(h.Sum(nil))})
@@ -229,25 +231,84 @@ type codingRecord struct {
 	AcceptEncoding  string `json:"accept_encoding"`
 }
 
-// codingLog records, per path, the Content-Encoding each response went out
-// with.
+// clientCookie carries a browser's client key, so that /debug/codings shows
+// a browser its own requests whatever connection they came on.
+const clientCookie = "squeeze_demo_client"
+
+// maxClients bounds the memory the log holds: past it, a new client evicts
+// one of the others.
+const maxClients = 100
+
+// codingsAbout says on the page what "client" means here.
+const codingsAbout = "The latest response on each path for this client only. A client is a " +
+	"browser (told apart by the squeeze_demo_client cookie this demo sets) or, for clients that " +
+	"send no cookie such as curl, a User-Agent at an address: two curl runs of the same version " +
+	"on one machine count as one client. /debug/codings?all=1 lists every client."
+
+// clientLog is the record of one client: who it is and, per path, its
+// latest exchange.
+type clientLog struct {
+	Client string                  `json:"client"`
+	Paths  map[string]codingRecord `json:"paths"`
+}
+
+// codingLog records, per client and path, the Content-Encoding each
+// response went out with.
 type codingLog struct {
-	mu     sync.Mutex
-	byPath map[string]codingRecord
+	mu      sync.Mutex
+	clients map[string]*clientLog // by client key
+}
+
+// clientKey identifies the client of r: the key in its cookie if the log
+// knows it, else one derived from the User-Agent and the remote address. A
+// browser's first request gets the derived key and keeps it by cookie, so
+// its first request and the rest fall under one key; a client that sends
+// no cookie gets the same derived key every time.
+func (l *codingLog) clientKey(r *http.Request) (key, label string, known bool) {
+	if c, err := r.Cookie(clientCookie); err == nil {
+		l.mu.Lock()
+		cl := l.clients[c.Value]
+		l.mu.Unlock()
+		if cl != nil {
+			return c.Value, cl.Client, true
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	label = fmt.Sprintf("%s at %s", r.UserAgent(), host)
+	sum := sha256.Sum256([]byte(label))
+	return hex.EncodeToString(sum[:8]), label, false
 }
 
 func (l *codingLog) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, label, known := l.clientKey(r)
+		if !known {
+			http.SetCookie(w, &http.Cookie{Name: clientCookie, Value: key, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+		}
 		rw := &recordingWriter{ResponseWriter: w}
 		next.ServeHTTP(rw, r)
 		rw.capture(http.StatusOK) // a handler that wrote nothing sent a 200
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if l.byPath == nil {
-			l.byPath = map[string]codingRecord{}
+		if l.clients == nil {
+			l.clients = map[string]*clientLog{}
 		}
-		l.byPath[r.URL.Path] = codingRecord{
-			Requests:        l.byPath[r.URL.Path].Requests + 1,
+		cl := l.clients[key]
+		if cl == nil {
+			if len(l.clients) >= maxClients {
+				for k := range l.clients {
+					delete(l.clients, k)
+					break
+				}
+			}
+			cl = &clientLog{Client: label, Paths: map[string]codingRecord{}}
+			l.clients[key] = cl
+		}
+		cl.Paths[r.URL.Path] = codingRecord{
+			Requests:        cl.Paths[r.URL.Path].Requests + 1,
 			Status:          rw.status,
 			ContentEncoding: rw.coding,
 			Vary:            rw.vary,
@@ -256,9 +317,29 @@ func (l *codingLog) middleware(next http.Handler) http.Handler {
 	})
 }
 
+// codingsPage is the answer of /debug/codings: the asking client's own
+// records, or with ?all=1 every client's.
+type codingsPage struct {
+	About   string                             `json:"about"`
+	Client  string                             `json:"client,omitempty"`
+	Paths   map[string]codingRecord            `json:"paths,omitempty"`
+	Clients map[string]map[string]codingRecord `json:"clients,omitempty"`
+}
+
 func (l *codingLog) serve(w http.ResponseWriter, r *http.Request) {
+	key, label, _ := l.clientKey(r)
+	page := codingsPage{About: codingsAbout, Client: label, Paths: map[string]codingRecord{}}
 	l.mu.Lock()
-	body, err := json.Marshal(l.byPath)
+	if r.URL.Query().Get("all") != "" {
+		page.Client, page.Paths = "", nil
+		page.Clients = map[string]map[string]codingRecord{}
+		for _, cl := range l.clients {
+			page.Clients[cl.Client] = cl.Paths
+		}
+	} else if cl := l.clients[key]; cl != nil {
+		page.Paths = cl.Paths
+	}
+	body, err := json.MarshalIndent(page, "", "  ")
 	l.mu.Unlock()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -266,7 +347,7 @@ func (l *codingLog) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write(body)
+	_, _ = w.Write(body) // an error means the client went away
 }
 
 // recordingWriter notes the status and coding headers at the moment the
@@ -302,7 +383,9 @@ func (w *recordingWriter) Write(p []byte) (int, error) {
 // ResponseWriter would.
 func (w *recordingWriter) Flush() {
 	w.capture(http.StatusOK)
-	http.NewResponseController(w.ResponseWriter).Flush()
+	// http.Flusher has no error to return; a writer that cannot flush
+	// sends the data when the handler returns.
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.

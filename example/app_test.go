@@ -89,19 +89,45 @@ func sha256Hex(data []byte) string {
 }
 
 // serverCodings asks the server which coding each path's latest response
-// used.
+// to this test's Go client used.
 func serverCodings(t *testing.T, srv *httptest.Server) map[string]codingRecord {
 	t.Helper()
-	res, err := srv.Client().Get(srv.URL + "/debug/codings")
+	var page codingsPage
+	getCodings(t, srv, "/debug/codings", &page)
+	return page.Paths
+}
+
+// clientCodings returns the records of the one client whose label (its
+// User-Agent and address) contains match, such as "curl/".
+func clientCodings(t *testing.T, srv *httptest.Server, match string) map[string]codingRecord {
+	t.Helper()
+	var page codingsPage
+	getCodings(t, srv, "/debug/codings?all=1", &page)
+	var found map[string]codingRecord
+	for label, paths := range page.Clients {
+		if strings.Contains(label, match) {
+			if found != nil {
+				t.Fatalf("more than one client matches %q: %v", match, page.Clients)
+			}
+			found = paths
+		}
+	}
+	if found == nil {
+		t.Fatalf("no client matches %q: %v", match, page.Clients)
+	}
+	return found
+}
+
+func getCodings(t *testing.T, srv *httptest.Server, path string, page *codingsPage) {
+	t.Helper()
+	res, err := srv.Client().Get(srv.URL + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var records map[string]codingRecord
-	if err := json.NewDecoder(res.Body).Decode(&records); err != nil {
-		t.Fatalf("decoding /debug/codings: %v", err)
+	if err := json.NewDecoder(res.Body).Decode(page); err != nil {
+		t.Fatalf("decoding %s: %v", path, err)
 	}
-	return records
 }
 
 // readWithin reads exactly len(want) bytes from r, or fails the test after
@@ -121,8 +147,8 @@ func readWithin(t *testing.T, r io.Reader, n int, stop func()) []byte {
 		}
 	case <-time.After(waitLimit):
 		stop()
-		<-done
-		t.Fatalf("no %d bytes within %v; the stream was not flushed", n, waitLimit)
+		err := <-done // the read fails once stop has unblocked it
+		t.Fatalf("no %d bytes within %v; the stream was not flushed (the read ended with: %v)", n, waitLimit, err)
 	}
 	return got
 }
@@ -229,15 +255,108 @@ func TestRecorderKeepsTheHeaderThatWentOut(t *testing.T) {
 		w.WriteHeader(http.StatusEarlyHints) // interim: not the final header
 		w.WriteHeader(http.StatusAccepted)
 		w.Header().Set("Content-Encoding", "changed after the header went out")
-		io.WriteString(w, "body")
+		// httptest.ResponseRecorder keeps the 103 as the status and refuses
+		// a body after it; only the header that went out matters here.
+		_, _ = io.WriteString(w, "body")
 	}))
 	req := httptest.NewRequest(http.MethodGet, "/x", nil)
 	req.Header.Set("Accept-Encoding", "br")
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	want := codingRecord{Requests: 2, Status: http.StatusAccepted, ContentEncoding: "zstd", Vary: "Accept-Encoding", AcceptEncoding: "br"}
-	if got := log.byPath["/x"]; got != want {
+	key, _, _ := log.clientKey(req)
+	if got := log.clients[key].Paths["/x"]; got != want {
 		t.Errorf("record = %+v, want %+v", got, want)
+	}
+}
+
+// /debug/codings shows each client its own requests: a browser by the
+// cookie the first response set, curl by its User-Agent and address.
+func TestCodingsArePerClient(t *testing.T) {
+	srv := startServer(t, time.Millisecond)
+	get := func(path, userAgent string, cookie *http.Cookie) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("User-Agent", userAgent)
+		req.Header.Set("Accept-Encoding", "gzip")
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		res, err := srv.Client().Transport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, res.Body); err != nil {
+			t.Fatal(err)
+		}
+		if err := res.Body.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	page := func(path, userAgent string, cookie *http.Cookie) codingsPage {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("User-Agent", userAgent)
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		res, err := srv.Client().Transport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var p codingsPage
+		if err := json.NewDecoder(res.Body).Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	first := get("/", "Browser/1.0", nil)
+	var cookie *http.Cookie
+	for _, c := range first.Cookies() {
+		if c.Name == clientCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		t.Fatalf("the first response set no %s cookie: %v", clientCookie, first.Header.Values("Set-Cookie"))
+	}
+	// The cookie, not the User-Agent, names the browser from then on.
+	get("/api/products", "Browser/1.0 (changed)", cookie)
+	get("/small", "curl/8.0", nil)
+
+	browser := page("/debug/codings", "Browser/1.0 (changed)", cookie)
+	if browser.Client != "Browser/1.0 at 127.0.0.1" || browser.About == "" {
+		t.Errorf("browser page: client %q, about %q", browser.Client, browser.About)
+	}
+	for _, path := range []string{"/", "/api/products"} {
+		if browser.Paths[path].Requests != 1 {
+			t.Errorf("browser page lacks %s: %v", path, browser.Paths)
+		}
+	}
+	if _, ok := browser.Paths["/small"]; ok {
+		t.Errorf("browser page shows curl's /small: %v", browser.Paths)
+	}
+
+	curl := page("/debug/codings", "curl/8.0", nil)
+	if _, ok := curl.Paths["/small"]; !ok || len(curl.Paths) != 1 { // the page is recorded after it is answered
+		t.Errorf("curl page: %v", curl.Paths)
+	}
+	if curl.Paths["/small"].AcceptEncoding != "gzip" {
+		t.Errorf("curl's /small record: %+v", curl.Paths["/small"])
+	}
+
+	all := page("/debug/codings?all=1", "anyone", nil)
+	if len(all.Clients) != 2 || all.Clients["Browser/1.0 at 127.0.0.1"]["/"].Requests != 1 || all.Clients["curl/8.0 at 127.0.0.1"]["/small"].Requests != 1 {
+		t.Errorf("?all=1 clients: %v", all.Clients)
 	}
 }
 

@@ -170,7 +170,7 @@ func TestCurlCompressedDecodesEachOfferedCoding(t *testing.T) {
 				t.Errorf("GET %s: curl decoded %d bytes that differ from the %d served", p.path, len(res.body), len(p.body))
 			}
 		}
-		records := serverCodings(t, srv)
+		records := clientCodings(t, srv, "curl/")
 		t.Logf("curl sent Accept-Encoding: %s", records["/"].AcceptEncoding)
 	})
 }
@@ -218,7 +218,7 @@ func TestCurlStreamsEachEventAsItIsFlushed(t *testing.T) {
 			}
 			defer func() {
 				cancel()
-				cmd.Wait()
+				_ = cmd.Wait() // killed by cancel: the error says so
 			}()
 			br := bufio.NewReader(stdout)
 			tp := textproto.NewReader(br)
@@ -406,7 +406,8 @@ func dumpDOM(t *testing.T, url string) string {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// Whatever of the group is still alive; ESRCH when none is.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	if err != nil {
 		t.Fatalf("chromium: %v\nstderr:\n%s", err, stderr.Bytes())
@@ -494,7 +495,7 @@ func TestChromiumDecodesPageScriptStylesheetAPIAndEvents(t *testing.T) {
 		t.Errorf("the page did not report fetching %s", path)
 	}
 
-	records := serverCodings(t, srv)
+	records := clientCodings(t, srv, "Chrome")
 	t.Logf("Chromium sent Accept-Encoding: %q", records["/"].AcceptEncoding)
 	for _, path := range []string{"/", "/static/app.js", "/static/app.css", "/api/products", "/events"} {
 		rec := records[path]

@@ -6,8 +6,10 @@
 //	go run ./example
 //	go run ./example -addr 127.0.0.1:9000
 //
-// GET /debug/codings reports the Content-Encoding of the latest response on
-// each path and the Accept-Encoding the client sent.
+// GET /debug/codings reports, for the client asking, the Content-Encoding of
+// the latest response on each path and the Accept-Encoding it sent. A
+// browser is told apart by a cookie the demo sets, a client that sends no
+// cookie (curl) by its User-Agent and address; ?all=1 lists every client.
 package main
 
 import (
@@ -48,12 +50,13 @@ func main() {
 func run(ctx context.Context, ln net.Listener, tick time.Duration, out io.Writer) error {
 	handler, err := newRouter(tick)
 	if err != nil {
-		ln.Close()
-		return err
+		return errors.Join(err, ln.Close())
 	}
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(out, "squeeze demo listening on %s\n", url)
-	fmt.Fprintf(out, "try: curl --compressed -s -D - -o /dev/null %s/api/products\n", url)
+	// Messages on out are for the person running the demo; failing to
+	// print them is no reason to stop serving.
+	_, _ = fmt.Fprintf(out, "squeeze demo listening on %s\n", url)
+	_, _ = fmt.Fprintf(out, "try: curl --compressed -s -D - -o /dev/null %s/api/products\n", url)
 
 	srv := &http.Server{
 		Handler:           handler,
@@ -70,7 +73,7 @@ func run(ctx context.Context, ln net.Listener, tick time.Duration, out io.Writer
 		return err
 	case <-ctx.Done():
 	}
-	fmt.Fprintln(out, "shutting down")
+	_, _ = fmt.Fprintln(out, "shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

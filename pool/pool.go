@@ -1,8 +1,16 @@
-// Package pool keeps the expensive parts of compression for reuse: encoders
-// and decoders for one coding (and, for encoders, one level), and fixed-size
-// byte buffers.
+// Package pool keeps the expensive parts of compression for reuse:
+// [Encoders] and [Decoders] of one coding (and, for encoders, one level), and
+// fixed-size byte [Buffers].
 //
-// Each pool is built on sync.Pool, so there is no lock shared across
+// A zstd or brotli encoder holds megabytes of tables; building one per
+// stream costs more than compressing a small one. Any program that
+// compresses many streams at once, from many goroutines, can share one pool
+// per coding: an HTTP middleware, a database driver compressing values, a log
+// shipper compressing batches. The encoders and decoders are those of
+// package [github.com/squeezehttp/squeeze/writers], and nothing here depends
+// on net/http.
+//
+// Each pool is built on [sync.Pool], so there is no lock shared across
 // goroutines and idle objects are released under memory pressure. A value
 // handed out by Get belongs to the caller alone until it is given back with
 // Put. Put resets the value before pooling it, so nothing from one stream can
@@ -10,6 +18,7 @@
 package pool
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -17,8 +26,12 @@ import (
 	"github.com/squeezehttp/squeeze/writers"
 )
 
-// Encoder is an encoder lent by an Encoders pool. It belongs to the caller
-// from Get until Put.
+// ErrInvalidSize is matched by the error [NewBuffers] returns for a size that
+// is not positive. Test for it with [errors.Is].
+var ErrInvalidSize = errors.New("pool: buffer size must be positive")
+
+// Encoder is a [writers.Encoder] lent by an [Encoders] pool. It belongs to
+// the caller from Get until Put.
 type Encoder struct {
 	writers.Encoder
 	pooled bool
@@ -31,9 +44,10 @@ type Encoders struct {
 	p      sync.Pool
 }
 
-// NewEncoders returns a pool of encoders for coding at level. It builds one
-// encoder at once, so an invalid coding or level is reported here, not on
-// the first response.
+// NewEncoders returns a pool of encoders for coding at level, as
+// [writers.NewEncoder] takes them. It builds one encoder at once, so an
+// invalid coding or level is reported here, not by the first Get: the error
+// matches [writers.ErrUnknownCoding] or [writers.ErrInvalidLevel].
 func NewEncoders(coding string, level int) (*Encoders, error) {
 	e, err := writers.NewEncoder(coding, level)
 	if err != nil {
@@ -44,11 +58,9 @@ func NewEncoders(coding string, level int) (*Encoders, error) {
 	return p, nil
 }
 
-// Coding returns the coding of the pool's encoders.
+// Coding returns the coding of the pool's encoders, the value of the
+// Content-Encoding header field for what they write.
 func (p *Encoders) Coding() string { return p.coding }
-
-// Level returns the level of the pool's encoders.
-func (p *Encoders) Level() int { return p.level }
 
 // Get returns an encoder writing to w, taken from the pool or built anew.
 func (p *Encoders) Get(w io.Writer) (*Encoder, error) {
@@ -79,8 +91,8 @@ func (p *Encoders) Put(e *Encoder) {
 	p.p.Put(e)
 }
 
-// Decoder is a decoder lent by a Decoders pool. It belongs to the caller
-// from Get until Put.
+// Decoder is a [writers.Decoder] lent by a [Decoders] pool. It belongs to the
+// caller from Get until Put.
 type Decoder struct {
 	writers.Decoder
 	pooled bool
@@ -92,8 +104,9 @@ type Decoders struct {
 	p      sync.Pool
 }
 
-// NewDecoders returns a pool of decoders for coding. It builds one decoder at
-// once, so an invalid coding is reported here.
+// NewDecoders returns a pool of decoders for coding, as [writers.NewDecoder]
+// takes it. It builds one decoder at once, so an invalid coding is reported
+// here: the error matches [writers.ErrUnknownCoding].
 func NewDecoders(coding string) (*Decoders, error) {
 	d, err := writers.NewDecoder(coding)
 	if err != nil {
@@ -103,9 +116,6 @@ func NewDecoders(coding string) (*Decoders, error) {
 	p.p.Put(&Decoder{Decoder: d, pooled: true})
 	return p, nil
 }
-
-// Coding returns the coding of the pool's decoders.
-func (p *Decoders) Coding() string { return p.coding }
 
 // Get returns a decoder reading from r, taken from the pool or built anew.
 // gzip and deflate decoders read the stream header here: when it is corrupt
@@ -129,7 +139,7 @@ func (p *Decoders) Get(r io.Reader) (*Decoder, error) {
 	return d, nil
 }
 
-// Put detaches d from its source, so the pool keeps no request body alive,
+// Put detaches d from its source, so the pool keeps no input alive,
 // and keeps it for reuse. It panics if d is already in the pool.
 func (p *Decoders) Put(d *Decoder) {
 	if d.pooled {
@@ -150,10 +160,11 @@ type Buffers struct {
 	p    sync.Pool
 }
 
-// NewBuffers returns a pool of buffers of size bytes.
+// NewBuffers returns a pool of buffers of size bytes. A size that is not
+// positive is an error matching [ErrInvalidSize].
 func NewBuffers(size int) (*Buffers, error) {
 	if size <= 0 {
-		return nil, fmt.Errorf("pool: buffer size must be positive, got %d", size)
+		return nil, fmt.Errorf("%w, got %d", ErrInvalidSize, size)
 	}
 	return &Buffers{size: size}, nil
 }

@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -96,28 +97,32 @@ func TestConstructorsValidate(t *testing.T) {
 	for _, tt := range []struct {
 		coding string
 		level  int
-	}{{"identity", 1}, {"GZIP", 5}, {"x-gzip", 5}, {writers.Gzip, 0}, {writers.Zstd, 23}, {writers.Brotli, 12}} {
-		if p, err := pool.NewEncoders(tt.coding, tt.level); err == nil || p != nil {
-			t.Errorf("NewEncoders(%q, %d) = %v, %v; want nil, error", tt.coding, tt.level, p, err)
+		want   error
+	}{
+		{"identity", 1, writers.ErrUnknownCoding},
+		{"GZIP", 5, writers.ErrUnknownCoding},
+		{"x-gzip", 5, writers.ErrUnknownCoding},
+		{writers.Gzip, 0, writers.ErrInvalidLevel},
+		{writers.Zstd, 23, writers.ErrInvalidLevel},
+		{writers.Brotli, 12, writers.ErrInvalidLevel},
+	} {
+		if p, err := pool.NewEncoders(tt.coding, tt.level); err == nil || p != nil || !errors.Is(err, tt.want) {
+			t.Errorf("NewEncoders(%q, %d) = %v, %v; want nil, an error matching %v", tt.coding, tt.level, p, err, tt.want)
 		}
 	}
 	for _, coding := range []string{"", "identity", "GZIP", "compress"} {
-		if p, err := pool.NewDecoders(coding); err == nil || p != nil {
-			t.Errorf("NewDecoders(%q) = %v, %v; want nil, error", coding, p, err)
+		if p, err := pool.NewDecoders(coding); err == nil || p != nil || !errors.Is(err, writers.ErrUnknownCoding) {
+			t.Errorf("NewDecoders(%q) = %v, %v; want nil, an error matching writers.ErrUnknownCoding", coding, p, err)
 		}
 	}
 	for _, size := range []int{0, -1} {
-		if p, err := pool.NewBuffers(size); err == nil || p != nil {
-			t.Errorf("NewBuffers(%d) = %v, %v; want nil, error", size, p, err)
+		if p, err := pool.NewBuffers(size); err == nil || p != nil || !errors.Is(err, pool.ErrInvalidSize) {
+			t.Errorf("NewBuffers(%d) = %v, %v; want nil, an error matching ErrInvalidSize", size, p, err)
 		}
 	}
 	for _, coding := range codings {
-		e := newEncoders(t, coding)
-		if e.Coding() != coding || e.Level() != defaultLevel(t, coding) {
-			t.Errorf("Encoders: Coding, Level = %q, %d; want %q, %d", e.Coding(), e.Level(), coding, defaultLevel(t, coding))
-		}
-		if d := newDecoders(t, coding); d.Coding() != coding {
-			t.Errorf("Decoders.Coding() = %q; want %q", d.Coding(), coding)
+		if e := newEncoders(t, coding); e.Coding() != coding {
+			t.Errorf("Encoders.Coding() = %q; want %q", e.Coding(), coding)
 		}
 	}
 }

@@ -28,14 +28,16 @@ type Decoder interface {
 	Reset(r io.Reader) error
 }
 
-// ErrDetached is returned by Read on a Decoder that was Reset(nil).
+// ErrDetached is returned by Read on a [Decoder] that was Reset(nil), or that
+// no Reset has given a source yet.
 var ErrDetached = errors.New("writers: decoder has no source")
 
 // NewDecoder returns a decoder for coding that reads nothing until Reset
-// names a source. coding must be canonical (see Canonical).
+// names a source. coding must be canonical (see [Canonical]); any other is an
+// error matching [ErrUnknownCoding].
 //
 // zstd decoders run with concurrency 1, so they start no goroutines, and
-// refuse frames that declare a window over ZstdMaxWindow. deflate decoders
+// refuse frames that declare a window over [ZstdMaxWindow]. deflate decoders
 // accept the zlib-wrapped streams RFC 9110 specifies and, since some senders
 // emit them, raw deflate streams too. br decoders accept every window RFC
 // 7932 allows (up to 16 MiB); andybalholm/brotli sizes its ring buffer from

@@ -31,8 +31,9 @@ type Encoder interface {
 }
 
 // NewEncoder returns an encoder for coding at level, writing to nothing until
-// Reset names a destination. coding must be canonical (see Canonical) and
-// level valid for it (see ValidateLevel).
+// Reset names a destination. coding must be canonical (see [Canonical]) and
+// level valid for it: otherwise the error matches [ErrUnknownCoding] or is a
+// [*LevelError] (see [ValidateLevel]).
 //
 // zstd encoders run with concurrency 1, so they start no goroutines, and with
 // a 128 KiB window, far under the 8 MB that RFC 9659 allows for HTTP. br
@@ -68,7 +69,7 @@ func NewEncoder(coding string, level int) (Encoder, error) {
 		}), nil
 	}
 	// Unreachable: ValidateLevel rejected every other coding.
-	return nil, fmt.Errorf("writers: no encoder for %q", coding)
+	return nil, unknownCoding(coding)
 }
 
 // encoderOrError keeps a codec's typed nil out of the Encoder interface: a

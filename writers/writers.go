@@ -1,17 +1,67 @@
-// Package writers gives every content coding squeeze speaks one face: an
-// Encoder that compresses into an io.Writer and a Decoder that decompresses
-// from an io.Reader. Both are resettable, so a pool can reuse one instance for
-// many streams without allocating its tables again.
+// Package writers gives every HTTP content coding (zstd, br, gzip, deflate)
+// one face: an [Encoder] that compresses into an [io.Writer] and a [Decoder]
+// that decompresses from an [io.Reader]. Both are resettable, so one instance
+// serves many streams without allocating its tables again; package
+// [github.com/squeezehttp/squeeze/pool] keeps them for reuse across
+// goroutines.
+//
+// Nothing here depends on net/http: a database driver or a log shipper that
+// compresses with a coding named by its HTTP token can use the package alone.
+// The package is more than its name says: it holds the encoders and the
+// decoders of every coding, one face over each codec. It keeps the name
+// writers, and its place beside pool in the repository's layout, so that
+// importers do not break; a codec package would hold the same API.
 //
 // The codecs are github.com/klauspost/compress (gzip, deflate, zstd) and
 // github.com/andybalholm/brotli (br). Every constructor validates its
-// arguments and returns an error instead of a nil or half-built value.
+// arguments and returns an error instead of a nil or half-built value: a
+// coding the package does not implement is an error matching
+// [ErrUnknownCoding], a level out of range a [*LevelError] matching
+// [ErrInvalidLevel].
 package writers
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
+
+// ErrUnknownCoding is matched by the error returned for a coding this package
+// does not implement, or one not in its canonical form (see [Canonical]).
+// Test for it with [errors.Is].
+var ErrUnknownCoding = errors.New("writers: unknown content coding")
+
+// ErrInvalidLevel is matched by every [*LevelError]. Test for it with
+// [errors.Is].
+var ErrInvalidLevel = errors.New("writers: invalid compression level")
+
+// LevelError reports a level that a coding does not accept. It matches
+// [ErrInvalidLevel]; [errors.As] recovers the coding, the level and the range
+// that was expected.
+type LevelError struct {
+	Coding string     // the canonical coding, such as "br"
+	Level  int        // the level that was asked for
+	Range  LevelRange // the levels the coding accepts (see [Levels])
+}
+
+// Error describes the level and what the coding would have accepted.
+func (e *LevelError) Error() string {
+	return fmt.Sprintf("writers: level %d is not valid for %s (want %s)", e.Level, e.Coding, e.Want())
+}
+
+// Is reports whether target is [ErrInvalidLevel].
+func (e *LevelError) Is(target error) bool { return target == ErrInvalidLevel }
+
+// Want describes the levels the coding accepts, such as "0 to 11", or for
+// gzip and deflate "1 to 9, -2 (Huffman only) or -3 (stateless)".
+func (e *LevelError) Want() string {
+	if e.Coding == Gzip || e.Coding == Deflate {
+		// 0 stores without compressing and -1 means "library default";
+		// neither belongs in a compression configuration.
+		return fmt.Sprintf("1 to %d, -2 (Huffman only) or -3 (stateless)", e.Range.Max)
+	}
+	return fmt.Sprintf("%d to %d", e.Range.Min, e.Range.Max)
+}
 
 // Content-coding names as registered with IANA and used in the
 // Accept-Encoding and Content-Encoding header fields.
@@ -47,16 +97,18 @@ const brotliEncoderWindowBits = 18
 // LevelRange describes the levels a coding accepts, on the codec's own scale.
 type LevelRange struct {
 	Min, Max int
-	// Default is the level squeeze uses when none is configured, chosen from
-	// measurements on real HTML, JSON and JavaScript (see BENCHMARKS.md).
+	// Default is the level recommended for compressing on the fly, chosen
+	// from measurements on real HTML, JSON and JavaScript (see
+	// BENCHMARKS.md in the repository).
 	Default int
 }
 
-// Contains reports whether level is within the range.
+// Contains reports whether level is between Min and Max. gzip and deflate
+// refuse 0 and -1 within their range; [ValidateLevel] knows that.
 func (r LevelRange) Contains(level int) bool { return level >= r.Min && level <= r.Max }
 
 // Levels returns the level range of coding, which must be a canonical name
-// (see Canonical).
+// (see [Canonical]); any other is an error matching [ErrUnknownCoding].
 //
 // gzip and deflate accept -3 (stateless: no history between writes, almost
 // no memory held), -2 (Huffman only) and 1 to 9. zstd accepts 1 to 22 as the
@@ -79,30 +131,23 @@ func Levels(coding string) (LevelRange, error) {
 	return LevelRange{}, unknownCoding(coding)
 }
 
-// ValidateLevel returns an error unless level is valid for coding.
+// ValidateLevel returns nil if level is valid for coding, a [*LevelError]
+// (matching [ErrInvalidLevel]) if it is not, and an error matching
+// [ErrUnknownCoding] if coding is not a canonical name.
 func ValidateLevel(coding string, level int) error {
 	r, err := Levels(coding)
 	if err != nil {
 		return err
 	}
 	if !r.Contains(level) || ((coding == Gzip || coding == Deflate) && (level == 0 || level == -1)) {
-		return fmt.Errorf("writers: level %d is not valid for %s (want %d..%d%s)",
-			level, coding, r.Min, r.Max, gzipLevelNote(coding))
+		return &LevelError{Coding: coding, Level: level, Range: r}
 	}
 	return nil
 }
 
-func gzipLevelNote(coding string) string {
-	if coding == Gzip || coding == Deflate {
-		// 0 stores without compressing and -1 means "library default";
-		// neither belongs in a compression middleware's configuration.
-		return ", excluding 0 and -1"
-	}
-	return ""
-}
-
-// Codings returns the codings this package implements, in squeeze's default
-// order of preference. The caller owns the returned slice.
+// Codings returns the codings this package implements, most preferred first
+// for HTTP responses: zstd, br, gzip, deflate. The caller owns the returned
+// slice.
 func Codings() []string { return []string{Zstd, Brotli, Gzip, Deflate} }
 
 // Canonical maps a coding token, compared case-insensitively, to its canonical
@@ -123,5 +168,5 @@ func Canonical(token string) (string, bool) {
 }
 
 func unknownCoding(coding string) error {
-	return fmt.Errorf("writers: unknown content coding %q (want one of zstd, br, gzip, deflate)", coding)
+	return fmt.Errorf("%w %q (want zstd, br, gzip or deflate)", ErrUnknownCoding, coding)
 }

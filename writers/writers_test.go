@@ -1,6 +1,7 @@
 package writers_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -173,6 +174,56 @@ func TestLevelRangeContains(t *testing.T) {
 	for level, want := range map[int]bool{0: false, 1: true, 2: true, 3: true, 4: false} {
 		if got := r.Contains(level); got != want {
 			t.Errorf("%+v.Contains(%d) = %v; want %v", r, level, got, want)
+		}
+	}
+}
+
+func TestErrorsMatch(t *testing.T) {
+	unknown := []struct {
+		name string
+		err  error
+	}{
+		{"Levels", func() error { _, err := writers.Levels("lz4"); return err }()},
+		{"ValidateLevel", writers.ValidateLevel("x-gzip", 5)},
+		{"NewEncoder", func() error { _, err := writers.NewEncoder("GZIP", 5); return err }()},
+		{"NewDecoder", func() error { _, err := writers.NewDecoder("identity"); return err }()},
+	}
+	for _, tt := range unknown {
+		if !errors.Is(tt.err, writers.ErrUnknownCoding) {
+			t.Errorf("%s: error %v does not match ErrUnknownCoding", tt.name, tt.err)
+		}
+		if errors.Is(tt.err, writers.ErrInvalidLevel) {
+			t.Errorf("%s: error %v matches ErrInvalidLevel", tt.name, tt.err)
+		}
+	}
+
+	levels := []struct {
+		coding string
+		level  int
+		msg    string
+	}{
+		{writers.Brotli, 12, "writers: level 12 is not valid for br (want 0 to 11)"},
+		{writers.Zstd, 0, "writers: level 0 is not valid for zstd (want 1 to 22)"},
+		{writers.Gzip, 0, "writers: level 0 is not valid for gzip (want 1 to 9, -2 (Huffman only) or -3 (stateless))"},
+		{writers.Deflate, -1, "writers: level -1 is not valid for deflate (want 1 to 9, -2 (Huffman only) or -3 (stateless))"},
+	}
+	for _, tt := range levels {
+		_, newErr := writers.NewEncoder(tt.coding, tt.level)
+		for _, err := range []error{writers.ValidateLevel(tt.coding, tt.level), newErr} {
+			if !errors.Is(err, writers.ErrInvalidLevel) || errors.Is(err, writers.ErrUnknownCoding) {
+				t.Errorf("%s %d: error %v: want ErrInvalidLevel alone", tt.coding, tt.level, err)
+			}
+			var le *writers.LevelError
+			if !errors.As(err, &le) {
+				t.Fatalf("%s %d: error %v is not a *LevelError", tt.coding, tt.level, err)
+			}
+			r, _ := writers.Levels(tt.coding)
+			if le.Coding != tt.coding || le.Level != tt.level || le.Range != r {
+				t.Errorf("%s %d: LevelError = %+v", tt.coding, tt.level, *le)
+			}
+			if err.Error() != tt.msg {
+				t.Errorf("%s %d: message %q; want %q", tt.coding, tt.level, err, tt.msg)
+			}
 		}
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sort"
@@ -88,16 +87,22 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	report(os.Stdout, d, allocs)
+	// The report is built in memory and written once, so a failed write
+	// (a closed pipe, a full disk) is one error to check.
+	var out strings.Builder
+	report(&out, d, allocs)
+	if _, err := os.Stdout.WriteString(out.String()); err != nil {
+		fmt.Fprintln(os.Stderr, "targets:", err)
+		os.Exit(1)
+	}
 }
 
 func (d data) read(name string) error {
-	f, err := os.Open(name)
+	raw, err := os.ReadFile(name)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	r := benchfmt.NewReader(f, name)
+	r := benchfmt.NewReader(bytes.NewReader(raw), name)
 	for r.Scan() {
 		res, ok := r.Result().(*benchfmt.Result)
 		if !ok {
@@ -200,7 +205,7 @@ func verdict(ok bool) string {
 
 // report prints every table; allocs holds the results the allocation table
 // is read from.
-func report(w io.Writer, d, allocs data) {
+func report(w *strings.Builder, d, allocs data) {
 	d.medianTable(w, "Response", 1, "floor", "Time per response, serial, cpu=1")
 	d.medianTable(w, "ResponseParallel", 2, "floor", "Time per response, RunParallel, cpu=2")
 	d.medianTable(w, "Defaults", 1, "squeeze", "Time per response, each implementation at its defaults, serial, cpu=1")
@@ -222,7 +227,7 @@ func report(w io.Writer, d, allocs data) {
 // implementation of bench at GOMAXPROCS procs, with its ratio to base (time
 // over base's time, so lower is faster) and, where the benchmark reports
 // it, the encoded size.
-func (d data) medianTable(w io.Writer, bench string, procs int, base, title string) {
+func (d data) medianTable(w *strings.Builder, bench string, procs int, base, title string) {
 	impls := d.values(bench, func(k key) string { return k.impl })
 	if len(impls) == 0 {
 		return
@@ -272,7 +277,7 @@ func duration(sec float64) string {
 // pairedRatios prints BenchmarkVersusFloor's x-floor, the floor's time
 // over squeeze's measured in alternation, which is what the throughput
 // target is judged on.
-func (d data) pairedRatios(w io.Writer) int {
+func (d data) pairedRatios(w *strings.Builder) int {
 	const b = "VersusFloor"
 	codings := d.values(b, func(k key) string { return k.coding })
 	if len(codings) == 0 {
@@ -316,7 +321,7 @@ func (d data) pairedRatios(w io.Writer) int {
 
 // floorRatios prints squeeze's throughput as a fraction of the floor's:
 // the floor's time per response divided by squeeze's, in unit.
-func (d data) floorRatios(w io.Writer, unit, what string) {
+func (d data) floorRatios(w *strings.Builder, unit, what string) {
 	found := false
 	for k := range d {
 		if k.unit == unit && (k.bench == "Response" || k.bench == "ResponseParallel") {
@@ -372,7 +377,7 @@ func (d data) floorRatios(w io.Writer, unit, what string) {
 // allocs/op nor B/op grows with the body. Growth is judged on squeeze's
 // excess over the floor, since the codecs themselves allocate more for
 // large bodies (zstd: 2 allocations at 2 KiB, 4 at 286 KiB).
-func (d data) allocations(w io.Writer) int {
+func (d data) allocations(w *strings.Builder) int {
 	const b = "Response"
 	misses := 0
 	fmt.Fprint(w, "### Allocations per response, serial, cpu=1 (target: allocs/op <= gzhttp's; squeeze's excess over the floor flat in body size; B/op within 1 KiB across sizes)\n\n")
@@ -446,7 +451,7 @@ func (d data) allocations(w io.Writer) int {
 // speedup prints sec/op at GOMAXPROCS 1 over sec/op at 2 for the parallel
 // benchmark at 16 KiB, for every implementation; the target applies to
 // squeeze, the others show what the machine allows.
-func (d data) speedup(w io.Writer) int {
+func (d data) speedup(w *strings.Builder) int {
 	const b, body = "ResponseParallel", "html-16K"
 	procs := d.procsOf(b)
 	if len(procs) < 2 {
@@ -491,7 +496,7 @@ func (d data) speedup(w io.Writer) int {
 // peer's at the same settings. Beside the totals, which are mostly the
 // encoder's state, it shows each one's overhead over the floor (the same
 // encoder held by no middleware): the part a middleware controls.
-func (d data) heap(w io.Writer) int {
+func (d data) heap(w *strings.Builder) int {
 	misses := 0
 	for _, b := range []string{"Inflight", "InflightDefaults"} {
 		codings := d.values(b, func(k key) string { return k.coding })

@@ -1,0 +1,58 @@
+// Command hello is the complete program in squeeze's README: a JSON API and
+// an upload endpoint behind the middleware, with the defaults.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+
+	"github.com/squeezehttp/squeeze"
+)
+
+func main() {
+	m, err := squeeze.New() // defaults: zstd, br, gzip; bodies of 1 KiB and more
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/items", listItems)
+	mux.HandleFunc("POST /upload", upload)
+	log.Fatal(http.ListenAndServe("127.0.0.1:8080", m.Handler(mux)))
+}
+
+// listItems answers with a JSON list of about 2 KiB, enough to be compressed.
+func listItems(w http.ResponseWriter, r *http.Request) {
+	items := make([]string, 200)
+	for i := range items {
+		items[i] = fmt.Sprintf("item %d", i)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(items); err != nil {
+		log.Printf("listItems: %v", err)
+	}
+}
+
+// upload reads the request body, which squeeze has already decoded if it
+// came with a Content-Encoding, and answers with its size.
+func upload(w http.ResponseWriter, r *http.Request) {
+	n, err := io.Copy(io.Discard, r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	case errors.Is(err, squeeze.ErrInvalidBody):
+		http.Error(w, "body is not valid for its Content-Encoding", http.StatusBadRequest)
+		return
+	case err != nil:
+		http.Error(w, "reading the body failed", http.StatusBadRequest)
+		return
+	}
+	if _, err := fmt.Fprintf(w, "received %d bytes\n", n); err != nil {
+		log.Printf("upload: %v", err)
+	}
+}
