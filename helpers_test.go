@@ -1,0 +1,311 @@
+package squeeze_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
+	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
+)
+
+// Helpers shared by the black-box response tests of package squeeze_test.
+
+var bodyWords = []string{
+	"squeeze", "middleware", "gzip", "zstd", "brotli", "deflate", "vary",
+	"accept", "encoding", "response", "request", "buffer", "stream", "flush",
+	"header", "handler", "content", "length", "chunked", "window",
+}
+
+// textBody returns n bytes of compressible text, different for every seed.
+func textBody(seed, n int) []byte {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	b := make([]byte, 0, n+32)
+	for len(b) < n {
+		b = append(b, bodyWords[r.IntN(len(bodyWords))]...)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(r.IntN(100000)), 10)
+		b = append(b, '\n')
+	}
+	return b[:n]
+}
+
+// randomBody returns n incompressible bytes, different for every seed.
+func randomBody(seed, n int) []byte {
+	var s [32]byte
+	s[0], s[1], s[2] = byte(seed), byte(seed>>8), byte(seed>>16)
+	b := make([]byte, n)
+	_, _ = rand.NewChaCha8(s).Read(b)
+	return b
+}
+
+// newDecoder wraps r in an independent decoder for coding: the standard
+// library for gzip and deflate (zlib), klauspost/compress for zstd and
+// andybalholm/brotli for br. The empty coding is identity.
+func newDecoder(coding string, r io.Reader) (io.Reader, func(), error) {
+	switch coding {
+	case "":
+		return r, func() {}, nil
+	case squeeze.Gzip:
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		return zr, func() { _ = zr.Close() }, nil
+	case squeeze.Deflate:
+		zr, err := zlib.NewReader(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		return zr, func() { _ = zr.Close() }, nil
+	case squeeze.Zstd:
+		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d.Close, nil
+	case squeeze.Brotli:
+		return brotli.NewReader(r), func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("unexpected Content-Encoding %q", coding)
+}
+
+// decode decodes a complete body with the Go decoders.
+func decode(coding string, b []byte) ([]byte, error) {
+	r, done, err := newDecoder(coding, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return io.ReadAll(r)
+}
+
+// decodeCLI decodes a complete body with the reference C tool for coding.
+func decodeCLI(t *testing.T, coding string, b []byte) []byte {
+	t.Helper()
+	var name string
+	args := []string{"-d", "-c"}
+	switch coding {
+	case squeeze.Gzip:
+		name = "gzip"
+	case squeeze.Zstd:
+		name = "zstd"
+		args = append(args, "-q")
+	case squeeze.Brotli:
+		name = "brotli"
+	default:
+		t.Fatalf("no reference tool for %q", coding)
+	}
+	cmd := exec.Command(testtool.Require(t, name), args...)
+	cmd.Stdin = bytes.NewReader(b)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s -d: %v: %s", name, err, stderr.String())
+	}
+	return out
+}
+
+// checkBody decodes raw per the response's Content-Encoding and compares it
+// with want.
+func checkBody(t *testing.T, h http.Header, raw, want []byte) {
+	t.Helper()
+	ce := h.Get("Content-Encoding")
+	got, err := decode(ce, raw)
+	if err != nil {
+		t.Fatalf("decoding %d-byte body with Content-Encoding %q: %v", len(raw), ce, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("decoded body (%q) differs: got %d bytes, want %d (prefix %q vs %q)",
+			ce, len(got), len(want), prefix(got), prefix(want))
+	}
+}
+
+func prefix(b []byte) []byte {
+	if len(b) > 40 {
+		return b[:40]
+	}
+	return b
+}
+
+// varyTokens returns the Vary field values split at commas.
+func varyTokens(h http.Header) []string {
+	var out []string
+	for _, line := range h.Values("Vary") {
+		for v := range strings.SplitSeq(line, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func countFold(list []string, s string) int {
+	n := 0
+	for _, v := range list {
+		if strings.EqualFold(v, s) {
+			n++
+		}
+	}
+	return n
+}
+
+func newMiddleware(t testing.TB, opts ...squeeze.Option) *squeeze.Middleware {
+	t.Helper()
+	m, err := squeeze.New(opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return m
+}
+
+func request(method, ae string) *http.Request {
+	r := httptest.NewRequest(method, "/", nil)
+	if ae != "" {
+		r.Header.Set("Accept-Encoding", ae)
+	}
+	return r
+}
+
+// record serves r through h with an httptest.ResponseRecorder and returns
+// the headers as they were when the status line went out, and the body.
+func record(h http.Handler, r *http.Request) (*http.Response, []byte) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec.Result(), rec.Body.Bytes()
+}
+
+// writeText returns a handler that sets Content-Type ct (unless empty) and
+// writes body in chunks of size chunk (all at once if chunk is 0).
+func writeText(ct string, body []byte, chunk int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if ct != "" {
+			w.Header().Set("Content-Type", ct)
+		}
+		writeChunks(w, body, chunk)
+	}
+}
+
+func writeChunks(w io.Writer, body []byte, chunk int) {
+	if chunk <= 0 {
+		chunk = len(body)
+	}
+	for off := 0; off < len(body); off += chunk {
+		end := min(off+chunk, len(body))
+		if _, err := w.Write(body[off:end]); err != nil {
+			return
+		}
+	}
+}
+
+// spyWriter is an http.ResponseWriter that records what reaches it, for
+// checks made inside the handler while the response is in flight.
+type spyWriter struct {
+	header        http.Header
+	informational []int
+	status        int
+	sent          http.Header // header snapshot at the final WriteHeader
+	body          bytes.Buffer
+	flushes       int
+	readFroms     int
+}
+
+func newSpy() *spyWriter { return &spyWriter{header: http.Header{}} }
+
+func (s *spyWriter) Header() http.Header { return s.header }
+
+func (s *spyWriter) WriteHeader(code int) {
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		s.informational = append(s.informational, code)
+		return
+	}
+	if s.status != 0 {
+		return
+	}
+	s.status = code
+	s.sent = s.header.Clone()
+}
+
+func (s *spyWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.WriteHeader(http.StatusOK)
+	}
+	return s.body.Write(p)
+}
+
+func (s *spyWriter) Flush() {
+	if s.status == 0 {
+		s.WriteHeader(http.StatusOK)
+	}
+	s.flushes++
+}
+
+func (s *spyWriter) ReadFrom(r io.Reader) (int64, error) {
+	if s.status == 0 {
+		s.WriteHeader(http.StatusOK)
+	}
+	s.readFroms++
+	return s.body.ReadFrom(r)
+}
+
+// onlyReader hides every method but Read, so io.Copy must use the
+// destination's ReadFrom or a plain loop.
+type onlyReader struct{ io.Reader }
+
+// newServer starts an HTTP/1.1 server on loopback and returns a client that
+// leaves Accept-Encoding and the body alone.
+func newServer(t *testing.T, h http.Handler, quiet bool) (*httptest.Server, *http.Client) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	if quiet {
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	tr := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64}
+	t.Cleanup(tr.CloseIdleConnections)
+	return srv, &http.Client{Transport: tr, Timeout: 20 * time.Second}
+}
+
+// fetch GETs url with the given Accept-Encoding (none if empty) and returns
+// the response and its raw body.
+func fetch(t *testing.T, c *http.Client, url, ae string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ae != "" {
+		req.Header.Set("Accept-Encoding", ae)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("reading body of %s: %v", url, err)
+	}
+	return res, raw
+}
+
+var allCodings = []string{squeeze.Zstd, squeeze.Brotli, squeeze.Gzip, squeeze.Deflate}
