@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // prefixDecodes checks that the bytes sent so far decode to at least want.
 func prefixDecodes(coding string, sent, want []byte) error {
-	r, done, err := newDecoder(coding, bytes.NewReader(sent))
+	r, err := testtool.NewReader(coding, bytes.NewReader(sent))
 	if err != nil {
 		return fmt.Errorf("%s header: %w", coding, err)
 	}
-	defer done()
+	defer r.Close()
 	got := make([]byte, len(want))
 	if _, err := io.ReadFull(r, got); err != nil {
 		return fmt.Errorf("decoding the %d bytes sent so far: %w", len(sent), err)
@@ -162,12 +163,12 @@ func TestServerSentEventsStreamPerEvent(t *testing.T) {
 				close(release)
 				t.Fatalf("Content-Encoding = %q, want %q", ce, coding)
 			}
-			dec, done, err := newDecoder(coding, res.Body)
+			dec, err := testtool.NewReader(coding, res.Body)
 			if err != nil {
 				close(release)
 				t.Fatalf("decoder: %v", err)
 			}
-			defer done()
+			defer dec.Close()
 			ev := make([]byte, len("data: event 1\n\n"))
 			_, err = io.ReadFull(dec, ev)
 			close(release)

@@ -2,22 +2,16 @@ package squeeze_test
 
 import (
 	"bytes"
-	"compress/gzip"
-	"compress/zlib"
-	"fmt"
 	"io"
 	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
 	"github.com/squeezehttp/squeeze"
 	"github.com/squeezehttp/squeeze/internal/testtool"
 )
@@ -52,80 +46,12 @@ func randomBody(seed, n int) []byte {
 	return b
 }
 
-// newDecoder wraps r in an independent decoder for coding: the standard
-// library for gzip and deflate (zlib), klauspost/compress for zstd and
-// andybalholm/brotli for br. The empty coding is identity.
-func newDecoder(coding string, r io.Reader) (io.Reader, func(), error) {
-	switch coding {
-	case "":
-		return r, func() {}, nil
-	case squeeze.Gzip:
-		zr, err := gzip.NewReader(r)
-		if err != nil {
-			return nil, nil, err
-		}
-		return zr, func() { _ = zr.Close() }, nil
-	case squeeze.Deflate:
-		zr, err := zlib.NewReader(r)
-		if err != nil {
-			return nil, nil, err
-		}
-		return zr, func() { _ = zr.Close() }, nil
-	case squeeze.Zstd:
-		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, nil, err
-		}
-		return d, d.Close, nil
-	case squeeze.Brotli:
-		return brotli.NewReader(r), func() {}, nil
-	}
-	return nil, nil, fmt.Errorf("unexpected Content-Encoding %q", coding)
-}
-
-// decode decodes a complete body with the Go decoders.
-func decode(coding string, b []byte) ([]byte, error) {
-	r, done, err := newDecoder(coding, bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return io.ReadAll(r)
-}
-
-// decodeCLI decodes a complete body with the reference C tool for coding.
-func decodeCLI(t *testing.T, coding string, b []byte) []byte {
-	t.Helper()
-	var name string
-	args := []string{"-d", "-c"}
-	switch coding {
-	case squeeze.Gzip:
-		name = "gzip"
-	case squeeze.Zstd:
-		name = "zstd"
-		args = append(args, "-q")
-	case squeeze.Brotli:
-		name = "brotli"
-	default:
-		t.Fatalf("no reference tool for %q", coding)
-	}
-	cmd := exec.Command(testtool.Require(t, name), args...)
-	cmd.Stdin = bytes.NewReader(b)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s -d: %v: %s", name, err, stderr.String())
-	}
-	return out
-}
-
 // checkBody decodes raw per the response's Content-Encoding and compares it
 // with want.
 func checkBody(t *testing.T, h http.Header, raw, want []byte) {
 	t.Helper()
 	ce := h.Get("Content-Encoding")
-	got, err := decode(ce, raw)
+	got, err := testtool.TryDecode(ce, raw)
 	if err != nil {
 		t.Fatalf("decoding %d-byte body with Content-Encoding %q: %v", len(raw), ce, err)
 	}

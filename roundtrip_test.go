@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // Round trips through every coding and level, checked by the Go decoders and
@@ -40,7 +41,7 @@ func TestRoundTripEveryCodingAndLevel(t *testing.T) {
 					if tt.coding == squeeze.Deflate {
 						return // compress/zlib in checkBody is the independent decoder
 					}
-					if got := decodeCLI(t, tt.coding, raw); !bytes.Equal(got, body) {
+					if got := testtool.DecodeCLI(t, tt.coding, raw); !bytes.Equal(got, body) {
 						t.Fatalf("reference tool decoded %d bytes, want %d", len(got), len(body))
 					}
 				})
