@@ -47,45 +47,46 @@ func TestConcurrentRequestsGetTheirOwnBodies(t *testing.T) {
 			}
 		}
 	}))
-	srv, c := newServer(t, h, false)
-	c.Timeout = 2 * time.Minute // generous: -race on a loaded 2-core machine; a hang still ends
-	const requests = 400
-	var wg sync.WaitGroup
-	for id := range requests {
-		wg.Go(func() {
-			n := sizes[id%len(sizes)]
-			a := accepts[(id/len(sizes))%len(accepts)]
-			req, _ := http.NewRequestWithContext(t.Context(), "GET", fmt.Sprintf("%s/?id=%d&n=%d", srv.URL, id, n), nil)
-			if a.ae != "" {
-				req.Header.Set("Accept-Encoding", a.ae)
-			}
-			res, err := c.Do(req)
-			if err != nil {
-				t.Errorf("request %d: %v", id, err)
-				return
-			}
-			raw, err := io.ReadAll(res.Body)
-			res.Body.Close()
-			if err != nil {
-				t.Errorf("request %d: reading: %v", id, err)
-				return
-			}
-			ce := res.Header.Get("Content-Encoding")
-			if ce != "" && ce != a.coding {
-				t.Errorf("request %d (Accept-Encoding %q): Content-Encoding %q, want %q or none", id, a.ae, ce, a.coding)
-				return
-			}
-			got, err := testtool.TryDecode(ce, raw)
-			if err != nil {
-				t.Errorf("request %d (%q, %d bytes): decoding: %v", id, ce, n, err)
-				return
-			}
-			if want := bodyFor(id, n); !bytes.Equal(got, want) {
-				t.Errorf("request %d (%q, %d bytes): got %d bytes not its own body", id, ce, n, len(got))
-			}
-		})
-	}
-	wg.Wait()
+	forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+		c.Timeout = 2 * time.Minute // generous: -race on a loaded 2-core machine; a hang still ends
+		const requests = 400
+		var wg sync.WaitGroup
+		for id := range requests {
+			wg.Go(func() {
+				n := sizes[id%len(sizes)]
+				a := accepts[(id/len(sizes))%len(accepts)]
+				req, _ := http.NewRequestWithContext(t.Context(), "GET", fmt.Sprintf("%s/?id=%d&n=%d", srv.URL, id, n), nil)
+				if a.ae != "" {
+					req.Header.Set("Accept-Encoding", a.ae)
+				}
+				res, err := c.Do(req)
+				if err != nil {
+					t.Errorf("request %d: %v", id, err)
+					return
+				}
+				raw, err := io.ReadAll(res.Body)
+				res.Body.Close()
+				if err != nil {
+					t.Errorf("request %d: reading: %v", id, err)
+					return
+				}
+				ce := res.Header.Get("Content-Encoding")
+				if ce != "" && ce != a.coding {
+					t.Errorf("request %d (Accept-Encoding %q): Content-Encoding %q, want %q or none", id, a.ae, ce, a.coding)
+					return
+				}
+				got, err := testtool.TryDecode(ce, raw)
+				if err != nil {
+					t.Errorf("request %d (%q, %d bytes): decoding: %v", id, ce, n, err)
+					return
+				}
+				if want := bodyFor(id, n); !bytes.Equal(got, want) {
+					t.Errorf("request %d (%q, %d bytes): got %d bytes not its own body", id, ce, n, len(got))
+				}
+			})
+		}
+		wg.Wait()
+	})
 }
 
 // waitGoroutines waits, bounded, for the goroutine count to fall back to at
@@ -125,19 +126,21 @@ func TestNoGoroutineOutlivesAResponse(t *testing.T) {
 		}
 	})
 	t.Run("over a real server", func(t *testing.T) {
-		before := runtime.NumGoroutine()
-		srv := httptest.NewServer(h)
-		tr := &http.Transport{DisableCompression: true}
-		c := &http.Client{Transport: tr, Timeout: 20 * time.Second}
-		for i := range 100 {
-			n := sizes[i%len(sizes)]
-			res, raw := fetch(t, c, srv.URL+"/?n="+strconv.Itoa(n), allCodings[i%len(allCodings)])
-			checkBody(t, res.Header, raw, textBody(n, n))
-		}
-		tr.CloseIdleConnections()
-		srv.Close()
-		if after := waitGoroutines(before); after > before {
-			t.Errorf("goroutines: %d before, %d after 100 served requests and shutdown", before, after)
+		for _, p := range protocols {
+			t.Run(p.name, func(t *testing.T) {
+				before := runtime.NumGoroutine()
+				srv, c := startServer(t, p, h, false)
+				for i := range 100 {
+					n := sizes[i%len(sizes)]
+					res, raw := fetch(t, c, srv.URL+"/?n="+strconv.Itoa(n), allCodings[i%len(allCodings)])
+					checkBody(t, res.Header, raw, textBody(n, n))
+				}
+				c.CloseIdleConnections()
+				srv.Close()
+				if after := waitGoroutines(before); after > before {
+					t.Errorf("goroutines: %d before, %d after 100 served requests and shutdown", before, after)
+				}
+			})
 		}
 	})
 }

@@ -1,6 +1,8 @@
 package squeeze_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/squeezehttp/squeeze"
@@ -91,17 +93,18 @@ func TestSniffsMissingContentType(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newMiddleware(t).Handler(writeText("", tt.body, 1000))
-			srv, c := newServer(t, h, false)
-			res, raw := fetch(t, c, srv.URL, "zstd")
-			if got := res.Header.Get("Content-Type"); got != tt.wantCT {
-				t.Errorf("over a server: Content-Type = %q, want %q", got, tt.wantCT)
-			}
-			if got := res.Header.Get("Content-Encoding"); got != tt.wantCE {
-				t.Errorf("over a server: Content-Encoding = %q, want %q", got, tt.wantCE)
-			}
-			checkBody(t, res.Header, raw, tt.body)
+			forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+				res, raw := fetch(t, c, srv.URL, "zstd")
+				if got := res.Header.Get("Content-Type"); got != tt.wantCT {
+					t.Errorf("over a server: Content-Type = %q, want %q", got, tt.wantCT)
+				}
+				if got := res.Header.Get("Content-Encoding"); got != tt.wantCE {
+					t.Errorf("over a server: Content-Encoding = %q, want %q", got, tt.wantCE)
+				}
+				checkBody(t, res.Header, raw, tt.body)
+			})
 
-			res, raw = record(h, request("GET", "zstd"))
+			res, raw := record(h, request("GET", "zstd"))
 			if got := res.Header.Get("Content-Type"); got != tt.wantCT {
 				t.Errorf("recorder: Content-Type = %q, want %q", got, tt.wantCT)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -116,12 +117,13 @@ func TestFlushBeforeFirstWriteOverRealServer(t *testing.T) {
 				w.(http.Flusher).Flush()
 				_, _ = w.Write(body)
 			}))
-			srv, c := newServer(t, h, false)
-			res, raw := fetch(t, c, srv.URL, "gzip")
-			if ct != "" && res.Header.Get("Content-Encoding") != squeeze.Gzip {
-				t.Errorf("Content-Encoding = %q, want gzip", res.Header.Get("Content-Encoding"))
-			}
-			checkBody(t, res.Header, raw, body)
+			forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+				res, raw := fetch(t, c, srv.URL, "gzip")
+				if ct != "" && res.Header.Get("Content-Encoding") != squeeze.Gzip {
+					t.Errorf("Content-Encoding = %q, want gzip", res.Header.Get("Content-Encoding"))
+				}
+				checkBody(t, res.Header, raw, body)
+			})
 		})
 	}
 }
@@ -132,8 +134,10 @@ func TestServerSentEventsStreamPerEvent(t *testing.T) {
 	m := newMiddleware(t, squeeze.WithEncodings(allCodings...))
 	for _, coding := range allCodings {
 		t.Run(coding, func(t *testing.T) {
-			release := make(chan struct{})
+			// One release per protocol, chosen by the request's.
+			releases := map[int]chan struct{}{1: make(chan struct{}), 2: make(chan struct{})}
 			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				release := releases[r.ProtoMajor]
 				w.Header().Set("Content-Type", "text/event-stream")
 				w.Header().Set("Cache-Control", "no-cache")
 				_, _ = io.WriteString(w, "data: event 1\n\n")
@@ -146,39 +150,44 @@ func TestServerSentEventsStreamPerEvent(t *testing.T) {
 				_, _ = io.WriteString(w, "data: event 2\n\n")
 				_ = http.NewResponseController(w).Flush()
 			}))
-			srv, c := newServer(t, h, false)
-			// Bounds a response that holds event 1 back (the handler waits
-			// for the client); a few seconds is ample even under -race.
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-			req.Header.Set("Accept-Encoding", coding)
-			res, err := c.Do(req)
-			if err != nil {
+			forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+				release := releases[1]
+				if srv.EnableHTTP2 {
+					release = releases[2]
+				}
+				// Bounds a response that holds event 1 back (the handler waits
+				// for the client); a few seconds is ample even under -race.
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+				req.Header.Set("Accept-Encoding", coding)
+				res, err := c.Do(req)
+				if err != nil {
+					close(release)
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				if ce := res.Header.Get("Content-Encoding"); ce != coding {
+					close(release)
+					t.Fatalf("Content-Encoding = %q, want %q", ce, coding)
+				}
+				dec, err := testtool.NewReader(coding, res.Body)
+				if err != nil {
+					close(release)
+					t.Fatalf("decoder: %v", err)
+				}
+				defer dec.Close()
+				ev := make([]byte, len("data: event 1\n\n"))
+				_, err = io.ReadFull(dec, ev)
 				close(release)
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if ce := res.Header.Get("Content-Encoding"); ce != coding {
-				close(release)
-				t.Fatalf("Content-Encoding = %q, want %q", ce, coding)
-			}
-			dec, err := testtool.NewReader(coding, res.Body)
-			if err != nil {
-				close(release)
-				t.Fatalf("decoder: %v", err)
-			}
-			defer dec.Close()
-			ev := make([]byte, len("data: event 1\n\n"))
-			_, err = io.ReadFull(dec, ev)
-			close(release)
-			if err != nil || string(ev) != "data: event 1\n\n" {
-				t.Fatalf("first event before the second was written: %q, %v", ev, err)
-			}
-			rest, err := io.ReadAll(dec)
-			if err != nil || string(rest) != "data: event 2\n\n" {
-				t.Fatalf("rest of stream: %q, %v", rest, err)
-			}
+				if err != nil || string(ev) != "data: event 1\n\n" {
+					t.Fatalf("first event before the second was written: %q, %v", ev, err)
+				}
+				rest, err := io.ReadAll(dec)
+				if err != nil || string(rest) != "data: event 2\n\n" {
+					t.Fatalf("rest of stream: %q, %v", rest, err)
+				}
+			})
 		})
 	}
 }

@@ -2,6 +2,7 @@ package squeeze_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"testing"
@@ -69,34 +70,55 @@ func TestFramingOverRealServer(t *testing.T) {
 				}
 				writeChunks(w, body, tt.chunk)
 			}))
-			srv, c := newServer(t, h, false)
-			res, raw := fetch(t, c, srv.URL, "zstd")
-			ce := res.Header.Get("Content-Encoding")
-			chunked := slices.Contains(res.TransferEncoding, "chunked")
-			switch tt.want {
-			case plainLength:
-				if ce != "" || res.ContentLength != int64(len(body)) || chunked {
-					t.Errorf("got Content-Encoding %q, Content-Length %d, Transfer-Encoding %q; want plain with Content-Length %d",
-						ce, res.ContentLength, res.TransferEncoding, len(body))
+			forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+				res, raw := fetch(t, c, srv.URL, "zstd")
+				ce := res.Header.Get("Content-Encoding")
+				// HTTP/1.1 streams a body of unknown length chunked. HTTP/2
+				// has no Transfer-Encoding: there a streamed body is one
+				// without a Content-Length.
+				chunked := slices.Contains(res.TransferEncoding, "chunked")
+				if srv.EnableHTTP2 {
+					if len(res.TransferEncoding) != 0 {
+						t.Errorf("Transfer-Encoding %q over HTTP/2", res.TransferEncoding)
+					}
+					chunked = res.ContentLength == -1
 				}
-			case compressedLength:
-				if ce != squeeze.Zstd || res.ContentLength != int64(len(raw)) || chunked {
-					t.Errorf("got Content-Encoding %q, Content-Length %d, Transfer-Encoding %q; want zstd in one piece with Content-Length %d",
-						ce, res.ContentLength, res.TransferEncoding, len(raw))
+				switch tt.want {
+				case plainLength:
+					if ce != "" || res.ContentLength != int64(len(body)) || chunked {
+						t.Errorf("got Content-Encoding %q, Content-Length %d, Transfer-Encoding %q; want plain with Content-Length %d",
+							ce, res.ContentLength, res.TransferEncoding, len(body))
+					}
+				case compressedLength:
+					if ce != squeeze.Zstd || res.ContentLength != int64(len(raw)) || chunked {
+						t.Errorf("got Content-Encoding %q, Content-Length %d, Transfer-Encoding %q; want zstd in one piece with Content-Length %d",
+							ce, res.ContentLength, res.TransferEncoding, len(raw))
+					}
+				case compressedChunked:
+					if srv.EnableHTTP2 && tt.flushAt == 0 && len(raw) <= 4096 {
+						// The HTTP/2 server holds 4 KiB of a response before
+						// it commits, and adds a Content-Length of its own to
+						// a body that ends inside: only the coding and any
+						// length can be checked for cases sized for HTTP/1.1.
+						if ce != squeeze.Zstd || (res.ContentLength != -1 && res.ContentLength != int64(len(raw))) {
+							t.Errorf("got Content-Encoding %q, Content-Length %d; want zstd, streamed or with Content-Length %d",
+								ce, res.ContentLength, len(raw))
+						}
+						break
+					}
+					if tt.flushAt == 0 && len(raw) <= 2048 {
+						t.Fatalf("test body encodes to %d bytes, inside net/http's 2 KiB buffer: framing cannot tell", len(raw))
+					}
+					if ce != squeeze.Zstd || res.ContentLength != -1 || !chunked {
+						t.Errorf("got Content-Encoding %q, Content-Length %d, Transfer-Encoding %q; want zstd, chunked",
+							ce, res.ContentLength, res.TransferEncoding)
+					}
 				}
-			case compressedChunked:
-				if tt.flushAt == 0 && len(raw) <= 2048 {
-					t.Fatalf("test body encodes to %d bytes, inside net/http's 2 KiB buffer: framing cannot tell", len(raw))
+				if n := countFold(varyTokens(res.Header), "Accept-Encoding"); n != 1 {
+					t.Errorf("Vary = %q, want Accept-Encoding once on eligible content", res.Header.Values("Vary"))
 				}
-				if ce != squeeze.Zstd || res.ContentLength != -1 || !chunked {
-					t.Errorf("got Content-Encoding %q, Content-Length %d, Transfer-Encoding %q; want zstd, chunked",
-						ce, res.ContentLength, res.TransferEncoding)
-				}
-			}
-			if n := countFold(varyTokens(res.Header), "Accept-Encoding"); n != 1 {
-				t.Errorf("Vary = %q, want Accept-Encoding once on eligible content", res.Header.Values("Vary"))
-			}
-			checkBody(t, res.Header, raw, body)
+				checkBody(t, res.Header, raw, body)
+			})
 		})
 	}
 }

@@ -193,19 +193,86 @@ func (s *spyWriter) ReadFrom(r io.Reader) (int64, error) {
 // destination's ReadFrom or a plain loop.
 type onlyReader struct{ io.Reader }
 
-// newServer starts an HTTP/1.1 server on loopback and returns a client that
-// leaves Accept-Encoding and the body alone.
-func newServer(t *testing.T, h http.Handler, quiet bool) (*httptest.Server, *http.Client) {
+// protocol is an HTTP version the server-level tests run over.
+type protocol struct {
+	name  string // the subtest's name
+	major int    // the ProtoMajor every response must have
+}
+
+var protocols = []protocol{{"HTTP/1.1", 1}, {"HTTP/2", 2}}
+
+// startServer starts h on loopback speaking p: HTTP/1.1 in the clear, or
+// HTTP/2 over TLS, where net/http offers it. The client leaves
+// Accept-Encoding and the body alone and fails the test on a response of
+// another HTTP version. quiet discards the server's error log, for handlers
+// that panic and clients that leave. Both are closed when the test ends.
+func startServer(t *testing.T, p protocol, h http.Handler, quiet bool) (*httptest.Server, *http.Client) {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
 	if quiet {
 		srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	}
-	srv.Start()
+	var tr *http.Transport
+	switch p.major {
+	case 1:
+		srv.Start()
+		tr = &http.Transport{}
+	case 2:
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+		tr = srv.Client().Transport.(*http.Transport).Clone() // trusts the server's certificate
+	default:
+		t.Fatalf("no server for %s", p.name)
+	}
 	t.Cleanup(srv.Close)
-	tr := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64}
+	tr.DisableCompression = true
+	tr.MaxIdleConnsPerHost = 64
 	t.Cleanup(tr.CloseIdleConnections)
-	return srv, &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	return srv, &http.Client{Transport: protoCheck{t, p, tr}, Timeout: 20 * time.Second}
+}
+
+// protoCheck is a RoundTripper that fails the test on a response of another
+// HTTP version than p, so no test passes over HTTP/1.1 while it claims to
+// test HTTP/2.
+type protoCheck struct {
+	t  *testing.T
+	p  protocol
+	tr *http.Transport
+}
+
+func (c protoCheck) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := c.tr.RoundTrip(r)
+	if err == nil && res.ProtoMajor != c.p.major {
+		c.t.Errorf("%s %s: the response came over %s, want %s", r.Method, r.URL, res.Proto, c.p.name)
+	}
+	return res, err
+}
+
+func (c protoCheck) CloseIdleConnections() { c.tr.CloseIdleConnections() }
+
+// forEachProtocol runs test as the subtests "HTTP/1.1" and "HTTP/2", each
+// with its own server for h and a client for it (see startServer). A test
+// that must tell them apart asks srv.EnableHTTP2 or res.ProtoMajor.
+func forEachProtocol(t *testing.T, h http.Handler, test func(t *testing.T, srv *httptest.Server, c *http.Client)) {
+	t.Helper()
+	eachProtocol(t, h, false, test)
+}
+
+// forEachProtocolQuiet is forEachProtocol with the servers' error logs
+// discarded, for handlers that panic and clients that leave mid-response.
+func forEachProtocolQuiet(t *testing.T, h http.Handler, test func(t *testing.T, srv *httptest.Server, c *http.Client)) {
+	t.Helper()
+	eachProtocol(t, h, true, test)
+}
+
+func eachProtocol(t *testing.T, h http.Handler, quiet bool, test func(t *testing.T, srv *httptest.Server, c *http.Client)) {
+	t.Helper()
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			srv, c := startServer(t, p, h, quiet)
+			test(t, srv, c)
+		})
+	}
 }
 
 // fetch GETs url with the given Accept-Encoding (none if empty) and returns

@@ -70,23 +70,24 @@ func TestPanickingHandler(t *testing.T) {
 			})
 		}
 		t.Run(coding+"/server", func(t *testing.T) {
-			srv, c := newServer(t, panicky, true)
-			for _, stage := range []string{"streaming", "abort"} {
-				req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/?stage="+stage, nil)
-				req.Header.Set("Accept-Encoding", coding)
-				res, err := c.Do(req)
-				if err != nil {
-					continue // the server gave up before the headers: broken, as it should be
-				}
-				raw, rerr := io.ReadAll(res.Body)
-				res.Body.Close()
-				if rerr == nil {
-					if got, err := testtool.TryDecode(res.Header.Get("Content-Encoding"), raw); err == nil {
-						t.Errorf("%s: client read a complete, valid response of %d bytes from a panicking handler", stage, len(got))
+			forEachProtocolQuiet(t, panicky, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+				for _, stage := range []string{"streaming", "abort"} {
+					req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/?stage="+stage, nil)
+					req.Header.Set("Accept-Encoding", coding)
+					res, err := c.Do(req)
+					if err != nil {
+						continue // the server gave up before the headers: broken, as it should be
+					}
+					raw, rerr := io.ReadAll(res.Body)
+					res.Body.Close()
+					if rerr == nil {
+						if got, err := testtool.TryDecode(res.Header.Get("Content-Encoding"), raw); err == nil {
+							t.Errorf("%s: client read a complete, valid response of %d bytes from a panicking handler", stage, len(got))
+						}
 					}
 				}
-			}
-			checkHealthy(t, coding)
+				checkHealthy(t, coding)
+			})
 		})
 	}
 }

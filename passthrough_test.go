@@ -7,10 +7,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // Hijack, Unwrap, ResponseController, ReaderFrom
@@ -32,34 +35,46 @@ func TestHijackPassesThrough(t *testing.T) {
 		_, _ = brw.WriteString(line)
 		_ = brw.Flush()
 	}))
-	srv, c := newServer(t, h, false)
-	c.Timeout = 0 // a client timeout wraps the 101 body, hiding its Write
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-	req.Header.Set("Accept-Encoding", "zstd, gzip")
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "echo")
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusSwitchingProtocols {
-		b, _ := io.ReadAll(res.Body)
-		t.Fatalf("status = %d (%s), want 101", res.StatusCode, b)
-	}
-	rw, ok := res.Body.(io.ReadWriteCloser)
-	if !ok {
-		t.Fatalf("101 body is %T, not writable", res.Body)
-	}
-	if _, err := io.WriteString(rw, "ping\n"); err != nil {
-		t.Fatal(err)
-	}
-	got, err := bufio.NewReader(rw).ReadString('\n')
-	if err != nil || got != "ping\n" {
-		t.Fatalf("echo over hijacked connection = %q, %v", got, err)
-	}
+	forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+		if srv.EnableHTTP2 {
+			// HTTP/2 has neither Hijack nor Upgrade (RFC 9113, 8.6): the
+			// middleware reports http.ErrNotSupported, as the server's own
+			// writer does.
+			res, raw := fetch(t, c, srv.URL, "zstd, gzip")
+			msg := testtool.Decode(t, res.Header.Get("Content-Encoding"), raw)
+			if res.StatusCode != http.StatusInternalServerError || !strings.Contains(string(msg), http.ErrNotSupported.Error()) {
+				t.Fatalf("status = %d (%s), want 500 with the handler's %q", res.StatusCode, msg, http.ErrNotSupported)
+			}
+			return
+		}
+		c.Timeout = 0 // a client timeout wraps the 101 body, hiding its Write
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+		req.Header.Set("Accept-Encoding", "zstd, gzip")
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "echo")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusSwitchingProtocols {
+			b, _ := io.ReadAll(res.Body)
+			t.Fatalf("status = %d (%s), want 101", res.StatusCode, b)
+		}
+		rw, ok := res.Body.(io.ReadWriteCloser)
+		if !ok {
+			t.Fatalf("101 body is %T, not writable", res.Body)
+		}
+		if _, err := io.WriteString(rw, "ping\n"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := bufio.NewReader(rw).ReadString('\n')
+		if err != nil || got != "ping\n" {
+			t.Fatalf("echo over hijacked connection = %q, %v", got, err)
+		}
+	})
 }
 
 func TestUnwrapAndResponseController(t *testing.T) {
@@ -102,12 +117,13 @@ func TestUnwrapAndResponseController(t *testing.T) {
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = w.Write(body)
 		}))
-		srv, c := newServer(t, h, false)
-		res, raw := fetch(t, c, srv.URL, "zstd")
-		if res.StatusCode != 200 {
-			t.Fatalf("status %d: %s", res.StatusCode, raw)
-		}
-		checkBody(t, res.Header, raw, body)
+		forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+			res, raw := fetch(t, c, srv.URL, "zstd")
+			if res.StatusCode != 200 {
+				t.Fatalf("status %d: %s", res.StatusCode, raw)
+			}
+			checkBody(t, res.Header, raw, body)
+		})
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
 	"slices"
@@ -91,33 +92,34 @@ func TestEarlyHintsOverRealServer(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write(body)
 	}))
-	srv, c := newServer(t, h, false)
-	var got1xx []int
-	var link string
-	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
-		got1xx = append(got1xx, code)
-		link = header.Get("Link")
-		return nil
-	}}
-	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "GET", srv.URL, nil)
-	req.Header.Set("Accept-Encoding", "gzip")
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(got1xx, []int{103}) || !strings.Contains(link, "style.css") {
-		t.Errorf("1xx = %v with Link %q, want one 103 with the Link", got1xx, link)
-	}
-	if res.StatusCode != http.StatusNotFound {
-		t.Errorf("final status = %d, want 404", res.StatusCode)
-	}
-	if ce := res.Header.Get("Content-Encoding"); ce != squeeze.Gzip {
-		t.Errorf("Content-Encoding = %q, want gzip", ce)
-	}
-	checkBody(t, res.Header, raw, body)
+	forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+		var got1xx []int
+		var link string
+		trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
+			got1xx = append(got1xx, code)
+			link = header.Get("Link")
+			return nil
+		}}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "GET", srv.URL, nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got1xx, []int{103}) || !strings.Contains(link, "style.css") {
+			t.Errorf("1xx = %v with Link %q, want one 103 with the Link", got1xx, link)
+		}
+		if res.StatusCode != http.StatusNotFound {
+			t.Errorf("final status = %d, want 404", res.StatusCode)
+		}
+		if ce := res.Header.Get("Content-Encoding"); ce != squeeze.Gzip {
+			t.Errorf("Content-Encoding = %q, want gzip", ce)
+		}
+		checkBody(t, res.Header, raw, body)
+	})
 }
