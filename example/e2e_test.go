@@ -120,14 +120,6 @@ func requireCurlDecoder(t *testing.T, coding string) {
 	t.Skipf("this curl cannot decode %s (see curl -V)", coding)
 }
 
-// referenceDecoders are the command lines that decode each coding from
-// standard input, independently of the Go codecs.
-var referenceDecoders = map[string][]string{
-	squeeze.Zstd:   {"zstd", "-d", "-c", "-q"},
-	squeeze.Brotli: {"brotli", "-d", "-c"},
-	squeeze.Gzip:   {"gzip", "-d", "-c"},
-}
-
 // referenceEncoders are the command lines that encode standard input.
 var referenceEncoders = map[string][]string{
 	squeeze.Zstd:   {"zstd", "-c", "-q"},
@@ -181,16 +173,21 @@ func TestReferenceDecodersReadWhatCurlReceived(t *testing.T) {
 	pages := append(compressiblePages(t), page{"/events?count=3", events(3)})
 	for _, coding := range squeeze.DefaultEncodings() {
 		t.Run(coding, func(t *testing.T) {
-			decoder := referenceDecoders[coding]
-			testtool.Require(t, decoder[0])
+			// The command line that decodes coding independently of the Go
+			// codecs; run here through command, bounded by waitLimit.
+			name, args, ok := testtool.DecodeCommand(coding)
+			if !ok {
+				t.Fatalf("no reference program decodes %s", coding)
+			}
+			testtool.Require(t, name)
 			for _, p := range pages {
 				res := curl(t, "-H", "Accept-Encoding: "+coding, srv.URL+p.path)
 				if got := res.header.Get("Content-Encoding"); got != coding {
 					t.Errorf("GET %s: Content-Encoding %q, want %s", p.path, got, coding)
 					continue
 				}
-				if got := command(t, res.body, decoder[0], decoder[1:]...); !bytes.Equal(got, p.body) {
-					t.Errorf("GET %s: %s decoded %d bytes that differ from the %d served", p.path, decoder[0], len(got), len(p.body))
+				if got := command(t, res.body, name, args...); !bytes.Equal(got, p.body) {
+					t.Errorf("GET %s: %s decoded %d bytes that differ from the %d served", p.path, name, len(got), len(p.body))
 				}
 			}
 		})

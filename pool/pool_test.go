@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/squeezehttp/squeeze/internal/corpus"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -147,7 +148,6 @@ func TestEncodersGetWritesOnlyToTheNewDestination(t *testing.T) {
 	for _, coding := range codings {
 		t.Run(coding, func(t *testing.T) {
 			p := newEncoders(t, coding)
-			dec := newDecoders(t, coding)
 			// A response abandoned mid-stream: written, never closed.
 			var first bytes.Buffer
 			e, err := p.Get(&first)
@@ -183,7 +183,7 @@ func TestEncodersGetWritesOnlyToTheNewDestination(t *testing.T) {
 			if first.Len() != leaked {
 				t.Errorf("the first destination got %d more bytes after Put", first.Len()-leaked)
 			}
-			got, err := decode(t, dec, second.Bytes())
+			got, err := testtool.TryDecode(coding, second.Bytes())
 			if err != nil || !bytes.Equal(got, payload) {
 				t.Fatalf("second stream decodes to %d bytes, %v; want exactly its own %d", len(got), err, len(payload))
 			}
@@ -462,7 +462,6 @@ func TestGetBuildsAnewWhenThePoolIsEmpty(t *testing.T) {
 	for _, coding := range codings {
 		t.Run(coding, func(t *testing.T) {
 			ep := newEncoders(t, coding)
-			dp := newDecoders(t, coding)
 			// Hold more than the pool was seeded with.
 			var encs []*pool.Encoder
 			var outs []*bytes.Buffer
@@ -483,7 +482,7 @@ func TestGetBuildsAnewWhenThePoolIsEmpty(t *testing.T) {
 				}
 			}
 			for i, out := range outs {
-				got, err := decode(t, dp, out.Bytes())
+				got, err := testtool.TryDecode(coding, out.Bytes())
 				if err != nil || string(got) != fmt.Sprint("stream ", i) {
 					t.Errorf("stream %d decodes to %q, %v", i, got, err)
 				}

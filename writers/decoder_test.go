@@ -18,6 +18,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/squeezehttp/squeeze/internal/corpus"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -171,7 +172,7 @@ func TestZstdDecoderRefusesWindowsOver8MB(t *testing.T) {
 			if tt.window <= 128<<20 && tt.name != "single segment, 9 MiB content size" {
 				// The reference decoder takes every frame we refuse, so the
 				// refusal is about the window, not a malformed frame.
-				if got := tool(t, "zstd", tt.frame, "-d", "-c", "-q"); !bytes.Equal(got, hello) {
+				if got := testtool.DecodeCLI(t, writers.Zstd, tt.frame); !bytes.Equal(got, hello) {
 					t.Fatalf("zstd -d decodes the crafted frame to %q", got)
 				}
 			}

@@ -157,18 +157,3 @@ func runTool(tb testing.TB, name string, stdin []byte, args ...string) ([]byte, 
 	}
 	return stdout.Bytes(), nil
 }
-
-// referenceDecoder names the C program that decodes coding, with its
-// arguments for decoding stdin to stdout. deflate (zlib) has none installed;
-// compress/zlib stands in for it.
-func referenceDecoder(coding string) (name string, args []string, ok bool) {
-	switch coding {
-	case writers.Gzip:
-		return "gzip", []string{"-d", "-c"}, true
-	case writers.Zstd:
-		return "zstd", []string{"-d", "-c", "-q"}, true
-	case writers.Brotli:
-		return "brotli", []string{"-d", "-c"}, true
-	}
-	return "", nil, false
-}

@@ -3,7 +3,6 @@ package writers_test
 import (
 	"bytes"
 	"compress/gzip"
-	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/squeezehttp/squeeze/internal/corpus"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -22,26 +22,12 @@ import (
 // the standard library otherwise.
 func independentDecode(t *testing.T, coding string, data []byte) []byte {
 	t.Helper()
-	switch coding {
-	case writers.Deflate:
-		r, err := zlib.NewReader(bytes.NewReader(data))
-		if err != nil {
-			t.Fatalf("compress/zlib: %v", err)
-		}
-		out, err := io.ReadAll(r)
-		if err != nil {
-			t.Fatalf("compress/zlib: %v", err)
-		}
-		return out
+	if _, _, ok := testtool.DecodeCommand(coding); !ok {
+		return testtool.Decode(t, coding, data) // deflate: compress/zlib
 	}
-	name, args, _ := referenceDecoder(coding)
-	out := tool(t, name, data, args...)
+	out := testtool.DecodeCLI(t, coding, data)
 	if coding == writers.Gzip {
-		r, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			t.Fatalf("compress/gzip: %v", err)
-		}
-		std, err := io.ReadAll(r)
+		std, err := testtool.TryDecode(coding, data)
 		if err != nil || !bytes.Equal(std, out) {
 			t.Fatalf("compress/gzip: %d bytes, %v; gzip -d gave %d bytes", len(std), err, len(out))
 		}
@@ -247,10 +233,9 @@ func TestDecoderReadsConcatenatedMembersLikeReferenceTools(t *testing.T) {
 	} {
 		t.Run(tt.coding, func(t *testing.T) {
 			stream := append(tool(t, tt.tool, a, tt.args...), tool(t, tt.tool, b, tt.args...)...)
-			name, args, _ := referenceDecoder(tt.coding)
-			want := tool(t, name, stream, args...)
+			want := testtool.DecodeCLI(t, tt.coding, stream)
 			if !bytes.Equal(want, append(bytes.Clone(a), b...)) {
-				t.Fatalf("%s -d gave %q", name, want)
+				t.Fatalf("%s -d gave %q", tt.tool, want)
 			}
 			got, err := decode(t, tt.coding, stream)
 			if err != nil || !bytes.Equal(got, want) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/squeezehttp/squeeze/internal/corpus"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -195,8 +196,8 @@ func TestEmptyStreamIsDecodable(t *testing.T) {
 				if err != nil || len(got) != 0 {
 					t.Fatalf("decode = %q, %v; want empty, nil", got, err)
 				}
-				if name, args, ok := referenceDecoder(coding); ok {
-					if got := tool(t, name, out.Bytes(), args...); len(got) != 0 {
+				if name, _, ok := testtool.DecodeCommand(coding); ok {
+					if got := testtool.DecodeCLI(t, coding, out.Bytes()); len(got) != 0 {
 						t.Fatalf("%s decodes the empty stream to %q", name, got)
 					}
 				}

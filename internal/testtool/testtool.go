@@ -1,5 +1,8 @@
-// Package testtool finds the external programs that squeeze's tests use as
-// independent references (gzip, zstd, brotli, curl, chromium).
+// Package testtool holds what squeeze's tests use as independent
+// references: the external programs (gzip, zstd, brotli, curl, chromium),
+// found with Require, and one reference decoder per content coding, in Go
+// (NewReader, Decode) and on the command line (DecodeCLI). It must not import
+// the packages it serves to check.
 //
 // Outside CI a missing program skips the test that needs it. Under CI=true
 // it fails the test instead, so a machine without the reference tools can

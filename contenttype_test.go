@@ -1,0 +1,114 @@
+package squeeze_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/squeezehttp/squeeze"
+)
+
+// Eligible content
+
+func TestContentTypeEligibility(t *testing.T) {
+	custom := []squeeze.Option{squeeze.WithContentTypes("application/x-custom", "image/*", "application/*+json")}
+	tests := []struct {
+		name string
+		opts []squeeze.Option
+		ct   string
+		want bool
+	}{
+		{"html", nil, "text/html", true},
+		{"html with charset", nil, "text/html; charset=utf-8", true},
+		{"type ignores case", nil, "TEXT/HTML; Charset=UTF-8", true},
+		{"css", nil, "text/css", true},
+		{"plain text", nil, "text/plain", true},
+		{"event stream", nil, "text/event-stream", true},
+		{"json", nil, "application/json", true},
+		{"problem+json", nil, "application/problem+json", true},
+		{"vendor +json", nil, "application/vnd.api+json", true},
+		{"javascript", nil, "application/javascript", true},
+		{"text/javascript", nil, "text/javascript; charset=utf-8", true},
+		{"xml", nil, "application/xml", true},
+		{"atom+xml", nil, "application/atom+xml", true},
+		{"svg", nil, "image/svg+xml", true},
+		{"wasm", nil, "application/wasm", true},
+		{"ttf", nil, "font/ttf", true},
+		{"otf", nil, "font/otf", true},
+		{"png", nil, "image/png", false},
+		{"jpeg", nil, "image/jpeg", false},
+		{"webp", nil, "image/webp", false},
+		{"audio", nil, "audio/mpeg", false},
+		{"video", nil, "video/mp4", false},
+		{"zip", nil, "application/zip", false},
+		{"gzip archive", nil, "application/gzip", false},
+		{"woff", nil, "font/woff", false},
+		{"woff2", nil, "font/woff2", false},
+		{"octet-stream", nil, "application/octet-stream", false},
+		{"malformed type", nil, "text", false},
+		{"custom list: exact", custom, "application/x-custom", true},
+		{"custom list: type wildcard", custom, "image/png", true},
+		{"custom list: suffix wildcard", custom, "application/ld+json", true},
+		{"custom list replaces defaults", custom, "text/html", false},
+		{"custom list: suffix needs a prefix", custom, "application/json", false},
+		{"star suffix pattern", []squeeze.Option{squeeze.WithContentTypes("*/*+json")}, "text/x-thing+json", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := textBody(5, 4000)
+			m := newMiddleware(t, tt.opts...)
+			res, raw := record(m.Handler(writeText(tt.ct, body, 0)), request("GET", "gzip"))
+			got := res.Header.Get("Content-Encoding") == squeeze.Gzip
+			if got != tt.want {
+				t.Errorf("Content-Type %q: compressed = %v, want %v", tt.ct, got, tt.want)
+			}
+			if tt.want && countFold(varyTokens(res.Header), "Accept-Encoding") != 1 {
+				t.Errorf("Vary = %q, want Accept-Encoding", res.Header.Values("Vary"))
+			}
+			if ct := res.Header.Get("Content-Type"); ct != tt.ct {
+				t.Errorf("Content-Type changed to %q", ct)
+			}
+			checkBody(t, res.Header, raw, body)
+		})
+	}
+}
+
+// Without a Content-Type the middleware sniffs the plain bytes, and the type
+// must be set before compressed bytes go out (net/http does not sniff a
+// response that has a Content-Encoding).
+func TestSniffsMissingContentType(t *testing.T) {
+	html := append([]byte("<!DOCTYPE html><html><body>"), textBody(6, 100000)...)
+	png := append([]byte("\x89PNG\r\n\x1a\n"), textBody(7, 4000)...)
+	tests := []struct {
+		name   string
+		body   []byte
+		wantCT string
+		wantCE string
+	}{
+		{"buffered html", html[:5000], "text/html; charset=utf-8", squeeze.Zstd},
+		{"streamed html", html, "text/html; charset=utf-8", squeeze.Zstd},
+		{"plain text", textBody(8, 5000), "text/plain; charset=utf-8", squeeze.Zstd},
+		{"png is not compressed", png, "image/png", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newMiddleware(t).Handler(writeText("", tt.body, 1000))
+			forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+				res, raw := fetch(t, c, srv.URL, "zstd")
+				if got := res.Header.Get("Content-Type"); got != tt.wantCT {
+					t.Errorf("over a server: Content-Type = %q, want %q", got, tt.wantCT)
+				}
+				if got := res.Header.Get("Content-Encoding"); got != tt.wantCE {
+					t.Errorf("over a server: Content-Encoding = %q, want %q", got, tt.wantCE)
+				}
+				checkBody(t, res.Header, raw, tt.body)
+			})
+
+			res, raw := record(h, request("GET", "zstd"))
+			if got := res.Header.Get("Content-Type"); got != tt.wantCT {
+				t.Errorf("recorder: Content-Type = %q, want %q", got, tt.wantCT)
+			}
+			checkBody(t, res.Header, raw, tt.body)
+		})
+	}
+}

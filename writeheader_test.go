@@ -1,0 +1,125 @@
+package squeeze_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/squeezehttp/squeeze"
+)
+
+// WriteHeader and 1xx
+
+func TestWriteHeader(t *testing.T) {
+	body := textBody(14, 3000)
+	tests := []struct {
+		name        string
+		handler     func(w http.ResponseWriter, spy *spyWriter) error
+		wantStatus  int
+		wantInfo    []int
+		wantEncoded bool
+	}{
+		{"first final status wins", func(w http.ResponseWriter, _ *spyWriter) error {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusNotFound)
+			w.WriteHeader(http.StatusOK)
+			_, err := w.Write(body)
+			return err
+		}, 404, nil, true},
+		{"write implies 200", func(w http.ResponseWriter, _ *spyWriter) error {
+			w.Header().Set("Content-Type", "text/plain")
+			_, err := w.Write(body)
+			w.WriteHeader(http.StatusInternalServerError)
+			return err
+		}, 200, nil, true},
+		{"103 goes out at once, then the final status", func(w http.ResponseWriter, spy *spyWriter) error {
+			w.Header().Set("Link", "</style.css>; rel=preload; as=style")
+			w.WriteHeader(http.StatusEarlyHints)
+			if !slices.Equal(spy.informational, []int{103}) {
+				return fmt.Errorf("after WriteHeader(103) the writer saw 1xx %v", spy.informational)
+			}
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusNotFound)
+			_, err := w.Write(body)
+			return err
+		}, 404, []int{103}, true},
+		{"two 1xx then final", func(w http.ResponseWriter, spy *spyWriter) error {
+			w.WriteHeader(http.StatusEarlyHints)
+			w.WriteHeader(http.StatusEarlyHints)
+			w.Header().Set("Content-Type", "text/plain")
+			_, err := w.Write(body)
+			return err
+		}, 200, []int{103, 103}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spy := newSpy()
+			var herr error
+			h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				herr = tt.handler(w, spy)
+			}))
+			h.ServeHTTP(spy, request("GET", "zstd"))
+			if herr != nil {
+				t.Fatal(herr)
+			}
+			if spy.status != tt.wantStatus {
+				t.Errorf("status = %d, want %d", spy.status, tt.wantStatus)
+			}
+			if !slices.Equal(spy.informational, tt.wantInfo) {
+				t.Errorf("1xx = %v, want %v", spy.informational, tt.wantInfo)
+			}
+			if got := spy.sent.Get("Content-Encoding") == squeeze.Zstd; got != tt.wantEncoded {
+				t.Errorf("encoded = %v, want %v", got, tt.wantEncoded)
+			}
+			checkBody(t, spy.sent, spy.body.Bytes(), body)
+		})
+	}
+}
+
+// httpcompression turns 103 then 404 into a final 200.
+func TestEarlyHintsOverRealServer(t *testing.T) {
+	body := textBody(15, 3000)
+	h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload; as=style")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write(body)
+	}))
+	forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+		var got1xx []int
+		var link string
+		trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
+			got1xx = append(got1xx, code)
+			link = header.Get("Link")
+			return nil
+		}}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "GET", srv.URL, nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got1xx, []int{103}) || !strings.Contains(link, "style.css") {
+			t.Errorf("1xx = %v with Link %q, want one 103 with the Link", got1xx, link)
+		}
+		if res.StatusCode != http.StatusNotFound {
+			t.Errorf("final status = %d, want 404", res.StatusCode)
+		}
+		if ce := res.Header.Get("Content-Encoding"); ce != squeeze.Gzip {
+			t.Errorf("Content-Encoding = %q, want gzip", ce)
+		}
+		checkBody(t, res.Header, raw, body)
+	})
+}
