@@ -3,6 +3,8 @@ package squeeze_test
 import (
 	"bytes"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,5 +112,115 @@ func TestConditionalRequestsThroughServeContent(t *testing.T) {
 				t.Errorf("%d response has a %d-byte body", res.StatusCode, len(raw))
 			}
 		})
+	}
+}
+
+// serveContent answers with http.ServeContent, so its preconditions and
+// 304s are net/http's own.
+func serveContent(etag string, body []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("ETag", etag)
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+	})
+}
+
+func varies(h http.Header) bool {
+	for _, v := range h.Values("Vary") {
+		for _, tok := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "Accept-Encoding") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestConditionalRequestsMatchEveryFormOfTheTag(t *testing.T) {
+	body := textBody(1, 8<<10)
+	m := squeeze.MustNew()
+	tests := []struct {
+		name       string
+		etag       string
+		method     string
+		hdr        []string
+		wantStatus int
+		wantETag   string
+	}{
+		{"If-None-Match with the coded tag", `"abc"`, "GET", []string{"If-None-Match", `"abc-zstd"`}, 304, `"abc-zstd"`},
+		{"If-None-Match with the weak coded tag", `"abc"`, "GET", []string{"If-None-Match", `W/"abc-zstd"`}, 304, `"abc-zstd"`},
+		{"If-None-Match with the plain tag", `"abc"`, "GET", []string{"If-None-Match", `"abc"`}, 304, `"abc"`},
+		{"If-None-Match star", `"abc"`, "GET", []string{"If-None-Match", `*`}, 304, `"abc"`},
+		{"If-None-Match with another coding's tag", `"abc"`, "GET", []string{"If-None-Match", `"abc-gzip"`}, 200, `"abc-zstd"`},
+		{"handler's own tag ending like a suffix, If-None-Match", `"v1-zstd"`, "GET", []string{"If-None-Match", `"v1-zstd"`}, 304, `"v1-zstd"`},
+		{"handler's own tag ending like a suffix, If-Match", `"doc-pt-br"`, "GET", []string{"If-Match", `"doc-pt-br"`}, 200, `"doc-pt-br-zstd"`},
+		{"If-Match with the coded tag", `"abc"`, "GET", []string{"If-Match", `"abc-br"`}, 200, `"abc-zstd"`},
+		{"If-Match with a stale tag", `"abc"`, "GET", []string{"If-Match", `"old-zstd"`}, 412, ``},
+		{"HEAD carries the GET's coded tag", `"abc"`, "HEAD", nil, 200, `"abc-zstd"`},
+		{"conditional HEAD with the GET's tag", `"abc"`, "HEAD", []string{"If-None-Match", `"abc-zstd"`}, 304, `"abc-zstd"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := serve(m.Handler(serveContent(tt.etag, body)), tt.method, "zstd", tt.hdr...)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d", rec.Code, tt.wantStatus)
+			}
+			if tt.wantETag != "" && rec.Header().Get("ETag") != tt.wantETag {
+				t.Errorf("ETag = %s, want %s", rec.Header().Get("ETag"), tt.wantETag)
+			}
+			if rec.Code != 412 && !varies(rec.Header()) {
+				t.Errorf("Vary = %q, want Accept-Encoding: the %d stands for a response that varies", rec.Header().Values("Vary"), rec.Code)
+			}
+		})
+	}
+}
+
+func TestHeadAnswersWithTheHeadersOfGet(t *testing.T) {
+	body := textBody(1, 8<<10)
+	for _, name := range []string{"ServeContent (declares, writes nothing)", "handler writes the body"} {
+		t.Run(name, func(t *testing.T) {
+			var h http.Handler = serveContent(`"abc"`, body)
+			if !strings.HasPrefix(name, "ServeContent") {
+				h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/html; charset=utf-8")
+					w.Header().Set("ETag", `"abc"`)
+					_, _ = w.Write(body)
+				})
+			}
+			h = squeeze.MustNew().Handler(h)
+			get, head := serve(h, "GET", "gzip"), serve(h, "HEAD", "gzip")
+			for _, k := range []string{"Content-Encoding", "Etag", "Vary", "Content-Type", "Accept-Ranges"} {
+				if !slices.Equal(get.Header()[k], head.Header()[k]) {
+					t.Errorf("%s: GET %q, HEAD %q", k, get.Header()[k], head.Header()[k])
+				}
+			}
+			if cl := head.Header().Get("Content-Length"); cl != "" && cl != get.Header().Get("Content-Length") {
+				t.Errorf("HEAD Content-Length %s, GET %s", cl, get.Header().Get("Content-Length"))
+			}
+		})
+	}
+}
+
+func TestNotModifiedCarriesVaryOfItsOK(t *testing.T) {
+	h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"p"`)
+		w.Header().Set("Content-Type", "image/png")
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(randomBody(1, 4096)))
+	}))
+	rec := serve(h, "GET", "zstd", "If-None-Match", `"p"`)
+	if rec.Code != 304 {
+		t.Fatalf("status %d", rec.Code)
+	}
+	// ServeContent drops Content-Type from its 304, so squeeze cannot tell
+	// a PNG from a page: the 304 may vary, never the other way round.
+	if !varies(rec.Header()) {
+		t.Errorf("304 without Content-Type has no Vary: Accept-Encoding")
+	}
+	h = squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		w.WriteHeader(http.StatusNotModified)
+	}))
+	if rec := serve(h, "GET", "zstd"); varies(rec.Header()) {
+		t.Errorf("304 of a declared PNG varies: %q", rec.Header().Values("Vary"))
 	}
 }

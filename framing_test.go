@@ -42,7 +42,8 @@ func TestFramingOverRealServer(t *testing.T) {
 		{name: "flush commits to streaming", size: 8000, flushAt: 4000, chunk: 4000, want: compressedChunked},
 		{name: "incompressible body is sent plain", size: 4096, random: true, want: plainLength},
 		{name: "incompressible body with min size 0", opts: []squeeze.Option{squeeze.WithMinSize(0)}, size: 1, random: true, want: plainLength},
-		{name: "handler Content-Length at min size streams at once", size: 20000, setCL: true, want: compressedChunked},
+		{name: "handler Content-Length within the buffer is buffered", size: 20000, setCL: true, want: compressedLength},
+		{name: "handler Content-Length beyond the buffer streams at once", size: 40000, setCL: true, want: compressedChunked},
 		{name: "handler Content-Length below min size stays", size: 500, setCL: true, want: plainLength},
 		{name: "small buffer is raised to min size: below", opts: []squeeze.Option{squeeze.WithBufferSize(100), squeeze.WithMinSize(2000)}, size: 1500, chunk: 50, want: plainLength},
 		// Streaming cases keep the encoded size above net/http's own 2 KiB

@@ -302,3 +302,17 @@ func fetch(t *testing.T, c *http.Client, url, ae string, hdr ...string) (*http.R
 }
 
 var allCodings = []string{squeeze.Zstd, squeeze.Brotli, squeeze.Gzip, squeeze.Deflate}
+
+// serve records one response of h to a GET (or method) with ae.
+func serve(h http.Handler, method, ae string, hdr ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, "/x", nil)
+	if ae != "" {
+		r.Header.Set("Accept-Encoding", ae)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}

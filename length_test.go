@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -13,40 +12,8 @@ import (
 	"time"
 
 	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
-
-// text returns n bytes of compressible text.
-func text(n int) []byte {
-	var b bytes.Buffer
-	for i := 0; b.Len() < n; i++ {
-		b.WriteString("<p>squeeze compresses line " + strconv.Itoa(i%97) + " of the page</p>\n")
-	}
-	return b.Bytes()[:n]
-}
-
-// noise returns n bytes that do not compress.
-func noise(n int) []byte {
-	r := rand.New(rand.NewPCG(uint64(n), 7))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
-
-// serve records one response of h to a GET (or method) with ae.
-func serve(h http.Handler, method, ae string, hdr ...string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(method, "/x", nil)
-	if ae != "" {
-		r.Header.Set("Accept-Encoding", ae)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		r.Header.Set(hdr[i], hdr[i+1])
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, r)
-	return rec
-}
 
 func TestDeclaredLengthWithinTheBufferIsBuffered(t *testing.T) {
 	m := squeeze.MustNew()
@@ -55,8 +22,8 @@ func TestDeclaredLengthWithinTheBufferIsBuffered(t *testing.T) {
 		body         []byte
 		wantEncoding string
 	}{
-		{"compressible body gets an encoded Content-Length", text(6398), "zstd"},
-		{"incompressible body goes out plain", noise(20000), ""},
+		{"compressible body gets an encoded Content-Length", textBody(1, 6398), "zstd"},
+		{"incompressible body goes out plain", randomBody(1, 20000), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,7 +50,7 @@ func TestDeclaredLengthWithinTheBufferIsBuffered(t *testing.T) {
 func TestServeContentOverRealServerHasContentLength(t *testing.T) {
 	// Hex compresses to half: past the 2 KiB under which net/http would
 	// find the length itself.
-	body := []byte(hex.EncodeToString(noise(10000)))
+	body := []byte(hex.EncodeToString(randomBody(1, 10000)))
 	h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, "app.js", time.Time{}, bytes.NewReader(body))
 	}))
@@ -104,7 +71,7 @@ func TestServeContentOverRealServerHasContentLength(t *testing.T) {
 }
 
 func TestDeclaredLengthBeyondTheBufferStreams(t *testing.T) {
-	body := text(100 << 10)
+	body := textBody(1, 100<<10)
 	h := squeeze.MustNew(squeeze.WithBufferSize(8 << 10)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -118,7 +85,7 @@ func TestDeclaredLengthBeyondTheBufferStreams(t *testing.T) {
 	if rec.Header().Get("Content-Length") != "" {
 		t.Errorf("Content-Length = %q on a stream", rec.Header().Get("Content-Length"))
 	}
-	if got := decodeAs(t, "zstd", rec.Body.Bytes()); !bytes.Equal(got, body) {
+	if got := testtool.Decode(t, "zstd", rec.Body.Bytes()); !bytes.Equal(got, body) {
 		t.Errorf("decoded %d bytes, want %d", len(got), len(body))
 	}
 }
@@ -127,7 +94,7 @@ func TestDeclaredLengthBeyondTheBufferStreams(t *testing.T) {
 // fixed here: a handler that declares a length and writes less must not
 // produce a complete, valid encoded stream.
 func TestBodyShorterThanDeclaredIsNotAWholeStream(t *testing.T) {
-	body := text(200 << 10)
+	body := textBody(1, 200<<10)
 	for _, size := range []int{10 << 10, 150 << 10} { // within, beyond the buffer
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
 			h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -144,7 +111,7 @@ func TestBodyShorterThanDeclaredIsNotAWholeStream(t *testing.T) {
 					t.Errorf("plain short body lost its declared length: %q", rec.Header().Get("Content-Length"))
 				}
 			case "zstd":
-				if _, err := decodeErr("zstd", rec.Body.Bytes()); err == nil {
+				if _, err := testtool.TryDecode("zstd", rec.Body.Bytes()); err == nil {
 					t.Errorf("a body cut to half its declared length decoded as a whole stream")
 				}
 			}
@@ -153,7 +120,7 @@ func TestBodyShorterThanDeclaredIsNotAWholeStream(t *testing.T) {
 }
 
 func TestBodyLongerThanDeclaredFailsWithErrContentLength(t *testing.T) {
-	body := text(200 << 10)
+	body := textBody(1, 200<<10)
 	for _, size := range []int{10 << 10, 150 << 10} {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
 			var werr error
@@ -167,7 +134,7 @@ func TestBodyLongerThanDeclaredFailsWithErrContentLength(t *testing.T) {
 			if !errors.Is(werr, http.ErrContentLength) {
 				t.Errorf("write past the declared length: %v, want http.ErrContentLength", werr)
 			}
-			if got := decodeAs(t, "zstd", rec.Body.Bytes()); !bytes.Equal(got, body[:size]) {
+			if got := testtool.Decode(t, "zstd", rec.Body.Bytes()); !bytes.Equal(got, body[:size]) {
 				t.Errorf("decoded %d bytes, want the %d declared", len(got), size)
 			}
 		})
@@ -175,7 +142,7 @@ func TestBodyLongerThanDeclaredFailsWithErrContentLength(t *testing.T) {
 }
 
 func TestReadFromPastDeclaredLengthIsCut(t *testing.T) {
-	body := text(8 << 10)
+	body := textBody(1, 8<<10)
 	var rerr error
 	h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -187,7 +154,7 @@ func TestReadFromPastDeclaredLengthIsCut(t *testing.T) {
 	if !errors.Is(rerr, http.ErrContentLength) {
 		t.Errorf("io.Copy past the declared length: %v, want http.ErrContentLength", rerr)
 	}
-	if got := decodeAs(t, "zstd", rec.Body.Bytes()); !bytes.Equal(got, body[:4096]) {
+	if got := testtool.Decode(t, "zstd", rec.Body.Bytes()); !bytes.Equal(got, body[:4096]) {
 		t.Errorf("decoded %d bytes, want the 4096 declared", len(got))
 	}
 }
@@ -200,7 +167,7 @@ func TestTrailersAreNeverTurnedIntoHeaders(t *testing.T) {
 				if declare == "Trailer field" {
 					w.Header().Set("Trailer", "X-Sum")
 				}
-				_, _ = w.Write(text(4096))
+				_, _ = w.Write(textBody(1, 4096))
 				if declare == "Trailer field" {
 					w.Header().Set("X-Sum", "42")
 				} else {
@@ -223,19 +190,9 @@ func TestTrailersAreNeverTurnedIntoHeaders(t *testing.T) {
 			if res.Trailer.Get("X-Sum") != "42" {
 				t.Errorf("trailer X-Sum = %q, want 42", res.Trailer.Get("X-Sum"))
 			}
-			if got := decodeAs(t, res.Header.Get("Content-Encoding"), raw); !bytes.Equal(got, text(4096)) {
+			if got := testtool.Decode(t, res.Header.Get("Content-Encoding"), raw); !bytes.Equal(got, textBody(1, 4096)) {
 				t.Errorf("body did not round-trip")
 			}
 		})
 	}
-}
-
-// decodeAs decodes b with the reference decoder of coding ("" for none).
-func decodeAs(t *testing.T, coding string, b []byte) []byte {
-	t.Helper()
-	out, err := decodeErr(coding, b)
-	if err != nil {
-		t.Fatalf("decoding %s: %v", coding, err)
-	}
-	return out
 }

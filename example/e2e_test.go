@@ -337,7 +337,6 @@ func TestCurlGetsSomeResponsesUncompressed(t *testing.T) {
 	}{
 		{"page under the minimum size", []string{srv.URL + "/small"}, http.StatusOK, embedded(t, "small.html"), true},
 		{"range request", []string{"-r", "0-99", srv.URL + "/"}, http.StatusPartialContent, index[:100], false},
-		{"HEAD request", []string{"-I", srv.URL + "/"}, http.StatusOK, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,6 +376,17 @@ func TestCurlRevalidatesCompressedResponseWithItsETag(t *testing.T) {
 			}
 			if got := again.header.Get("Content-Encoding"); got != "" {
 				t.Errorf("304 carries Content-Encoding %q", got)
+			}
+			// HEAD answers with the GET's fields, so a HEAD revalidates
+			// with the GET's tag too (RFC 9110 §9.3.2).
+			head := curl(t, "-I", "-H", "Accept-Encoding: "+coding, url)
+			if head.header.Get("Content-Encoding") != coding || head.header.Get("ETag") != etag {
+				t.Errorf("HEAD: Content-Encoding %q, ETag %q; want the GET's %s, %s",
+					head.header.Get("Content-Encoding"), head.header.Get("ETag"), coding, etag)
+			}
+			headAgain := curl(t, "-I", "-H", "Accept-Encoding: "+coding, "-H", "If-None-Match: "+etag, url)
+			if headAgain.status != http.StatusNotModified {
+				t.Errorf("conditional HEAD with the GET's tag: status %d, want 304", headAgain.status)
 			}
 		})
 	}
