@@ -9,12 +9,13 @@ import (
 // decides whether a response's media type is one to compress.
 
 // parseTypePattern checks a WithContentTypes pattern and returns it in
-// lower case.
+// lower case. Its errors say what is wrong with the pattern; the option
+// names the call.
 func parseTypePattern(p string) (string, error) {
 	lower := strings.ToLower(strings.TrimSpace(p))
 	typ, sub, ok := strings.Cut(lower, "/")
 	bad := func(why string) (string, error) {
-		return "", fmt.Errorf("squeeze: WithContentTypes: pattern %q %s", p, why)
+		return "", fmt.Errorf("pattern %q %s", p, why)
 	}
 	switch {
 	case !ok || typ == "" || sub == "":

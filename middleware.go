@@ -50,9 +50,9 @@ func New(opts ...Option) (*Middleware, error) {
 		contentTypes:        DefaultContentTypes(),
 		maxDecompressedSize: DefaultMaxDecompressedSize,
 	}
-	for _, opt := range opts {
+	for i, opt := range opts {
 		if opt == nil {
-			return nil, errors.New("squeeze: nil Option")
+			return nil, fmt.Errorf("squeeze: New: option %d of %d is nil", i+1, len(opts))
 		}
 		if err := opt(&c); err != nil {
 			return nil, err
@@ -64,9 +64,9 @@ func New(opts ...Option) (*Middleware, error) {
 		maxDecompressedSize: c.maxDecompressedSize,
 		decoders:            map[string]*pool.Decoders{},
 	}
-	for coding := range c.levels {
-		if !slices.Contains(c.encodings, coding) {
-			return nil, notOfferedError(coding, c.levels[coding], c.encodings)
+	for _, coding := range writers.Codings() { // a fixed order: the same error every time
+		if level, ok := c.levels[coding]; ok && !slices.Contains(c.encodings, coding) {
+			return nil, notOfferedError(coding, level, c.encodings)
 		}
 	}
 	for _, coding := range c.encodings {

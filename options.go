@@ -185,7 +185,13 @@ func WithBufferSize(n int) Option {
 func WithContentTypes(patterns ...string) Option {
 	return func(c *config) error {
 		call := fmt.Sprintf("WithContentTypes(%s)", quoteList(patterns))
-		list, err := canonicalList(call, "pattern", patterns, parseTypePattern)
+		list, err := canonicalList(call, "pattern", patterns, func(p string) (string, error) {
+			t, err := parseTypePattern(p)
+			if err != nil {
+				return "", fmt.Errorf("squeeze: %s: %w", call, err)
+			}
+			return t, nil
+		})
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,7 @@ func TestNewErrorMessages(t *testing.T) {
 		is   error // nil: no sentinel to match
 	}{
 		{"nil option", []squeeze.Option{nil},
-			"squeeze: nil Option", nil},
+			"squeeze: New: option 1 of 1 is nil", nil},
 		{"unknown coding", []squeeze.Option{squeeze.WithEncodings("gzip", "lz4")},
 			`squeeze: WithEncodings("gzip", "lz4"): unknown coding "lz4" (want zstd, br, gzip or deflate)`, writers.ErrUnknownCoding},
 		{"identity is no coding", []squeeze.Option{squeeze.WithEncodings("identity")},
