@@ -1,14 +1,16 @@
-// Package squeeze is net/http middleware that compresses responses with
+// Package squeeze is [net/http] middleware that compresses responses with
 // zstd, br or gzip, negotiated per RFC 9110, and decodes compressed request
 // bodies with hard limits against decompression bombs.
 //
-// A Middleware holds back the first bytes of each response (up to
-// WithBufferSize) to decide whether compressing is worth it: bodies below
-// WithMinSize, content types outside WithContentTypes, bodiless statuses,
+// A [Middleware] holds back the first bytes of each response (up to
+// [WithBufferSize]) to decide whether compressing is worth it: bodies below
+// [WithMinSize], content types outside [WithContentTypes], bodiless statuses,
 // ranges, already-encoded bodies and Cache-Control: no-transform go out
-// unchanged. A body that ends within the buffer is sent in one piece with a
-// Content-Length; a longer one, or one the handler flushes, is streamed.
-// Encoders and buffers come from pools built by New, one per coding and
+// unchanged. Every such reason is a case of one decision (decide.go). A body
+// that ends within the buffer, or whose declared Content-Length fits in it,
+// is sent in one piece with a Content-Length, or as it is when encoding would
+// not make it smaller; a longer one, or one the handler flushes, is streamed.
+// Encoders and buffers come from pools built by [New], one per coding and
 // level, and go back, reset, when the response ends.
 package squeeze
 
@@ -29,7 +31,8 @@ import (
 )
 
 // Middleware compresses responses and decodes request bodies. It is safe for
-// concurrent use; build it once with New and share it.
+// concurrent use; build it once with [New] and share it. The zero Middleware
+// behaves as one from New with no options.
 type Middleware struct {
 	offers              []offer
 	minSize             int
@@ -39,8 +42,8 @@ type Middleware struct {
 	decoders            map[string]*pool.Decoders
 }
 
-// New returns a Middleware configured by opts, or an error naming the first
-// invalid option.
+// New returns a [Middleware] configured by opts, or an error naming the
+// first invalid option.
 func New(opts ...Option) (*Middleware, error) {
 	c := config{
 		encodings:           DefaultEncodings(),
@@ -97,7 +100,7 @@ func New(opts ...Option) (*Middleware, error) {
 	return m, nil
 }
 
-// MustNew is like New but panics if an option is invalid. It suits
+// MustNew is like [New] but panics if an option is invalid. It suits
 // package-level variables.
 func MustNew(opts ...Option) *Middleware {
 	m, err := New(opts...)
@@ -109,8 +112,8 @@ func MustNew(opts ...Option) *Middleware {
 
 var defaultMiddleware = sync.OnceValue(func() *Middleware { return MustNew() })
 
-// Handler returns next wrapped by a Middleware with the default options. It
-// suits chi's r.Use and any func(http.Handler) http.Handler chain.
+// Handler returns next wrapped by a [Middleware] with the default options.
+// It suits chi's r.Use and any func([http.Handler]) [http.Handler] chain.
 func Handler(next http.Handler) http.Handler { return defaultMiddleware().Handler(next) }
 
 // Handler returns next wrapped by the middleware: request bodies sent with

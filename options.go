@@ -25,13 +25,13 @@ const (
 	DefaultMaxDecompressedSize = 10 << 20
 )
 
-// DefaultEncodings returns the codings offered when WithEncodings is not
+// DefaultEncodings returns the codings offered when [WithEncodings] is not
 // given, in order of preference: zstd, br, gzip. deflate is left out because
 // some clients have historically disagreed on whether it is zlib-wrapped.
 func DefaultEncodings() []string { return []string{Zstd, Brotli, Gzip} }
 
 // DefaultContentTypes returns the media-type patterns compressed when
-// WithContentTypes is not given: text, JSON, JavaScript, XML, SVG, wasm,
+// [WithContentTypes] is not given: text, JSON, JavaScript, XML, SVG, wasm,
 // uncompressed font formats and the +json and +xml structured suffixes.
 // Images, audio, video, archives and woff/woff2 (compressed inside) are not
 // listed, so they pass through.
@@ -48,7 +48,7 @@ func DefaultContentTypes() []string {
 	}
 }
 
-// Option configures a Middleware. Options are checked by New.
+// Option configures a [Middleware]. Options are checked by [New].
 type Option func(*config) error
 
 type config struct {
@@ -149,7 +149,7 @@ func quoteList(items []string) string {
 // WithMinSize sets the smallest body, in bytes, that is compressed. Smaller
 // bodies go out unchanged, since the coding's framing would outweigh the
 // saving. 0 compresses every eligible body; a negative size is an error.
-// The default is DefaultMinSize.
+// The default is [DefaultMinSize].
 func WithMinSize(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
@@ -166,7 +166,7 @@ const maxBufferSize = 16 << 20
 // WithBufferSize sets how many bytes of a body are held back while deciding
 // whether to compress it. A body that ends within the buffer is sent in one
 // piece with a Content-Length. The size is raised to the minimum size if it
-// is smaller. The default is DefaultBufferSize; it must be positive and at
+// is smaller. The default is [DefaultBufferSize]; it must be positive and at
 // most 16 MiB.
 func WithBufferSize(n int) Option {
 	return func(c *config) error {
@@ -225,8 +225,8 @@ func canonicalList(call, what string, items []string, canonical func(string) (st
 }
 
 // WithMaxDecompressedSize caps the decoded size of a request body sent with
-// a Content-Encoding. Reading past the cap fails with *http.MaxBytesError,
-// as http.MaxBytesReader would. The default is DefaultMaxDecompressedSize
+// a Content-Encoding. Reading past the cap fails with *[http.MaxBytesError],
+// as [http.MaxBytesReader] would. The default is [DefaultMaxDecompressedSize]
 // (10 MiB); n must be positive.
 func WithMaxDecompressedSize(n int64) Option {
 	return func(c *config) error {
