@@ -1514,3 +1514,37 @@ func BenchmarkDecodeRequest(b *testing.B) {
 		})
 	}
 }
+
+// TestDecodeRequestRejectsTrailingData sends a complete stream followed by
+// bytes that belong to no stream: the handler must not get a clean end with
+// part of the body unread, whatever the coding.
+func TestDecodeRequestRejectsTrailingData(t *testing.T) {
+	plain := corpus.Prefix(t, corpus.HTML(t), 4<<10)
+	m := MustNew()
+	cases := []struct {
+		name   string
+		coding string
+		body   []byte
+	}{
+		{"gzip", Gzip, goEncode(t, Gzip, plain)},
+		{"deflate zlib", Deflate, stdEncode(t, Deflate, false, plain)},
+		{"deflate raw", Deflate, stdEncode(t, Deflate, true, plain)},
+		{"zstd", Zstd, goEncode(t, Zstd, plain)},
+		{"br", Brotli, goEncode(t, Brotli, plain)},
+	}
+	for _, tc := range cases {
+		for _, length := range []string{"Content-Length", "chunked"} {
+			t.Run(tc.name+"/"+length, func(t *testing.T) {
+				body := append(bytes.Clone(tc.body), "trailing garbage"...)
+				declared := int64(len(body))
+				if length == "chunked" {
+					declared = -1
+				}
+				_, s := serveRead(m, encodedRequest(body, declared, tc.coding))
+				if !errors.Is(s.err, ErrInvalidBody) {
+					t.Fatalf("read %d bytes, error %v; want ErrInvalidBody", len(s.body), s.err)
+				}
+			})
+		}
+	}
+}

@@ -20,7 +20,9 @@ import (
 // can fail on a corrupt or truncated stream; zstd and br report such a stream
 // from Read. A stream that ends before its header or first frame, an empty
 // body included, is an error wrapping io.ErrUnexpectedEOF, never a bare
-// io.EOF. Reset(nil) detaches the decoder from its source, so a pooled
+// io.EOF. Bytes after the end of a complete stream (after the last gzip
+// member, zstd frame, deflate or br stream) are an error too, never ignored.
+// Reset(nil) detaches the decoder from its source, so a pooled
 // decoder keeps no request body alive. A Decoder is not safe for concurrent
 // use.
 type Decoder interface {
@@ -190,16 +192,24 @@ func attach(src **bufio.Reader, r io.Reader) bool {
 
 // deflateDecoder looks at the first two bytes to tell a zlib stream from a
 // raw deflate one. Its bufio.Reader doubles as the flate.Reader both
-// decompressors want, so neither adds a buffer of its own.
+// decompressors want, so neither adds a buffer of its own. Neither
+// decompressor looks past the end of its stream, so the decoder does: bytes
+// after it are an error, as they are for gzip, zstd and br, where they would
+// have to be another member or frame.
 type deflateDecoder struct {
 	src    *bufio.Reader
 	zlib   io.ReadCloser
 	flate  io.ReadCloser
 	active io.Reader
+	err    error // sticky: trailing data after the stream
 }
+
+// errTrailingData reports bytes after the end of a deflate stream.
+var errTrailingData = errors.New("writers: deflate: data after the end of the stream")
 
 func (d *deflateDecoder) Reset(r io.Reader) error {
 	d.active = nil
+	d.err = nil
 	if !attach(&d.src, r) {
 		return nil
 	}
@@ -232,7 +242,23 @@ func (d *deflateDecoder) Read(p []byte) (int, error) {
 	if d.active == nil {
 		return 0, ErrDetached
 	}
-	return d.active.Read(p)
+	if d.err != nil {
+		return 0, d.err
+	}
+	n, err := d.active.Read(p)
+	if err == io.EOF {
+		// The stream is complete; so must the input be.
+		switch _, perr := d.src.Peek(1); perr {
+		case nil:
+			d.err = errTrailingData
+		case io.EOF:
+			d.err = io.EOF
+		default:
+			d.err = perr
+		}
+		err = d.err
+	}
+	return n, err
 }
 
 // isZlibHeader reports whether cmf and flg open a zlib stream (RFC 1950 §2.2):

@@ -433,3 +433,42 @@ func TestTruncatedHeaderIsUnexpectedEOF(t *testing.T) {
 		}
 	}
 }
+
+// TestTrailingDataIsAnError appends bytes after a complete stream: every
+// coding must refuse them rather than end cleanly with part of the body
+// unread. deflate covers both the zlib-wrapped and the raw form.
+func TestTrailingDataIsAnError(t *testing.T) {
+	plain, streams := validStreams(t)
+	var raw bytes.Buffer
+	w, err := flate.NewWriter(&raw, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWriteClose(t, w, plain)
+	cases := []struct {
+		name   string
+		coding string
+		stream []byte
+	}{
+		{"gzip", writers.Gzip, streams[writers.Gzip]},
+		{"deflate zlib", writers.Deflate, streams[writers.Deflate]},
+		{"deflate raw", writers.Deflate, raw.Bytes()},
+		{"zstd", writers.Zstd, streams[writers.Zstd]},
+		{"br", writers.Brotli, streams[writers.Brotli]},
+	}
+	for _, tc := range cases {
+		for _, trailer := range []string{"x", "garbage after the end", "\x00\x00\x00\x00"} {
+			t.Run(tc.name+"/"+fmt.Sprintf("%q", trailer), func(t *testing.T) {
+				d := newDecoder(t, tc.coding)
+				out, err := decodeWith(d, append(bytes.Clone(tc.stream), trailer...))
+				if err == nil {
+					t.Fatalf("decoded %d bytes and ended cleanly; want an error for the trailing bytes", len(out))
+				}
+				// The same decoder still decodes a clean stream.
+				if out, err := decodeWith(d, tc.stream); err != nil || !bytes.Equal(out, plain) {
+					t.Fatalf("after the refusal, a clean stream: %d bytes, %v", len(out), err)
+				}
+			})
+		}
+	}
+}
