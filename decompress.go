@@ -2,6 +2,7 @@ package squeeze
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -36,6 +37,31 @@ const codecOverhead = 64 << 10
 // codings decodeRequest undoes.
 const requestCodings = "zstd, br, gzip, deflate"
 
+// decoding is the request-body side of a Middleware, set up by New.
+type decoding struct {
+	enabled  bool
+	limit    int64 // WithMaxDecompressedSize: cap on the decoded bytes
+	decoders map[string]*pool.Decoders
+}
+
+// newDecoding builds the decoder pools c asks for; none when request
+// decoding is off.
+func newDecoding(c *config) (decoding, error) {
+	d := decoding{enabled: !c.noRequestDecoding, limit: c.maxDecompressedSize}
+	if !d.enabled {
+		return d, nil
+	}
+	d.decoders = map[string]*pool.Decoders{}
+	for _, coding := range writers.Codings() {
+		p, err := pool.NewDecoders(coding)
+		if err != nil {
+			return decoding{}, fmt.Errorf("squeeze: %w", err)
+		}
+		d.decoders[coding] = p
+	}
+	return d, nil
+}
+
 // compressedLimit returns the most bytes any one layer of a request body may
 // feed its decoder when the decoded body is capped at limit.
 func compressedLimit(limit int64) int64 {
@@ -64,11 +90,11 @@ func compressedLimit(limit int64) int64 {
 // the server gave, so that exceeding a limit makes net/http close the
 // connection just as http.MaxBytesReader does.
 //
-// A request without Content-Encoding is returned as it is, without
-// allocating.
+// A request without Content-Encoding, or any request when request decoding
+// is off (WithRequestDecoding), is returned as it is, without allocating.
 func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*http.Request, func(), bool) {
 	values := r.Header["Content-Encoding"]
-	if len(values) == 0 {
+	if len(values) == 0 || !m.decoding.enabled {
 		return r, nil, true
 	}
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
@@ -88,7 +114,7 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 				continue
 			}
 			coding, ok := writers.Canonical(token)
-			if !ok || m.decoders[coding] == nil {
+			if !ok || m.decoding.decoders[coding] == nil {
 				unsupportedCoding(w, "unsupported Content-Encoding")
 				return nil, nil, false
 			}
@@ -106,7 +132,7 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 		copyWithoutEncoding(r2, r, false)
 		return r2, nil, true
 	}
-	inLimit := compressedLimit(m.maxDecompressedSize)
+	inLimit := compressedLimit(m.decoding.limit)
 	if r.ContentLength > inLimit {
 		// No stream within the cap is this long; refuse before reading.
 		// HTTP/1 cannot skip the unread body but by closing; HTTP/2
@@ -120,12 +146,12 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 	}
 	d := new(decodedRequest)
 	b := &d.body
-	*b = decodedBody{w: w, raw: r.Body, n: n, limit: m.maxDecompressedSize, left: m.maxDecompressedSize, inLimit: inLimit}
+	*b = decodedBody{w: w, raw: r.Body, n: n, limit: m.decoding.limit, left: m.decoding.limit, inLimit: inLimit}
 	for i := range n {
 		// Content-Encoding lists codings in the order applied; undo the
 		// last one first.
 		coding := codings[n-1-i]
-		b.layers[i] = layer{coding: coding, decoders: m.decoders[coding], in: input{body: b, left: inLimit}}
+		b.layers[i] = layer{coding: coding, decoders: m.decoding.decoders[coding], in: input{body: b, left: inLimit}}
 	}
 	copyWithoutEncoding(&d.req, r, true)
 	d.req.Body = b

@@ -17,6 +17,7 @@ import (
 	"net/http/httptrace"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -389,7 +390,7 @@ func TestRequestCodingsListsEveryDecoder(t *testing.T) {
 	}
 	m := MustNew()
 	for _, c := range writers.Codings() {
-		if m.decoders[c] == nil {
+		if m.decoding.decoders[c] == nil {
 			t.Errorf("no decoder pool for %s", c)
 		}
 	}
@@ -1186,12 +1187,12 @@ func TestDecodeRequestAllocationsDoNotGrowWithTheBody(t *testing.T) {
 				r.Header.Set("Content-Type", "application/json")
 				floor[i] = testing.AllocsPerRun(200, func() {
 					src.Reset(body)
-					d, err := m.decoders[coding].Get(src)
+					d, err := m.decoding.decoders[coding].Get(src)
 					if err != nil {
 						t.Fatal(err)
 					}
 					drain(d, size)
-					m.decoders[coding].Put(d)
+					m.decoding.decoders[coding].Put(d)
 				})
 				allocs[i] = testing.AllocsPerRun(200, func() {
 					src.Reset(body)
@@ -1487,12 +1488,12 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				src.Reset(body)
-				d, err := m.decoders[coding].Get(src)
+				d, err := m.decoding.decoders[coding].Get(src)
 				if err != nil {
 					b.Fatal(err)
 				}
 				drain(b, d)
-				m.decoders[coding].Put(d)
+				m.decoding.decoders[coding].Put(d)
 			}
 		})
 		b.Run(coding+"/decodeRequest", func(b *testing.B) {
@@ -1546,5 +1547,46 @@ func TestDecodeRequestRejectsTrailingData(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWithRequestDecodingOffPassesBodiesThrough covers a service that wants
+// the bytes as sent: the body, its Content-Encoding and its length reach the
+// handler untouched, whatever the coding claims, with no 413 or 415.
+func TestWithRequestDecodingOffPassesBodiesThrough(t *testing.T) {
+	gz := goEncode(t, Gzip, []byte("hello, hello, hello"))
+	cases := []struct {
+		name  string
+		body  []byte
+		lines []string
+	}{
+		{"gzip", gz, []string{"gzip"}},
+		{"unknown coding", []byte("LZ4 bytes"), []string{"lz4"}},
+		{"three layers", gz, []string{"gzip, gzip, gzip"}},
+		{"empty body", nil, []string{"zstd"}},
+		{"corrupt", []byte("not zstd"), []string{"zstd"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := MustNew(WithRequestDecoding(false), WithMaxDecompressedSize(4))
+			r := encodedRequest(tc.body, int64(len(tc.body)), tc.lines...)
+			var s seen
+			rec := httptest.NewRecorder()
+			m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				s.called = true
+				s.header = r.Header.Clone()
+				s.contentLength = r.ContentLength
+				s.body, s.err = io.ReadAll(r.Body)
+			})).ServeHTTP(rec, r)
+			if !s.called || s.err != nil || !bytes.Equal(s.body, tc.body) {
+				t.Fatalf("status %d, called %v, err %v, body %q; want the bytes as sent", rec.Code, s.called, s.err, s.body)
+			}
+			if got := s.header["Content-Encoding"]; !slices.Equal(got, tc.lines) {
+				t.Errorf("Content-Encoding %q, want %q", got, tc.lines)
+			}
+			if s.contentLength != int64(len(tc.body)) || s.header.Get("Content-Length") != fmt.Sprint(len(tc.body)) {
+				t.Errorf("ContentLength %d, Content-Length %q; want %d", s.contentLength, s.header.Get("Content-Length"), len(tc.body))
+			}
+		})
 	}
 }

@@ -30,12 +30,11 @@ import (
 // Middleware compresses responses and decodes request bodies. It is safe for
 // concurrent use; build it once with New and share it.
 type Middleware struct {
-	offers              []offer
-	minSize             int
-	buffers             *pool.Buffers
-	types               []string
-	maxDecompressedSize int64
-	decoders            map[string]*pool.Decoders
+	offers   []offer
+	minSize  int
+	buffers  *pool.Buffers
+	types    []string
+	decoding decoding
 }
 
 // New returns a Middleware configured by opts, or an error naming the first
@@ -58,10 +57,8 @@ func New(opts ...Option) (*Middleware, error) {
 		}
 	}
 	m := &Middleware{
-		minSize:             c.minSize,
-		types:               c.contentTypes,
-		maxDecompressedSize: c.maxDecompressedSize,
-		decoders:            map[string]*pool.Decoders{},
+		minSize: c.minSize,
+		types:   c.contentTypes,
 	}
 	for coding := range c.levels {
 		if !slices.Contains(c.encodings, coding) {
@@ -88,10 +85,8 @@ func New(opts ...Option) (*Middleware, error) {
 	if m.buffers, err = pool.NewBuffers(bufferSize); err != nil {
 		return nil, fmt.Errorf("squeeze: %w", err)
 	}
-	for _, coding := range writers.Codings() {
-		if m.decoders[coding], err = pool.NewDecoders(coding); err != nil {
-			return nil, fmt.Errorf("squeeze: %w", err)
-		}
+	if m.decoding, err = newDecoding(&c); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

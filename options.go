@@ -56,6 +56,7 @@ type config struct {
 	bufferSize          int
 	contentTypes        []string
 	maxDecompressedSize int64
+	noRequestDecoding   bool
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.
@@ -169,6 +170,21 @@ func WithMaxDecompressedSize(n int64) Option {
 			return fmt.Errorf("squeeze: WithMaxDecompressedSize: size must be positive, got %d", n)
 		}
 		c.maxDecompressedSize = n
+		return nil
+	}
+}
+
+// WithRequestDecoding turns the decoding of request bodies on or off. It is
+// on by default. When off, a request body passes through untouched, with its
+// Content-Encoding and Content-Length, and none of the limits on decoded
+// bodies apply; responses are compressed as before.
+//
+// Turn it off where the handler must see the bytes as sent: a proxy that
+// forwards bodies as they are, a handler that stores compressed uploads
+// as-is, or one that decodes them itself under limits of its own.
+func WithRequestDecoding(enabled bool) Option {
+	return func(c *config) error {
+		c.noRequestDecoding = !enabled
 		return nil
 	}
 }
