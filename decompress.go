@@ -79,8 +79,12 @@ func compressedLimit(limit int64) int64 {
 // than maxContentCodings, 413 for a declared length no body within the cap
 // could have.
 //
-// A request without a body (nil, http.NoBody or ContentLength 0, as servers
-// report an empty one) only loses the field, whatever it names.
+// A request without a Body, or whose codings are all identity, only loses
+// the field. An empty body (http.NoBody or ContentLength 0, as servers
+// report one) with any other coding, even one squeeze cannot undo, reaches
+// the handler with a Body whose Read fails with an error matching
+// ErrInvalidBody: no stream of any coding is empty, and failing on Read
+// rather than up front leaves a handler that does not read unaffected.
 //
 // The decoded request is a shallow copy with a cloned header, without
 // Content-Encoding and Content-Length and with ContentLength -1; r itself is
@@ -97,14 +101,17 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 	if len(values) == 0 || !m.decoding.enabled {
 		return r, nil, true
 	}
-	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		// Nothing to decode, whatever the coding claims.
+	if r.Body == nil {
+		// Nothing a handler could read.
 		r2 := new(http.Request)
 		copyWithoutEncoding(r2, r, false)
 		return r2, nil, true
 	}
 	var codings [maxContentCodings]string
 	n := 0
+	last := ""    // the last coding named: the first to undo
+	refusal := "" // why the codings cannot be undone
+list:
 	for _, v := range values {
 		for v != "" {
 			var token string
@@ -113,24 +120,40 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 			if token == "" || strings.EqualFold(token, "identity") {
 				continue
 			}
+			last = token
 			coding, ok := writers.Canonical(token)
-			if !ok || m.decoding.decoders[coding] == nil {
-				unsupportedCoding(w, "unsupported Content-Encoding")
-				return nil, nil, false
-			}
-			if n == len(codings) {
-				unsupportedCoding(w, "too many Content-Encoding layers")
-				return nil, nil, false
+			switch {
+			case !ok || m.decoding.decoders[coding] == nil:
+				refusal = "unsupported Content-Encoding"
+				break list
+			case n == len(codings):
+				refusal = "too many Content-Encoding layers"
+				break list
 			}
 			codings[n] = coding
+			last = coding
 			n++
 		}
 	}
-	if n == 0 {
+	if last == "" {
 		// identity only: the body is already what it claims to be.
 		r2 := new(http.Request)
 		copyWithoutEncoding(r2, r, false)
 		return r2, nil, true
+	}
+	if r.Body == http.NoBody || r.ContentLength == 0 {
+		// An empty body, as servers report one: not a stream in any
+		// coding. Reading it fails; nothing is refused up front, so a
+		// handler that does not read is unaffected.
+		e := new(emptyRequest)
+		e.body.coding = last
+		copyWithoutEncoding(&e.req, r, true)
+		e.req.Body = &e.body
+		return &e.req, nil, true
+	}
+	if refusal != "" {
+		unsupportedCoding(w, refusal)
+		return nil, nil, false
 	}
 	inLimit := compressedLimit(m.decoding.limit)
 	if r.ContentLength > inLimit {
@@ -157,6 +180,25 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 	d.req.Body = b
 	return &d.req, b.release, true
 }
+
+// emptyRequest is the request copy with an empty encoded body, in one
+// allocation.
+type emptyRequest struct {
+	req  http.Request
+	body emptyBody
+}
+
+// emptyBody is an empty body that claims a coding other than identity.
+type emptyBody struct{ coding string }
+
+// Read fails with an error matching ErrInvalidBody and io.ErrUnexpectedEOF,
+// as a body that ended before its stream began.
+func (b *emptyBody) Read([]byte) (int, error) {
+	return 0, &invalidBodyError{coding: b.coding, err: io.ErrUnexpectedEOF}
+}
+
+// Close does nothing: the server closes the body that arrived.
+func (b *emptyBody) Close() error { return nil }
 
 // decodedRequest puts the request copy and its body in one allocation.
 type decodedRequest struct {

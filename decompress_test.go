@@ -280,29 +280,40 @@ func TestDecodeRequestWithoutContentEncodingIsUntouched(t *testing.T) {
 	}
 }
 
+// TestDecodeRequestWithoutBodyOnlyStripsTheField covers the requests that
+// have nothing to decode: no Body at all, or an empty one that claims only
+// identity.
 func TestDecodeRequestWithoutBodyOnlyStripsTheField(t *testing.T) {
 	m := MustNew()
 	cases := []struct {
 		name string
 		r    func() *http.Request
 	}{
-		{"GET with http.NoBody", func() *http.Request {
-			r := httptest.NewRequest(http.MethodGet, "/", http.NoBody)
-			r.Header.Set("Content-Encoding", "gzip")
-			return r
-		}},
 		{"GET with a nil Body", func() *http.Request {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
 			r.Header.Set("Content-Encoding", "br")
+			r.Body = nil
 			return r
 		}},
-		{"POST with Content-Length 0", func() *http.Request { return encodedRequest(nil, 0, "zstd") }},
-		{"an unknown coding on no body", func() *http.Request { return encodedRequest(nil, 0, "compress, gzip, br, zstd") }},
+		{"identity on http.NoBody", func() *http.Request {
+			r := httptest.NewRequest(http.MethodGet, "/", http.NoBody)
+			r.Header.Set("Content-Encoding", "identity")
+			return r
+		}},
+		{"identity on Content-Length 0", func() *http.Request { return encodedRequest(nil, 0, "identity, ") }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.r()
-			rec, s := serveRead(m, r)
+			var s seen
+			rec := httptest.NewRecorder()
+			decodeOnly(m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				s.called = true
+				s.header = r.Header.Clone()
+				if r.Body != nil {
+					s.body, s.err = io.ReadAll(r.Body)
+				}
+			})).ServeHTTP(rec, r)
 			if !s.called || s.err != nil || len(s.body) != 0 {
 				t.Fatalf("called %v, err %v, %d bytes; status %d", s.called, s.err, len(s.body), rec.Code)
 			}
@@ -311,6 +322,59 @@ func TestDecodeRequestWithoutBodyOnlyStripsTheField(t *testing.T) {
 			}
 			if r.Header.Get("Content-Encoding") == "" {
 				t.Error("the caller's header lost its Content-Encoding")
+			}
+		})
+	}
+}
+
+// TestDecodeRequestEmptyBodiesAreInvalid: an empty byte string is not a
+// stream in any coding, so reading it fails the same way however the empty
+// body was framed. Nothing is refused before the handler runs, so a handler
+// that does not read the body answers as usual.
+func TestDecodeRequestEmptyBodiesAreInvalid(t *testing.T) {
+	m := MustNew()
+	noBody := func(lines ...string) func() *http.Request {
+		return func() *http.Request {
+			r := httptest.NewRequest(http.MethodPost, "/", http.NoBody)
+			r.Header["Content-Encoding"] = lines
+			return r
+		}
+	}
+	cases := []struct {
+		name string
+		r    func() *http.Request
+	}{
+		{"gzip on http.NoBody", noBody("gzip")},
+		{"zstd on Content-Length 0", func() *http.Request { return encodedRequest(nil, 0, "zstd") }},
+		{"br on Content-Length 0", func() *http.Request { return encodedRequest(nil, 0, "br") }},
+		{"deflate on Content-Length 0", func() *http.Request { return encodedRequest(nil, 0, "identity, deflate") }},
+		{"gzip, chunked", func() *http.Request { return encodedRequest(nil, -1, "gzip") }},
+		{"two layers on http.NoBody", noBody("gzip, zstd")},
+		{"an unknown coding on http.NoBody", noBody("compress, gzip, br, zstd")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.r()
+			rec, s := serveRead(m, r)
+			if !s.called {
+				t.Fatalf("status %d before the handler ran", rec.Code)
+			}
+			if !errors.Is(s.err, ErrInvalidBody) || !errors.Is(s.err, io.ErrUnexpectedEOF) {
+				t.Fatalf("read %d bytes, error %v; want ErrInvalidBody wrapping io.ErrUnexpectedEOF", len(s.body), s.err)
+			}
+			if v, ok := s.header["Content-Encoding"]; ok {
+				t.Errorf("handler saw Content-Encoding %q", v)
+			}
+			if s.contentLength != -1 {
+				t.Errorf("ContentLength %d, want -1: the body is not the empty one the length declared", s.contentLength)
+			}
+			// A handler that never reads is not affected.
+			rec = httptest.NewRecorder()
+			decodeOnly(m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusNoContent)
+			})).ServeHTTP(rec, tc.r())
+			if rec.Code != http.StatusNoContent {
+				t.Errorf("a handler that does not read answered %d, want 204", rec.Code)
 			}
 		})
 	}
