@@ -90,9 +90,10 @@ func compressedLimit(limit int64) int64 {
 // Content-Encoding and Content-Length and with ContentLength -1; r itself is
 // never modified. Decoders are taken from the pools on the first Read, so a
 // handler that answers without reading pays for none and a stream's header is
-// read only when the handler asks for the body. w must be the ResponseWriter
-// the server gave, so that exceeding a limit makes net/http close the
-// connection just as http.MaxBytesReader does.
+// read only when the handler asks for the body. Exceeding a limit has the
+// connection closed on HTTP/1.x (see decodedBody.tooLarge); w is best the
+// ResponseWriter the server gave, which closes it even after the header
+// has gone out.
 //
 // A request without Content-Encoding, or any request when request decoding
 // is off (WithRequestDecoding), is returned as it is, without allocating.
@@ -169,7 +170,7 @@ list:
 	}
 	d := new(decodedRequest)
 	b := &d.body
-	*b = decodedBody{w: w, raw: r.Body, n: n, limit: m.decoding.limit, left: m.decoding.limit, inLimit: inLimit}
+	*b = decodedBody{w: w, http1: r.ProtoMajor == 1, raw: r.Body, n: n, limit: m.decoding.limit, left: m.decoding.limit, inLimit: inLimit}
 	for i := range n {
 		// Content-Encoding lists codings in the order applied; undo the
 		// last one first.
@@ -228,13 +229,30 @@ func copyWithoutEncoding(dst, r *http.Request, decoded bool) {
 }
 
 // tooLarge returns the error http.MaxBytesReader returns past its limit,
-// after doing the one thing only that reader can: tell the server, through
-// a hook on the ResponseWriter it gave the handler, to close the connection,
-// since the rest of the body will not be read. A throwaway reader limited to
-// 0 bytes and offered 1 does exactly that. The limits themselves are
-// counted here, so a body that stays within them allocates no reader.
-func tooLarge(w http.ResponseWriter, limit int64) error {
-	_, _ = http.MaxBytesReader(w, io.NopCloser(strings.NewReader("!")), 0).Read(make([]byte, 1))
+// after telling the server to close the connection, since the rest of the
+// body will not be read. Two ways, since either alone can miss:
+//
+//   - a throwaway http.MaxBytesReader limited to 0 bytes and offered 1 calls
+//     the hook only the server's own ResponseWriter has, which closes the
+//     connection even after the header has gone out; behind a middleware
+//     that wraps the ResponseWriter the hook is out of reach;
+//   - on HTTP/1.x, Connection: close in the response header, which works
+//     through any wrapper as long as the header has not been sent (setting
+//     it later changes nothing). Never on HTTP/2, whose server takes it as
+//     an order to shut down every stream of the connection: a stream whose
+//     body is not read is reset on its own.
+//
+// The header is set from the goroutine calling Read: a handler that reads
+// the body in one goroutine while writing the header in another must
+// synchronise the two, as for any use of its ResponseWriter.
+//
+// The limits themselves are counted here, so a body that stays within them
+// allocates no reader.
+func (b *decodedBody) tooLarge(limit int64) error {
+	_, _ = http.MaxBytesReader(b.w, io.NopCloser(strings.NewReader("!")), 0).Read(make([]byte, 1))
+	if b.http1 {
+		b.w.Header().Set("Connection", "close")
+	}
 	return &http.MaxBytesError{Limit: limit}
 }
 
@@ -254,6 +272,7 @@ type decodedBody struct {
 	released bool       // the decoders are back in their pools
 
 	w       http.ResponseWriter
+	http1   bool // the request came over HTTP/1.x
 	raw     io.ReadCloser
 	limit   int64 // cap on the decoded bytes
 	inLimit int64 // cap on the bytes each layer reads
@@ -319,7 +338,7 @@ func (b *decodedBody) read(p []byte) (int, error) {
 	}
 	n = int(b.left)
 	b.left = 0
-	b.err = tooLarge(b.w, b.limit)
+	b.err = b.tooLarge(b.limit)
 	return n, b.err
 }
 
@@ -452,7 +471,7 @@ func (in *input) Read(p []byte) (int, error) {
 	if int64(n) > in.left {
 		n = int(in.left)
 		in.left = 0
-		in.err = tooLarge(in.body.w, in.body.inLimit)
+		in.err = in.body.tooLarge(in.body.inLimit)
 		return n, in.err
 	}
 	in.left -= int64(n)
