@@ -33,6 +33,15 @@ const maxContentCodings = 2
 // far below it; a stream that needs more is mostly not payload.
 const codecOverhead = 64 << 10
 
+// innerSlack is what an inner layer (one that decodes another layer's
+// output) may read beyond 1/64 more than it has produced: room for the read
+// ahead of its decoder (a whole zstd block of up to 128 KiB before any
+// output, brotli's and bufio's buffers) and its headers. Real compressed
+// data, even incompressible data stored as raw blocks, never needs more; a
+// stream that does is mostly not payload, such as megabytes of empty
+// meta-blocks or frames that cost CPU and produce nothing.
+const innerSlack = 256 << 10
+
 // requestCodings is the Accept-Encoding answered with a 415, listing the
 // codings decodeRequest undoes.
 const requestCodings = "zstd, br, gzip, deflate"
@@ -175,7 +184,7 @@ list:
 		// Content-Encoding lists codings in the order applied; undo the
 		// last one first.
 		coding := codings[n-1-i]
-		b.layers[i] = layer{coding: coding, decoders: m.decoding.decoders[coding], in: input{body: b, left: inLimit}}
+		b.layers[i] = layer{coding: coding, decoders: m.decoding.decoders[coding], in: input{body: b, left: inLimit, inner: i > 0}}
 	}
 	copyWithoutEncoding(&d.req, r, true)
 	d.req.Body = b
@@ -258,6 +267,14 @@ func (b *decodedBody) tooLarge(limit int64) error {
 
 // decodedBody is the Body of a decoded request. Its layers each undo one
 // coding, reading from the one before; layer 0 reads the body that arrived.
+//
+// The work a body can cause is bounded across layers: layer 0 reads at most
+// compressedLimit(limit) bytes, an inner layer at most 1/64 more than it
+// produces plus innerSlack, and the handler gets at most limit. So the bytes
+// all layers produce together stay under about twice the cap plus 256 KiB,
+// and each layer reads no more than the one after it is allowed to turn
+// into output: a small body cannot make an inner layer chew through
+// megabytes of blocks that decode to nothing.
 //
 // The pooled decoders go back exactly once, when the handler closes the body
 // or returns. A Read may still be running then (a handler that left a
@@ -421,6 +438,7 @@ func (l *layer) Read(p []byte) (int, error) {
 		return 0, l.err
 	}
 	n, err := l.dec.Read(p)
+	l.in.produced += int64(n)
 	if err != nil {
 		err = l.fail(err)
 	}
@@ -447,14 +465,18 @@ func (l *layer) fail(err error) error {
 }
 
 // input is what a layer's decoder reads: the layer before it, or the body
-// that arrived, limited to body.inLimit bytes. It keeps what the decoder
-// cannot be relied on to pass on intact: whether any bytes came (left is
-// below the limit), and the first error, which is sticky.
+// that arrived, limited to body.inLimit bytes. An inner layer's input is
+// limited as well by what the layer has produced: produced + produced/64 +
+// innerSlack. It keeps what the decoder cannot be relied on to pass on
+// intact: whether any bytes came (left is below the limit), and the first
+// error, which is sticky.
 type input struct {
-	body *decodedBody
-	r    io.Reader
-	left int64
-	err  error
+	body     *decodedBody
+	r        io.Reader
+	left     int64
+	inner    bool  // r is another layer
+	produced int64 // bytes the layer reading this input has returned
+	err      error
 }
 
 func (in *input) Read(p []byte) (int, error) {
@@ -464,13 +486,18 @@ func (in *input) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if int64(len(p))-1 > in.left {
-		p = p[:in.left+1]
+	allowed := in.left
+	if in.inner {
+		read := in.body.inLimit - in.left
+		allowed = min(allowed, in.produced+in.produced/64+innerSlack-read)
+	}
+	if int64(len(p))-1 > allowed {
+		p = p[:allowed+1]
 	}
 	n, err := in.r.Read(p)
-	if int64(n) > in.left {
-		n = int(in.left)
-		in.left = 0
+	if int64(n) > allowed {
+		n = int(allowed)
+		in.left -= allowed
 		in.err = in.body.tooLarge(in.body.inLimit)
 		return n, in.err
 	}

@@ -12,6 +12,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -1652,5 +1653,95 @@ func TestWithRequestDecodingOffPassesBodiesThrough(t *testing.T) {
 				t.Errorf("ContentLength %d, Content-Length %q; want %d", s.contentLength, s.header.Get("Content-Length"), len(tc.body))
 			}
 		})
+	}
+}
+
+// emptyBrotliBlocks returns a valid brotli stream of n empty metadata
+// meta-blocks and nothing else: it decodes to no bytes at all, however
+// long. WBITS 16 takes the first bit; each empty metadata block is
+// ISLAST 0, MNIBBLES 0 (coded 3), a reserved 0 bit and MSKIPBYTES 0,
+// padded to a byte; ISLAST and ISLASTEMPTY end the stream.
+func emptyBrotliBlocks(n int) []byte {
+	out := make([]byte, 0, n+2)
+	out = append(out, 0x0c) // WBITS 16, then the first empty block
+	for range n - 1 {
+		out = append(out, 0x06)
+	}
+	return append(out, 0x03)
+}
+
+// TestDecodeRequestBoundsWorkAcrossLayers sends bodies whose outer layer
+// expands, inside every cap, into megabytes of an inner stream that decodes
+// to nothing: decoding them used to cost a quarter of a second of CPU for a
+// few hundred bytes, and the handler saw a valid empty body. An inner layer
+// may read little more than it produces, so they fail after a few hundred
+// KiB of inner input. Bytes are counted, not time.
+func TestDecodeRequestBoundsWorkAcrossLayers(t *testing.T) {
+	empty := emptyBrotliBlocks(10 << 20)
+	if got, err := io.ReadAll(brotli.NewReader(bytes.NewReader(empty))); err != nil || len(got) != 0 {
+		t.Fatalf("the inner stream is not a valid empty brotli stream: %d bytes, %v", len(got), err)
+	}
+	var emptyFrames []byte
+	for frame := goEncode(t, Zstd, nil); len(emptyFrames) < 8<<20; {
+		emptyFrames = append(emptyFrames, frame...)
+	}
+	cases := []struct {
+		name  string
+		lines []string
+		body  []byte
+	}{
+		{"br, zstd: empty brotli meta-blocks", []string{"br, zstd"}, goEncode(t, Zstd, empty)},
+		{"zstd, gzip: empty zstd frames", []string{"zstd", "gzip"}, goEncode(t, Gzip, emptyFrames)},
+		{"br, gzip: empty brotli meta-blocks", []string{"br, gzip"}, goEncode(t, Gzip, empty)},
+	}
+	const innerBound = 1 << 20
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := MustNew() // the default cap, 10 MiB
+			r := encodedRequest(tc.body, int64(len(tc.body)), tc.lines...)
+			var b *decodedBody
+			var got []byte
+			var err error
+			decodeOnly(m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b = body(t, r)
+				got, err = io.ReadAll(r.Body)
+			})).ServeHTTP(httptest.NewRecorder(), r)
+			inner := b.inLimit - b.layers[1].in.left
+			t.Logf("%d-byte body: the inner layer read %d KiB; error %v", len(tc.body), inner>>10, err)
+			var tooLarge *http.MaxBytesError
+			if !errors.As(err, &tooLarge) {
+				t.Fatalf("decoded %d bytes, error %v; want *http.MaxBytesError", len(got), err)
+			}
+			if inner > innerBound {
+				t.Errorf("the inner layer read %d bytes producing none, want at most %d", inner, innerBound)
+			}
+		})
+	}
+}
+
+// TestDecodeRequestStacksOfRealDataPassTheWorkBound: the bound on inner
+// layers leaves real data alone, incompressible data (stored or raw
+// blocks, read nearly byte for byte) included.
+func TestDecodeRequestStacksOfRealDataPassTheWorkBound(t *testing.T) {
+	random := make([]byte, 3<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	html := corpus.Prefix(t, corpus.HTML(t), 256<<10)
+	m := MustNew()
+	for _, plain := range [][]byte{random, html} {
+		for _, inner := range writers.Codings() {
+			for _, outer := range []string{Zstd, Gzip} {
+				name := fmt.Sprintf("%d bytes/%s, %s", len(plain), inner, outer)
+				t.Run(name, func(t *testing.T) {
+					body := goEncode(t, outer, goEncode(t, inner, plain))
+					_, s := serveRead(m, encodedRequest(body, int64(len(body)), inner+", "+outer))
+					if s.err != nil || !bytes.Equal(s.body, plain) {
+						t.Fatalf("decoded %d bytes, error %v; want the %d plain bytes", len(s.body), s.err, len(plain))
+					}
+				})
+			}
+		}
 	}
 }
