@@ -1,6 +1,7 @@
 package squeeze
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
@@ -46,20 +50,62 @@ const innerSlack = 256 << 10
 // codings decodeRequest undoes.
 const requestCodings = "zstd, br, gzip, deflate"
 
+// ErrDecoderBusy is reported by Read on a request body that squeeze decodes
+// when the memory budget for decoders (WithDecoderMemory) stays spent for
+// the short wait allowed, or the request's context ends during that wait.
+// Nothing is wrong with the body: the server is busy decoding others. A
+// handler should answer 503 Service Unavailable with a Retry-After header.
+var ErrDecoderBusy = errors.New("squeeze: too many request bodies being decoded; retry later")
+
+// DefaultDecoderMemory is the default of WithDecoderMemory: room for eight
+// br streams with the largest window (16 MiB, charged 32 MiB), thirty zstd
+// ones at 8 MB or four thousand gzip ones at once. Measured with 50
+// concurrent bombs, the heap then peaks near this much above its base
+// rather than at 0.7-1.6 GiB (see BENCHMARKS.md).
+const DefaultDecoderMemory = 256 << 20
+
+// decoderWait bounds how long a Read waits for room in the budget.
+const decoderWait = 200 * time.Millisecond
+
+// Budget charges per layer; see WithDecoderMemory for the reasons.
+const (
+	flateCharge  = 64 << 10
+	zstdCharge   = writers.ZstdMaxWindow + 512<<10
+	brotliTables = 128 << 10
+)
+
+// charge returns what a decoder for coding can hold, given the first byte
+// of a br stream.
+func charge(coding string, first byte) int64 {
+	switch coding {
+	case writers.Zstd:
+		return zstdCharge
+	case writers.Brotli:
+		return 2*writers.BrotliWindow(first) + brotliTables
+	}
+	return flateCharge
+}
+
 // decoding is the request-body side of a Middleware, set up by New.
 type decoding struct {
 	enabled  bool
 	limit    int64 // WithMaxDecompressedSize: cap on the decoded bytes
 	decoders map[string]*pool.Decoders
+	memory   int64               // WithDecoderMemory
+	budget   *semaphore.Weighted // of memory bytes
 }
 
 // newDecoding builds the decoder pools c asks for; none when request
 // decoding is off.
 func newDecoding(c *config) (decoding, error) {
-	d := decoding{enabled: !c.noRequestDecoding, limit: c.maxDecompressedSize}
+	d := decoding{enabled: !c.noRequestDecoding, limit: c.maxDecompressedSize, memory: c.decoderMemory}
 	if !d.enabled {
 		return d, nil
 	}
+	if d.memory == 0 {
+		d.memory = DefaultDecoderMemory
+	}
+	d.budget = semaphore.NewWeighted(d.memory)
 	d.decoders = map[string]*pool.Decoders{}
 	for _, coding := range writers.Codings() {
 		p, err := pool.NewDecoders(coding)
@@ -69,6 +115,21 @@ func newDecoding(c *config) (decoding, error) {
 		d.decoders[coding] = p
 	}
 	return d, nil
+}
+
+// acquire takes n bytes of the budget (all of it when n is more), waiting
+// up to decoderWait within ctx. It reports how much it took.
+func (d *decoding) acquire(ctx context.Context, n int64) (int64, error) {
+	n = min(n, d.memory)
+	if d.budget.TryAcquire(n) {
+		return n, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, decoderWait)
+	defer cancel()
+	if err := d.budget.Acquire(ctx, n); err != nil {
+		return 0, ErrDecoderBusy
+	}
+	return n, nil
 }
 
 // compressedLimit returns the most bytes any one layer of a request body may
@@ -179,7 +240,7 @@ list:
 	}
 	d := new(decodedRequest)
 	b := &d.body
-	*b = decodedBody{w: w, http1: r.ProtoMajor == 1, raw: r.Body, n: n, limit: m.decoding.limit, left: m.decoding.limit, inLimit: inLimit}
+	*b = decodedBody{w: w, http1: r.ProtoMajor == 1, ctx: r.Context(), dec: &m.decoding, raw: r.Body, n: n, limit: m.decoding.limit, left: m.decoding.limit, inLimit: inLimit}
 	for i := range n {
 		// Content-Encoding lists codings in the order applied; undo the
 		// last one first.
@@ -290,6 +351,8 @@ type decodedBody struct {
 
 	w       http.ResponseWriter
 	http1   bool // the request came over HTTP/1.x
+	ctx     context.Context
+	dec     *decoding
 	raw     io.ReadCloser
 	limit   int64 // cap on the decoded bytes
 	inLimit int64 // cap on the bytes each layer reads
@@ -303,7 +366,8 @@ type decodedBody struct {
 	layers  [maxContentCodings]layer
 }
 
-// Read returns decoded bytes. It fails with *http.MaxBytesError beyond the
+// Read returns decoded bytes. It fails with ErrDecoderBusy when the decoder
+// budget stays spent, with *http.MaxBytesError beyond the
 // decoded cap or when any layer's input exceeds its limit, with an error
 // matching ErrInvalidBody when the stream is not valid, with the body's own
 // error when reading it fails, and with http.ErrBodyReadAfterClose once the
@@ -359,13 +423,28 @@ func (b *decodedBody) read(p []byte) (int, error) {
 	return n, b.err
 }
 
-// start takes a decoder for each layer. Getting one may read the stream's
-// header, so it can fail like a Read.
+// start takes a decoder for each layer, after charging the budget for it.
+// A br layer's charge depends on its window, so the first byte of its
+// stream is read first and handed to the decoder after. Getting a decoder
+// may read the stream's header, so it can fail like a Read.
 func (b *decodedBody) start() error {
 	var src io.Reader = b.raw
 	for i := range b.n {
 		l := &b.layers[i]
 		l.in.r = src
+		var first byte
+		if l.coding == writers.Brotli {
+			// Into the input itself: a local buffer would escape.
+			if _, err := io.ReadFull(&l.in, l.in.pending[:]); err != nil {
+				return l.fail(err)
+			}
+			first, l.in.hasPending = l.in.pending[0], true
+		}
+		charged, err := b.dec.acquire(b.ctx, charge(l.coding, first))
+		if err != nil {
+			return err
+		}
+		l.charge = charged
 		d, err := l.decoders.Get(&l.in)
 		if err != nil {
 			if err == io.EOF {
@@ -419,6 +498,10 @@ func (b *decodedBody) releaseLocked() {
 			l.decoders.Put(l.dec)
 			l.dec = nil
 		}
+		if l.charge > 0 {
+			b.dec.budget.Release(l.charge)
+			l.charge = 0
+		}
 		l.in.r = nil
 	}
 }
@@ -429,6 +512,7 @@ type layer struct {
 	coding   string
 	decoders *pool.Decoders
 	dec      *pool.Decoder
+	charge   int64 // bytes of the budget held for dec
 	in       input
 	err      error
 }
@@ -477,6 +561,11 @@ type input struct {
 	inner    bool  // r is another layer
 	produced int64 // bytes the layer reading this input has returned
 	err      error
+
+	// A byte read ahead (a br stream's first, for its window) and not yet
+	// passed on.
+	pending    [1]byte
+	hasPending bool
 }
 
 func (in *input) Read(p []byte) (int, error) {
@@ -485,6 +574,10 @@ func (in *input) Read(p []byte) (int, error) {
 	}
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if in.hasPending {
+		p[0], in.hasPending = in.pending[0], false
+		return 1, nil
 	}
 	allowed := in.left
 	if in.inner {

@@ -1745,3 +1745,126 @@ func TestDecodeRequestStacksOfRealDataPassTheWorkBound(t *testing.T) {
 		}
 	}
 }
+
+func TestWithDecoderMemoryValidates(t *testing.T) {
+	for _, n := range []int64{0, -1, math.MinInt64} {
+		if _, err := New(WithDecoderMemory(n)); err == nil || !strings.Contains(err.Error(), "WithDecoderMemory") {
+			t.Errorf("WithDecoderMemory(%d): %v, want an error naming the option", n, err)
+		}
+	}
+	if _, err := New(WithDecoderMemory(1)); err != nil {
+		t.Errorf("WithDecoderMemory(1): %v", err)
+	}
+}
+
+// brBomb is a br stream declaring the largest window, 16 MiB, then an
+// uncompressed meta-block of 16 MiB of which 5 bytes arrive.
+var brBomb = []byte{0xcf, 0xff, 0xff, 0xff, 'h', 'e', 'l', 'l', 'o'}
+
+// stalled starts a request whose body is head and then nothing, as from a
+// client that stopped sending, and returns once its decoder has read head.
+// stop makes the body fail, and waits for the handler to return.
+func stalled(t *testing.T, h http.Handler, coding string, head []byte) (stop func()) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	r := httptest.NewRequest(http.MethodPost, "/", pr)
+	r.Header.Set("Content-Encoding", coding)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}()
+	if _, err := pw.Write(head); err != nil { // returns once read
+		t.Fatal(err)
+	}
+	return func() {
+		pw.CloseWithError(errors.New("client gone"))
+		<-done
+	}
+}
+
+// TestDecodeRequestDecoderBudget: decoders are charged to the budget when
+// taken, a body that finds it spent fails with ErrDecoderBusy (not as an
+// invalid body), and the charge comes back exactly once when the handler
+// returns.
+func TestDecodeRequestDecoderBudget(t *testing.T) {
+	const budget = 40 << 20
+	m := MustNew(WithDecoderMemory(budget))
+	readAll := decodeOnly(m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	stop := stalled(t, readAll, Brotli, brBomb) // holds 32 MiB of the 40
+	plain := []byte("a small body")
+	cases := []struct {
+		name   string
+		coding string
+		body   []byte
+		busy   bool
+	}{
+		{"br, another 16 MiB window", Brotli, brBomb, true},
+		{"zstd, charged its 8 MB maximum", Zstd, goEncode(t, Zstd, plain), true},
+		{"gzip", Gzip, goEncode(t, Gzip, plain), false},
+		{"br, lgwin 18", Brotli, goEncode(t, Brotli, plain), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, s := serveRead(m, encodedRequest(tc.body, int64(len(tc.body)), tc.coding))
+			if busy := errors.Is(s.err, ErrDecoderBusy); busy != tc.busy {
+				t.Fatalf("error %v; want ErrDecoderBusy: %v", s.err, tc.busy)
+			}
+			if tc.busy && errors.Is(s.err, ErrInvalidBody) {
+				t.Errorf("a busy server is not an invalid body: %v", s.err)
+			}
+			if !tc.busy && (s.err != nil || !bytes.Equal(s.body, plain)) {
+				t.Errorf("decoded %q, %v", s.body, s.err)
+			}
+		})
+	}
+	t.Run("the request's context ends while waiting", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r := encodedRequest(brBomb, int64(len(brBomb)), Brotli).WithContext(ctx)
+		if _, s := serveRead(m, r); !errors.Is(s.err, ErrDecoderBusy) {
+			t.Fatalf("error %v, want ErrDecoderBusy", s.err)
+		}
+	})
+	stop()
+	t.Run("once the stalled body is gone", func(t *testing.T) {
+		_, s := serveRead(m, encodedRequest(brBomb, int64(len(brBomb)), Brotli))
+		if !errors.Is(s.err, ErrInvalidBody) {
+			t.Fatalf("error %v, want ErrInvalidBody: the budget should be back", s.err)
+		}
+	})
+	if !m.decoding.budget.TryAcquire(budget) {
+		t.Fatal("the budget did not all come back")
+	}
+	m.decoding.budget.Release(budget)
+
+	t.Run("a charge over the whole budget takes all of it", func(t *testing.T) {
+		m := MustNew(WithDecoderMemory(1 << 20))
+		body := goEncode(t, Zstd, plain)
+		for range 3 {
+			if _, s := serveRead(m, encodedRequest(body, int64(len(body)), Zstd)); s.err != nil || !bytes.Equal(s.body, plain) {
+				t.Fatalf("decoded %q, %v", s.body, s.err)
+			}
+		}
+	})
+}
+
+// BenchmarkDecoderBudget times what the budget adds to each layer of a
+// request body when it has room: a charge and its release.
+func BenchmarkDecoderBudget(b *testing.B) {
+	m := MustNew()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n, err := m.decoding.acquire(ctx, zstdCharge)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			m.decoding.budget.Release(n)
+		}
+	})
+}

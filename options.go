@@ -57,6 +57,7 @@ type config struct {
 	contentTypes        []string
 	maxDecompressedSize int64
 	noRequestDecoding   bool
+	decoderMemory       int64
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.
@@ -185,6 +186,35 @@ func WithMaxDecompressedSize(n int64) Option {
 func WithRequestDecoding(enabled bool) Option {
 	return func(c *config) error {
 		c.noRequestDecoding = !enabled
+		return nil
+	}
+}
+
+// WithDecoderMemory sets the memory, in bytes, that the decoders of request
+// bodies may hold at once, across all requests. The default is
+// DefaultDecoderMemory (256 MiB); n must be positive.
+//
+// A small body can make a decoder allocate its whole window before any
+// output, and a client that then stalls keeps it allocated; the decoded-size
+// cap does not bound this. So each layer of a request body is charged, when
+// its decoder is taken on the first Read, what that decoder can hold: 64 KiB
+// for gzip and deflate; 8.5 MiB for zstd, whose windows are refused over
+// 8 MB (RFC 9659) and whose later frames may declare more than the first;
+// for br, twice the window the stream header declares (the ring buffer grows
+// by doubling) plus 128 KiB, so every window RFC 7932 allows is accepted
+// (the brotli tool uses the largest, 16 MiB, for input from a pipe) but a
+// 16 MiB one costs 32 MiB while small ones cost little. A charge larger than
+// the whole budget takes all of it. The charge is returned when the body is
+// closed or the handler returns.
+//
+// When the budget is spent, Read waits up to 200 ms, within the request's
+// context, for other bodies to finish, then fails with ErrDecoderBusy.
+func WithDecoderMemory(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("squeeze: WithDecoderMemory: budget must be positive, got %d", n)
+		}
+		c.decoderMemory = n
 		return nil
 	}
 }
