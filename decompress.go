@@ -51,17 +51,19 @@ const innerSlack = 256 << 10
 const requestCodings = "zstd, br, gzip, deflate"
 
 // ErrDecoderBusy is reported by Read on a request body that squeeze decodes
-// when the memory budget for decoders (WithDecoderMemory) stays spent for
+// when the memory budget for decoders ([WithDecoderMemory]) stays spent for
 // the short wait allowed, or the request's context ends during that wait.
 // Nothing is wrong with the body: the server is busy decoding others. A
 // handler should answer 503 Service Unavailable with a Retry-After header.
 var ErrDecoderBusy = errors.New("squeeze: too many request bodies being decoded; retry later")
 
-// DefaultDecoderMemory is the default of WithDecoderMemory: room for eight
+// DefaultDecoderMemory is the default of [WithDecoderMemory]: room for seven
 // br streams with the largest window (16 MiB, charged 32 MiB), thirty zstd
-// ones at 8 MB or four thousand gzip ones at once. Measured with 50
-// concurrent bombs, the heap then peaks near this much above its base
-// rather than at 0.7-1.6 GiB (see BENCHMARKS.md).
+// ones at 8 MB, or four thousand gzip ones or zstd and br ones at the
+// windows squeeze's own encoders use (128 and 256 KiB) at once. Measured
+// with 50 and 200 stalled bombs, the heap stays at or under this much above
+// its base instead of growing with the number of clients (see
+// BENCHMARKS.md).
 const DefaultDecoderMemory = 256 << 20
 
 // decoderWait bounds how long a Read waits for room in the budget.
@@ -70,18 +72,21 @@ const decoderWait = 200 * time.Millisecond
 // Budget charges per layer; see WithDecoderMemory for the reasons.
 const (
 	flateCharge  = 64 << 10
-	zstdCharge   = writers.ZstdMaxWindow + 512<<10
+	zstdTables   = 256 << 10
 	brotliTables = 128 << 10
 )
 
-// charge returns what a decoder for coding can hold, given the first byte
-// of a br stream.
-func charge(coding string, first byte) int64 {
+// charge returns what a decoder for coding can hold with window, the
+// largest it has met (see writers.Decoder's Window; for br, the window of
+// the stream about to be read).
+func charge(coding string, window int64) int64 {
 	switch coding {
 	case writers.Zstd:
-		return zstdCharge
+		// The history ring: the window and two blocks of working space.
+		return window + 2*min(window, 128<<10) + zstdTables
 	case writers.Brotli:
-		return 2*writers.BrotliWindow(first) + brotliTables
+		// The ring buffer grows by doubling up to the window.
+		return 2*window + brotliTables
 	}
 	return flateCharge
 }
@@ -245,7 +250,8 @@ list:
 		// Content-Encoding lists codings in the order applied; undo the
 		// last one first.
 		coding := codings[n-1-i]
-		b.layers[i] = layer{coding: coding, decoders: m.decoding.decoders[coding], in: input{body: b, left: inLimit, inner: i > 0}}
+		l := &b.layers[i]
+		*l = layer{coding: coding, decoders: m.decoding.decoders[coding], in: input{body: b, layer: l, left: inLimit, inner: i > 0}}
 	}
 	copyWithoutEncoding(&d.req, r, true)
 	d.req.Body = b
@@ -432,15 +438,16 @@ func (b *decodedBody) start() error {
 	for i := range b.n {
 		l := &b.layers[i]
 		l.in.r = src
-		var first byte
+		var window int64
 		if l.coding == writers.Brotli {
 			// Into the input itself: a local buffer would escape.
 			if _, err := io.ReadFull(&l.in, l.in.pending[:]); err != nil {
 				return l.fail(err)
 			}
-			first, l.in.hasPending = l.in.pending[0], true
+			l.in.hasPending = true
+			window = writers.BrotliWindow(l.in.pending[0])
 		}
-		charged, err := b.dec.acquire(b.ctx, charge(l.coding, first))
+		charged, err := b.dec.acquire(b.ctx, charge(l.coding, window))
 		if err != nil {
 			return err
 		}
@@ -454,10 +461,31 @@ func (b *decodedBody) start() error {
 			return l.fail(err)
 		}
 		l.dec = d
+		if err := l.topUp(); err != nil {
+			return err
+		}
 		src = l
 	}
 	b.top = src
 	return nil
+}
+
+// topUp charges the budget for the window the layer's decoder has met
+// beyond what was charged: a pooled decoder's, or a zstd frame's whose
+// header has just gone by. zstd decoders read a frame's header and its
+// blocks in separate reads, so the input calls this before handing over
+// the first block of a frame, before the decoder allocates its window.
+// (br's window is charged from the stream's first byte before the decoder
+// reads anything.)
+func (l *layer) topUp() error {
+	b := l.in.body
+	need := min(charge(l.coding, l.dec.Window()), b.dec.memory)
+	if need <= l.charge || l.coding == writers.Brotli {
+		return nil
+	}
+	more, err := b.dec.acquire(b.ctx, need-l.charge)
+	l.charge += more
+	return err
 }
 
 // Close releases the decoders and closes the body that arrived. Reads after
@@ -556,6 +584,7 @@ func (l *layer) fail(err error) error {
 // error, which is sticky.
 type input struct {
 	body     *decodedBody
+	layer    *layer // the layer reading this input
 	r        io.Reader
 	left     int64
 	inner    bool  // r is another layer
@@ -578,6 +607,12 @@ func (in *input) Read(p []byte) (int, error) {
 	if in.hasPending {
 		p[0], in.hasPending = in.pending[0], false
 		return 1, nil
+	}
+	if in.layer.dec != nil && in.layer.coding == writers.Zstd {
+		if err := in.layer.topUp(); err != nil {
+			in.err = err
+			return 0, err
+		}
 	}
 	allowed := in.left
 	if in.inner {

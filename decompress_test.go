@@ -1802,15 +1802,26 @@ func TestDecodeRequestDecoderBudget(t *testing.T) {
 		busy   bool
 	}{
 		{"br, another 16 MiB window", Brotli, brBomb, true},
-		{"zstd, charged its 8 MB maximum", Zstd, goEncode(t, Zstd, plain), true},
+		{"zstd, an 8 MiB window", Zstd, zstdBomb, true},
+		// Charged for the small first frame, then for the next one's
+		// window as its header goes by, before its first block.
+		{"zstd, an 8 MiB window in the second frame", Zstd, slices.Concat(goEncode(t, Zstd, plain), zstdBomb), true},
+		{"zstd, a small window", Zstd, goEncode(t, Zstd, plain), false},
 		{"gzip", Gzip, goEncode(t, Gzip, plain), false},
 		{"br, lgwin 18", Brotli, goEncode(t, Brotli, plain), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
 			_, s := serveRead(m, encodedRequest(tc.body, int64(len(tc.body)), tc.coding))
+			runtime.ReadMemStats(&after)
 			if busy := errors.Is(s.err, ErrDecoderBusy); busy != tc.busy {
 				t.Fatalf("error %v; want ErrDecoderBusy: %v", s.err, tc.busy)
+			}
+			// Refused before the window is allocated.
+			if allocated := after.TotalAlloc - before.TotalAlloc; tc.busy && allocated > codecTables {
+				t.Errorf("allocated %d KiB before the refusal", allocated>>10)
 			}
 			if tc.busy && errors.Is(s.err, ErrInvalidBody) {
 				t.Errorf("a busy server is not an invalid body: %v", s.err)
@@ -1859,7 +1870,7 @@ func BenchmarkDecoderBudget(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			n, err := m.decoding.acquire(ctx, zstdCharge)
+			n, err := m.decoding.acquire(ctx, charge(Zstd, writers.ZstdMaxWindow))
 			if err != nil {
 				b.Error(err)
 				return

@@ -192,23 +192,28 @@ func WithRequestDecoding(enabled bool) Option {
 
 // WithDecoderMemory sets the memory, in bytes, that the decoders of request
 // bodies may hold at once, across all requests. The default is
-// DefaultDecoderMemory (256 MiB); n must be positive.
+// [DefaultDecoderMemory] (256 MiB); n must be positive.
 //
 // A small body can make a decoder allocate its whole window before any
 // output, and a client that then stalls keeps it allocated; the decoded-size
 // cap does not bound this. So each layer of a request body is charged, when
-// its decoder is taken on the first Read, what that decoder can hold: 64 KiB
-// for gzip and deflate; 8.5 MiB for zstd, whose windows are refused over
-// 8 MB (RFC 9659) and whose later frames may declare more than the first;
-// for br, twice the window the stream header declares (the ring buffer grows
-// by doubling) plus 128 KiB, so every window RFC 7932 allows is accepted
-// (the brotli tool uses the largest, 16 MiB, for input from a pipe) but a
-// 16 MiB one costs 32 MiB while small ones cost little. A charge larger than
-// the whole budget takes all of it. The charge is returned when the body is
-// closed or the handler returns.
+// its decoder is taken on the first Read, what that decoder can hold:
+//   - gzip and deflate: 64 KiB (a 32 KiB window and tables);
+//   - zstd: the largest window the decoder has met plus two blocks of
+//     working space and 256 KiB of tables, topped up as each frame's header
+//     arrives and before its first block is decoded; windows over 8 MB are
+//     refused (RFC 9659), so an 8 MB frame costs 8.5 MiB;
+//   - br: twice the window the stream's first byte declares (the ring
+//     buffer grows by doubling) plus 128 KiB. Every window RFC 7932 allows is
+//     accepted, since the brotli tool uses the largest, 16 MiB, for input
+//     from a pipe; such a stream costs 32 MiB of the budget, one at the
+//     lgwin 18 squeeze's encoder uses 640 KiB.
+//
+// A charge larger than the whole budget takes all of it. The charge is
+// returned when the body is closed or the handler returns.
 //
 // When the budget is spent, Read waits up to 200 ms, within the request's
-// context, for other bodies to finish, then fails with ErrDecoderBusy.
+// context, for other bodies to finish, then fails with [ErrDecoderBusy].
 func WithDecoderMemory(n int64) Option {
 	return func(c *config) error {
 		if n <= 0 {

@@ -129,7 +129,7 @@ func (p *Decoders) Get(r io.Reader) (*Decoder, error) {
 	return d, nil
 }
 
-// MaxPooledWindow is the largest window (see writers.Decoder's Window) a
+// MaxPooledWindow is the largest window (see [writers.Decoder]) a
 // decoder may have met and still be pooled by Put. Codecs keep the history
 // buffer of the largest window they met, so a pooled decoder would hold on
 // to what one stream asked for: a zstd frame declaring the 8 MB RFC 9659
@@ -143,7 +143,7 @@ const MaxPooledWindow = 4 << 20
 
 // Put detaches d from its source, so the pool keeps no request body alive,
 // and keeps it for reuse, unless it met a window larger than
-// MaxPooledWindow: then it is dropped. It panics if d is already in the
+// [MaxPooledWindow]: then it is dropped. It panics if d is already in the
 // pool.
 func (p *Decoders) Put(d *Decoder) {
 	if d.pooled {

@@ -32,7 +32,7 @@ type Decoder interface {
 	// Window returns the largest window, in bytes, that any stream this
 	// decoder has read since it was built declared: what it may keep
 	// allocated for reuse, since codecs keep their history buffers across
-	// Reset. It is FlateWindow for gzip and deflate; for zstd, the largest
+	// Reset. It is [FlateWindow] for gzip and deflate; for zstd, the largest
 	// Window_Size of any frame (the content size of a single-segment
 	// frame); for br, (1<<WBITS)-16 from the stream header (RFC 7932
 	// §9.1). A window is counted as soon as its header has passed through
