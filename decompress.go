@@ -1,12 +1,17 @@
 package squeeze
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
@@ -32,9 +37,105 @@ const maxContentCodings = 2
 // far below it; a stream that needs more is mostly not payload.
 const codecOverhead = 64 << 10
 
+// innerSlack is what an inner layer (one that decodes another layer's
+// output) may read beyond 1/64 more than it has produced: room for the read
+// ahead of its decoder (a whole zstd block of up to 128 KiB before any
+// output, brotli's and bufio's buffers) and its headers. Real compressed
+// data, even incompressible data stored as raw blocks, never needs more; a
+// stream that does is mostly not payload, such as megabytes of empty
+// meta-blocks or frames that cost CPU and produce nothing.
+const innerSlack = 256 << 10
+
 // requestCodings is the Accept-Encoding answered with a 415, listing the
 // codings decodeRequest undoes.
 const requestCodings = "zstd, br, gzip, deflate"
+
+// ErrDecoderBusy is reported by Read on a request body that squeeze decodes
+// when the memory budget for decoders ([WithDecoderMemory]) stays spent for
+// the short wait allowed, or the request's context ends during that wait.
+// Nothing is wrong with the body: the server is busy decoding others. A
+// handler should answer 503 Service Unavailable with a Retry-After header.
+var ErrDecoderBusy = errors.New("squeeze: too many request bodies being decoded; retry later")
+
+// DefaultDecoderMemory is the default of [WithDecoderMemory]: room for seven
+// br streams with the largest window (16 MiB, charged 32 MiB), thirty zstd
+// ones at 8 MB, or four thousand gzip ones or zstd and br ones at the
+// windows squeeze's own encoders use (128 and 256 KiB) at once. Measured
+// with 50 and 200 stalled bombs, the heap stays at or under this much above
+// its base instead of growing with the number of clients (see
+// BENCHMARKS.md).
+const DefaultDecoderMemory = 256 << 20
+
+// decoderWait bounds how long a Read waits for room in the budget.
+const decoderWait = 200 * time.Millisecond
+
+// Budget charges per layer; see WithDecoderMemory for the reasons.
+const (
+	flateCharge  = 64 << 10
+	zstdTables   = 256 << 10
+	brotliTables = 128 << 10
+)
+
+// charge returns what a decoder for coding can hold with window, the
+// largest it has met (see writers.Decoder's Window; for br, the window of
+// the stream about to be read).
+func charge(coding string, window int64) int64 {
+	switch coding {
+	case writers.Zstd:
+		// The history ring: the window and two blocks of working space.
+		return window + 2*min(window, 128<<10) + zstdTables
+	case writers.Brotli:
+		// The ring buffer grows by doubling up to the window.
+		return 2*window + brotliTables
+	}
+	return flateCharge
+}
+
+// decoding is the request-body side of a Middleware, set up by New.
+type decoding struct {
+	enabled  bool
+	limit    int64 // WithMaxDecompressedSize: cap on the decoded bytes
+	decoders map[string]*pool.Decoders
+	memory   int64               // WithDecoderMemory
+	budget   *semaphore.Weighted // of memory bytes
+}
+
+// newDecoding builds the decoder pools c asks for; none when request
+// decoding is off.
+func newDecoding(c *config) (decoding, error) {
+	d := decoding{enabled: !c.noRequestDecoding, limit: c.maxDecompressedSize, memory: c.decoderMemory}
+	if !d.enabled {
+		return d, nil
+	}
+	if d.memory == 0 {
+		d.memory = DefaultDecoderMemory
+	}
+	d.budget = semaphore.NewWeighted(d.memory)
+	d.decoders = map[string]*pool.Decoders{}
+	for _, coding := range writers.Codings() {
+		p, err := pool.NewDecoders(coding)
+		if err != nil {
+			return decoding{}, fmt.Errorf("squeeze: %w", err)
+		}
+		d.decoders[coding] = p
+	}
+	return d, nil
+}
+
+// acquire takes n bytes of the budget (all of it when n is more), waiting
+// up to decoderWait within ctx. It reports how much it took.
+func (d *decoding) acquire(ctx context.Context, n int64) (int64, error) {
+	n = min(n, d.memory)
+	if d.budget.TryAcquire(n) {
+		return n, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, decoderWait)
+	defer cancel()
+	if err := d.budget.Acquire(ctx, n); err != nil {
+		return 0, ErrDecoderBusy
+	}
+	return n, nil
+}
 
 // compressedLimit returns the most bytes any one layer of a request body may
 // feed its decoder when the decoded body is capped at limit.
@@ -53,32 +154,40 @@ func compressedLimit(limit int64) int64 {
 // than maxContentCodings, 413 for a declared length no body within the cap
 // could have.
 //
-// A request without a body (nil, http.NoBody or ContentLength 0, as servers
-// report an empty one) only loses the field, whatever it names.
+// A request without a Body, or whose codings are all identity, only loses
+// the field. An empty body (http.NoBody or ContentLength 0, as servers
+// report one) with any other coding, even one squeeze cannot undo, reaches
+// the handler with a Body whose Read fails with an error matching
+// ErrInvalidBody: no stream of any coding is empty, and failing on Read
+// rather than up front leaves a handler that does not read unaffected.
 //
 // The decoded request is a shallow copy with a cloned header, without
 // Content-Encoding and Content-Length and with ContentLength -1; r itself is
 // never modified. Decoders are taken from the pools on the first Read, so a
 // handler that answers without reading pays for none and a stream's header is
-// read only when the handler asks for the body. w must be the ResponseWriter
-// the server gave, so that exceeding a limit makes net/http close the
-// connection just as http.MaxBytesReader does.
+// read only when the handler asks for the body. Exceeding a limit has the
+// connection closed on HTTP/1.x (see decodedBody.tooLarge); w is best the
+// ResponseWriter the server gave, which closes it even after the header
+// has gone out.
 //
-// A request without Content-Encoding is returned as it is, without
-// allocating.
+// A request without Content-Encoding, or any request when request decoding
+// is off (WithRequestDecoding), is returned as it is, without allocating.
 func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*http.Request, func(), bool) {
 	values := r.Header["Content-Encoding"]
-	if len(values) == 0 {
+	if len(values) == 0 || !m.decoding.enabled {
 		return r, nil, true
 	}
-	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		// Nothing to decode, whatever the coding claims.
+	if r.Body == nil {
+		// Nothing a handler could read.
 		r2 := new(http.Request)
 		copyWithoutEncoding(r2, r, false)
 		return r2, nil, true
 	}
 	var codings [maxContentCodings]string
 	n := 0
+	last := ""    // the last coding named: the first to undo
+	refusal := "" // why the codings cannot be undone
+list:
 	for _, v := range values {
 		for v != "" {
 			var token string
@@ -87,26 +196,42 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 			if token == "" || strings.EqualFold(token, "identity") {
 				continue
 			}
+			last = token
 			coding, ok := writers.Canonical(token)
-			if !ok || m.decoders[coding] == nil {
-				unsupportedCoding(w, "unsupported Content-Encoding")
-				return nil, nil, false
-			}
-			if n == len(codings) {
-				unsupportedCoding(w, "too many Content-Encoding layers")
-				return nil, nil, false
+			switch {
+			case !ok || m.decoding.decoders[coding] == nil:
+				refusal = "unsupported Content-Encoding"
+				break list
+			case n == len(codings):
+				refusal = "too many Content-Encoding layers"
+				break list
 			}
 			codings[n] = coding
+			last = coding
 			n++
 		}
 	}
-	if n == 0 {
+	if last == "" {
 		// identity only: the body is already what it claims to be.
 		r2 := new(http.Request)
 		copyWithoutEncoding(r2, r, false)
 		return r2, nil, true
 	}
-	inLimit := compressedLimit(m.maxDecompressedSize)
+	if r.Body == http.NoBody || r.ContentLength == 0 {
+		// An empty body, as servers report one: not a stream in any
+		// coding. Reading it fails; nothing is refused up front, so a
+		// handler that does not read is unaffected.
+		e := new(emptyRequest)
+		e.body.coding = last
+		copyWithoutEncoding(&e.req, r, true)
+		e.req.Body = &e.body
+		return &e.req, nil, true
+	}
+	if refusal != "" {
+		unsupportedCoding(w, refusal)
+		return nil, nil, false
+	}
+	inLimit := compressedLimit(m.decoding.limit)
 	if r.ContentLength > inLimit {
 		// No stream within the cap is this long; refuse before reading.
 		// HTTP/1 cannot skip the unread body but by closing; HTTP/2
@@ -120,17 +245,37 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 	}
 	d := new(decodedRequest)
 	b := &d.body
-	*b = decodedBody{w: w, raw: r.Body, n: n, limit: m.maxDecompressedSize, left: m.maxDecompressedSize, inLimit: inLimit}
+	*b = decodedBody{w: w, http1: r.ProtoMajor == 1, ctx: r.Context(), dec: &m.decoding, raw: r.Body, n: n, limit: m.decoding.limit, left: m.decoding.limit, inLimit: inLimit}
 	for i := range n {
 		// Content-Encoding lists codings in the order applied; undo the
 		// last one first.
 		coding := codings[n-1-i]
-		b.layers[i] = layer{coding: coding, decoders: m.decoders[coding], in: input{body: b, left: inLimit}}
+		l := &b.layers[i]
+		*l = layer{coding: coding, decoders: m.decoding.decoders[coding], in: input{body: b, layer: l, left: inLimit, inner: i > 0}}
 	}
 	copyWithoutEncoding(&d.req, r, true)
 	d.req.Body = b
 	return &d.req, b.release, true
 }
+
+// emptyRequest is the request copy with an empty encoded body, in one
+// allocation.
+type emptyRequest struct {
+	req  http.Request
+	body emptyBody
+}
+
+// emptyBody is an empty body that claims a coding other than identity.
+type emptyBody struct{ coding string }
+
+// Read fails with an error matching ErrInvalidBody and io.ErrUnexpectedEOF,
+// as a body that ended before its stream began.
+func (b *emptyBody) Read([]byte) (int, error) {
+	return 0, &invalidBodyError{coding: b.coding, err: io.ErrUnexpectedEOF}
+}
+
+// Close does nothing: the server closes the body that arrived.
+func (b *emptyBody) Close() error { return nil }
 
 // decodedRequest puts the request copy and its body in one allocation.
 type decodedRequest struct {
@@ -160,18 +305,43 @@ func copyWithoutEncoding(dst, r *http.Request, decoded bool) {
 }
 
 // tooLarge returns the error http.MaxBytesReader returns past its limit,
-// after doing the one thing only that reader can: tell the server, through
-// a hook on the ResponseWriter it gave the handler, to close the connection,
-// since the rest of the body will not be read. A throwaway reader limited to
-// 0 bytes and offered 1 does exactly that. The limits themselves are
-// counted here, so a body that stays within them allocates no reader.
-func tooLarge(w http.ResponseWriter, limit int64) error {
-	_, _ = http.MaxBytesReader(w, io.NopCloser(strings.NewReader("!")), 0).Read(make([]byte, 1))
+// after telling the server to close the connection, since the rest of the
+// body will not be read. Two ways, since either alone can miss:
+//
+//   - a throwaway http.MaxBytesReader limited to 0 bytes and offered 1 calls
+//     the hook only the server's own ResponseWriter has, which closes the
+//     connection even after the header has gone out; behind a middleware
+//     that wraps the ResponseWriter the hook is out of reach;
+//   - on HTTP/1.x, Connection: close in the response header, which works
+//     through any wrapper as long as the header has not been sent (setting
+//     it later changes nothing). Never on HTTP/2, whose server takes it as
+//     an order to shut down every stream of the connection: a stream whose
+//     body is not read is reset on its own.
+//
+// The header is set from the goroutine calling Read: a handler that reads
+// the body in one goroutine while writing the header in another must
+// synchronise the two, as for any use of its ResponseWriter.
+//
+// The limits themselves are counted here, so a body that stays within them
+// allocates no reader.
+func (b *decodedBody) tooLarge(limit int64) error {
+	_, _ = http.MaxBytesReader(b.w, io.NopCloser(strings.NewReader("!")), 0).Read(make([]byte, 1))
+	if b.http1 {
+		b.w.Header().Set("Connection", "close")
+	}
 	return &http.MaxBytesError{Limit: limit}
 }
 
 // decodedBody is the Body of a decoded request. Its layers each undo one
 // coding, reading from the one before; layer 0 reads the body that arrived.
+//
+// The work a body can cause is bounded across layers: layer 0 reads at most
+// compressedLimit(limit) bytes, an inner layer at most 1/64 more than it
+// produces plus innerSlack, and the handler gets at most limit. So the bytes
+// all layers produce together stay under about twice the cap plus 256 KiB,
+// and each layer reads no more than the one after it is allowed to turn
+// into output: a small body cannot make an inner layer chew through
+// megabytes of blocks that decode to nothing.
 //
 // The pooled decoders go back exactly once, when the handler closes the body
 // or returns. A Read may still be running then (a handler that left a
@@ -186,6 +356,9 @@ type decodedBody struct {
 	released bool       // the decoders are back in their pools
 
 	w       http.ResponseWriter
+	http1   bool // the request came over HTTP/1.x
+	ctx     context.Context
+	dec     *decoding
 	raw     io.ReadCloser
 	limit   int64 // cap on the decoded bytes
 	inLimit int64 // cap on the bytes each layer reads
@@ -199,7 +372,8 @@ type decodedBody struct {
 	layers  [maxContentCodings]layer
 }
 
-// Read returns decoded bytes. It fails with *http.MaxBytesError beyond the
+// Read returns decoded bytes. It fails with ErrDecoderBusy when the decoder
+// budget stays spent, with *http.MaxBytesError beyond the
 // decoded cap or when any layer's input exceeds its limit, with an error
 // matching ErrInvalidBody when the stream is not valid, with the body's own
 // error when reading it fails, and with http.ErrBodyReadAfterClose once the
@@ -251,17 +425,33 @@ func (b *decodedBody) read(p []byte) (int, error) {
 	}
 	n = int(b.left)
 	b.left = 0
-	b.err = tooLarge(b.w, b.limit)
+	b.err = b.tooLarge(b.limit)
 	return n, b.err
 }
 
-// start takes a decoder for each layer. Getting one may read the stream's
-// header, so it can fail like a Read.
+// start takes a decoder for each layer, after charging the budget for it.
+// A br layer's charge depends on its window, so the first byte of its
+// stream is read first and handed to the decoder after. Getting a decoder
+// may read the stream's header, so it can fail like a Read.
 func (b *decodedBody) start() error {
 	var src io.Reader = b.raw
 	for i := range b.n {
 		l := &b.layers[i]
 		l.in.r = src
+		var window int64
+		if l.coding == writers.Brotli {
+			// Into the input itself: a local buffer would escape.
+			if _, err := io.ReadFull(&l.in, l.in.pending[:]); err != nil {
+				return l.fail(err)
+			}
+			l.in.hasPending = true
+			window = writers.BrotliWindow(l.in.pending[0])
+		}
+		charged, err := b.dec.acquire(b.ctx, charge(l.coding, window))
+		if err != nil {
+			return err
+		}
+		l.charge = charged
 		d, err := l.decoders.Get(&l.in)
 		if err != nil {
 			if err == io.EOF {
@@ -271,10 +461,31 @@ func (b *decodedBody) start() error {
 			return l.fail(err)
 		}
 		l.dec = d
+		if err := l.topUp(); err != nil {
+			return err
+		}
 		src = l
 	}
 	b.top = src
 	return nil
+}
+
+// topUp charges the budget for the window the layer's decoder has met
+// beyond what was charged: a pooled decoder's, or a zstd frame's whose
+// header has just gone by. zstd decoders read a frame's header and its
+// blocks in separate reads, so the input calls this before handing over
+// the first block of a frame, before the decoder allocates its window.
+// (br's window is charged from the stream's first byte before the decoder
+// reads anything.)
+func (l *layer) topUp() error {
+	b := l.in.body
+	need := min(charge(l.coding, l.dec.Window()), b.dec.memory)
+	if need <= l.charge || l.coding == writers.Brotli {
+		return nil
+	}
+	more, err := b.dec.acquire(b.ctx, need-l.charge)
+	l.charge += more
+	return err
 }
 
 // Close releases the decoders and closes the body that arrived. Reads after
@@ -315,6 +526,10 @@ func (b *decodedBody) releaseLocked() {
 			l.decoders.Put(l.dec)
 			l.dec = nil
 		}
+		if l.charge > 0 {
+			b.dec.budget.Release(l.charge)
+			l.charge = 0
+		}
 		l.in.r = nil
 	}
 }
@@ -325,6 +540,7 @@ type layer struct {
 	coding   string
 	decoders *pool.Decoders
 	dec      *pool.Decoder
+	charge   int64 // bytes of the budget held for dec
 	in       input
 	err      error
 }
@@ -334,6 +550,7 @@ func (l *layer) Read(p []byte) (int, error) {
 		return 0, l.err
 	}
 	n, err := l.dec.Read(p)
+	l.in.produced += int64(n)
 	if err != nil {
 		err = l.fail(err)
 	}
@@ -360,14 +577,24 @@ func (l *layer) fail(err error) error {
 }
 
 // input is what a layer's decoder reads: the layer before it, or the body
-// that arrived, limited to body.inLimit bytes. It keeps what the decoder
-// cannot be relied on to pass on intact: whether any bytes came (left is
-// below the limit), and the first error, which is sticky.
+// that arrived, limited to body.inLimit bytes. An inner layer's input is
+// limited as well by what the layer has produced: produced + produced/64 +
+// innerSlack. It keeps what the decoder cannot be relied on to pass on
+// intact: whether any bytes came (left is below the limit), and the first
+// error, which is sticky.
 type input struct {
-	body *decodedBody
-	r    io.Reader
-	left int64
-	err  error
+	body     *decodedBody
+	layer    *layer // the layer reading this input
+	r        io.Reader
+	left     int64
+	inner    bool  // r is another layer
+	produced int64 // bytes the layer reading this input has returned
+	err      error
+
+	// A byte read ahead (a br stream's first, for its window) and not yet
+	// passed on.
+	pending    [1]byte
+	hasPending bool
 }
 
 func (in *input) Read(p []byte) (int, error) {
@@ -377,14 +604,29 @@ func (in *input) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if int64(len(p))-1 > in.left {
-		p = p[:in.left+1]
+	if in.hasPending {
+		p[0], in.hasPending = in.pending[0], false
+		return 1, nil
+	}
+	if in.layer.dec != nil && in.layer.coding == writers.Zstd {
+		if err := in.layer.topUp(); err != nil {
+			in.err = err
+			return 0, err
+		}
+	}
+	allowed := in.left
+	if in.inner {
+		read := in.body.inLimit - in.left
+		allowed = min(allowed, in.produced+in.produced/64+innerSlack-read)
+	}
+	if int64(len(p))-1 > allowed {
+		p = p[:allowed+1]
 	}
 	n, err := in.r.Read(p)
-	if int64(n) > in.left {
-		n = int(in.left)
-		in.left = 0
-		in.err = tooLarge(in.body.w, in.body.inLimit)
+	if int64(n) > allowed {
+		n = int(allowed)
+		in.left -= allowed
+		in.err = in.body.tooLarge(in.body.inLimit)
 		return n, in.err
 	}
 	in.left -= int64(n)

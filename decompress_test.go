@@ -12,11 +12,13 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -279,29 +281,40 @@ func TestDecodeRequestWithoutContentEncodingIsUntouched(t *testing.T) {
 	}
 }
 
+// TestDecodeRequestWithoutBodyOnlyStripsTheField covers the requests that
+// have nothing to decode: no Body at all, or an empty one that claims only
+// identity.
 func TestDecodeRequestWithoutBodyOnlyStripsTheField(t *testing.T) {
 	m := MustNew()
 	cases := []struct {
 		name string
 		r    func() *http.Request
 	}{
-		{"GET with http.NoBody", func() *http.Request {
-			r := httptest.NewRequest(http.MethodGet, "/", http.NoBody)
-			r.Header.Set("Content-Encoding", "gzip")
-			return r
-		}},
 		{"GET with a nil Body", func() *http.Request {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
 			r.Header.Set("Content-Encoding", "br")
+			r.Body = nil
 			return r
 		}},
-		{"POST with Content-Length 0", func() *http.Request { return encodedRequest(nil, 0, "zstd") }},
-		{"an unknown coding on no body", func() *http.Request { return encodedRequest(nil, 0, "compress, gzip, br, zstd") }},
+		{"identity on http.NoBody", func() *http.Request {
+			r := httptest.NewRequest(http.MethodGet, "/", http.NoBody)
+			r.Header.Set("Content-Encoding", "identity")
+			return r
+		}},
+		{"identity on Content-Length 0", func() *http.Request { return encodedRequest(nil, 0, "identity, ") }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.r()
-			rec, s := serveRead(m, r)
+			var s seen
+			rec := httptest.NewRecorder()
+			decodeOnly(m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				s.called = true
+				s.header = r.Header.Clone()
+				if r.Body != nil {
+					s.body, s.err = io.ReadAll(r.Body)
+				}
+			})).ServeHTTP(rec, r)
 			if !s.called || s.err != nil || len(s.body) != 0 {
 				t.Fatalf("called %v, err %v, %d bytes; status %d", s.called, s.err, len(s.body), rec.Code)
 			}
@@ -310,6 +323,59 @@ func TestDecodeRequestWithoutBodyOnlyStripsTheField(t *testing.T) {
 			}
 			if r.Header.Get("Content-Encoding") == "" {
 				t.Error("the caller's header lost its Content-Encoding")
+			}
+		})
+	}
+}
+
+// TestDecodeRequestEmptyBodiesAreInvalid: an empty byte string is not a
+// stream in any coding, so reading it fails the same way however the empty
+// body was framed. Nothing is refused before the handler runs, so a handler
+// that does not read the body answers as usual.
+func TestDecodeRequestEmptyBodiesAreInvalid(t *testing.T) {
+	m := MustNew()
+	noBody := func(lines ...string) func() *http.Request {
+		return func() *http.Request {
+			r := httptest.NewRequest(http.MethodPost, "/", http.NoBody)
+			r.Header["Content-Encoding"] = lines
+			return r
+		}
+	}
+	cases := []struct {
+		name string
+		r    func() *http.Request
+	}{
+		{"gzip on http.NoBody", noBody("gzip")},
+		{"zstd on Content-Length 0", func() *http.Request { return encodedRequest(nil, 0, "zstd") }},
+		{"br on Content-Length 0", func() *http.Request { return encodedRequest(nil, 0, "br") }},
+		{"deflate on Content-Length 0", func() *http.Request { return encodedRequest(nil, 0, "identity, deflate") }},
+		{"gzip, chunked", func() *http.Request { return encodedRequest(nil, -1, "gzip") }},
+		{"two layers on http.NoBody", noBody("gzip, zstd")},
+		{"an unknown coding on http.NoBody", noBody("compress, gzip, br, zstd")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.r()
+			rec, s := serveRead(m, r)
+			if !s.called {
+				t.Fatalf("status %d before the handler ran", rec.Code)
+			}
+			if !errors.Is(s.err, ErrInvalidBody) || !errors.Is(s.err, io.ErrUnexpectedEOF) {
+				t.Fatalf("read %d bytes, error %v; want ErrInvalidBody wrapping io.ErrUnexpectedEOF", len(s.body), s.err)
+			}
+			if v, ok := s.header["Content-Encoding"]; ok {
+				t.Errorf("handler saw Content-Encoding %q", v)
+			}
+			if s.contentLength != -1 {
+				t.Errorf("ContentLength %d, want -1: the body is not the empty one the length declared", s.contentLength)
+			}
+			// A handler that never reads is not affected.
+			rec = httptest.NewRecorder()
+			decodeOnly(m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusNoContent)
+			})).ServeHTTP(rec, tc.r())
+			if rec.Code != http.StatusNoContent {
+				t.Errorf("a handler that does not read answered %d, want 204", rec.Code)
 			}
 		})
 	}
@@ -389,7 +455,7 @@ func TestRequestCodingsListsEveryDecoder(t *testing.T) {
 	}
 	m := MustNew()
 	for _, c := range writers.Codings() {
-		if m.decoders[c] == nil {
+		if m.decoding.decoders[c] == nil {
 			t.Errorf("no decoder pool for %s", c)
 		}
 	}
@@ -1186,12 +1252,12 @@ func TestDecodeRequestAllocationsDoNotGrowWithTheBody(t *testing.T) {
 				r.Header.Set("Content-Type", "application/json")
 				floor[i] = testing.AllocsPerRun(200, func() {
 					src.Reset(body)
-					d, err := m.decoders[coding].Get(src)
+					d, err := m.decoding.decoders[coding].Get(src)
 					if err != nil {
 						t.Fatal(err)
 					}
 					drain(d, size)
-					m.decoders[coding].Put(d)
+					m.decoding.decoders[coding].Put(d)
 				})
 				allocs[i] = testing.AllocsPerRun(200, func() {
 					src.Reset(body)
@@ -1487,12 +1553,12 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				src.Reset(body)
-				d, err := m.decoders[coding].Get(src)
+				d, err := m.decoding.decoders[coding].Get(src)
 				if err != nil {
 					b.Fatal(err)
 				}
 				drain(b, d)
-				m.decoders[coding].Put(d)
+				m.decoding.decoders[coding].Put(d)
 			}
 		})
 		b.Run(coding+"/decodeRequest", func(b *testing.B) {
@@ -1513,4 +1579,303 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			b.ReportMetric(float64(len(body))/float64(len(plain)), "ratio")
 		})
 	}
+}
+
+// TestDecodeRequestRejectsTrailingData sends a complete stream followed by
+// bytes that belong to no stream: the handler must not get a clean end with
+// part of the body unread, whatever the coding.
+func TestDecodeRequestRejectsTrailingData(t *testing.T) {
+	plain := corpus.Prefix(t, corpus.HTML(t), 4<<10)
+	m := MustNew()
+	cases := []struct {
+		name   string
+		coding string
+		body   []byte
+	}{
+		{"gzip", Gzip, goEncode(t, Gzip, plain)},
+		{"deflate zlib", Deflate, stdEncode(t, Deflate, false, plain)},
+		{"deflate raw", Deflate, stdEncode(t, Deflate, true, plain)},
+		{"zstd", Zstd, goEncode(t, Zstd, plain)},
+		{"br", Brotli, goEncode(t, Brotli, plain)},
+	}
+	for _, tc := range cases {
+		for _, length := range []string{"Content-Length", "chunked"} {
+			t.Run(tc.name+"/"+length, func(t *testing.T) {
+				body := append(bytes.Clone(tc.body), "trailing garbage"...)
+				declared := int64(len(body))
+				if length == "chunked" {
+					declared = -1
+				}
+				_, s := serveRead(m, encodedRequest(body, declared, tc.coding))
+				if !errors.Is(s.err, ErrInvalidBody) {
+					t.Fatalf("read %d bytes, error %v; want ErrInvalidBody", len(s.body), s.err)
+				}
+			})
+		}
+	}
+}
+
+// TestWithRequestDecodingOffPassesBodiesThrough covers a service that wants
+// the bytes as sent: the body, its Content-Encoding and its length reach the
+// handler untouched, whatever the coding claims, with no 413 or 415.
+func TestWithRequestDecodingOffPassesBodiesThrough(t *testing.T) {
+	gz := goEncode(t, Gzip, []byte("hello, hello, hello"))
+	cases := []struct {
+		name  string
+		body  []byte
+		lines []string
+	}{
+		{"gzip", gz, []string{"gzip"}},
+		{"unknown coding", []byte("LZ4 bytes"), []string{"lz4"}},
+		{"three layers", gz, []string{"gzip, gzip, gzip"}},
+		{"empty body", nil, []string{"zstd"}},
+		{"corrupt", []byte("not zstd"), []string{"zstd"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := MustNew(WithRequestDecoding(false), WithMaxDecompressedSize(4))
+			r := encodedRequest(tc.body, int64(len(tc.body)), tc.lines...)
+			var s seen
+			rec := httptest.NewRecorder()
+			m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				s.called = true
+				s.header = r.Header.Clone()
+				s.contentLength = r.ContentLength
+				s.body, s.err = io.ReadAll(r.Body)
+			})).ServeHTTP(rec, r)
+			if !s.called || s.err != nil || !bytes.Equal(s.body, tc.body) {
+				t.Fatalf("status %d, called %v, err %v, body %q; want the bytes as sent", rec.Code, s.called, s.err, s.body)
+			}
+			if got := s.header["Content-Encoding"]; !slices.Equal(got, tc.lines) {
+				t.Errorf("Content-Encoding %q, want %q", got, tc.lines)
+			}
+			if s.contentLength != int64(len(tc.body)) || s.header.Get("Content-Length") != fmt.Sprint(len(tc.body)) {
+				t.Errorf("ContentLength %d, Content-Length %q; want %d", s.contentLength, s.header.Get("Content-Length"), len(tc.body))
+			}
+		})
+	}
+}
+
+// emptyBrotliBlocks returns a valid brotli stream of n empty metadata
+// meta-blocks and nothing else: it decodes to no bytes at all, however
+// long. WBITS 16 takes the first bit; each empty metadata block is
+// ISLAST 0, MNIBBLES 0 (coded 3), a reserved 0 bit and MSKIPBYTES 0,
+// padded to a byte; ISLAST and ISLASTEMPTY end the stream.
+func emptyBrotliBlocks(n int) []byte {
+	out := make([]byte, 0, n+2)
+	out = append(out, 0x0c) // WBITS 16, then the first empty block
+	for range n - 1 {
+		out = append(out, 0x06)
+	}
+	return append(out, 0x03)
+}
+
+// TestDecodeRequestBoundsWorkAcrossLayers sends bodies whose outer layer
+// expands, inside every cap, into megabytes of an inner stream that decodes
+// to nothing: decoding them used to cost a quarter of a second of CPU for a
+// few hundred bytes, and the handler saw a valid empty body. An inner layer
+// may read little more than it produces, so they fail after a few hundred
+// KiB of inner input. Bytes are counted, not time.
+func TestDecodeRequestBoundsWorkAcrossLayers(t *testing.T) {
+	empty := emptyBrotliBlocks(10 << 20)
+	if got, err := io.ReadAll(brotli.NewReader(bytes.NewReader(empty))); err != nil || len(got) != 0 {
+		t.Fatalf("the inner stream is not a valid empty brotli stream: %d bytes, %v", len(got), err)
+	}
+	var emptyFrames []byte
+	for frame := goEncode(t, Zstd, nil); len(emptyFrames) < 8<<20; {
+		emptyFrames = append(emptyFrames, frame...)
+	}
+	cases := []struct {
+		name  string
+		lines []string
+		body  []byte
+	}{
+		{"br, zstd: empty brotli meta-blocks", []string{"br, zstd"}, goEncode(t, Zstd, empty)},
+		{"zstd, gzip: empty zstd frames", []string{"zstd", "gzip"}, goEncode(t, Gzip, emptyFrames)},
+		{"br, gzip: empty brotli meta-blocks", []string{"br, gzip"}, goEncode(t, Gzip, empty)},
+	}
+	const innerBound = 1 << 20
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := MustNew() // the default cap, 10 MiB
+			r := encodedRequest(tc.body, int64(len(tc.body)), tc.lines...)
+			var b *decodedBody
+			var got []byte
+			var err error
+			decodeOnly(m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b = body(t, r)
+				got, err = io.ReadAll(r.Body)
+			})).ServeHTTP(httptest.NewRecorder(), r)
+			inner := b.inLimit - b.layers[1].in.left
+			t.Logf("%d-byte body: the inner layer read %d KiB; error %v", len(tc.body), inner>>10, err)
+			var tooLarge *http.MaxBytesError
+			if !errors.As(err, &tooLarge) {
+				t.Fatalf("decoded %d bytes, error %v; want *http.MaxBytesError", len(got), err)
+			}
+			if inner > innerBound {
+				t.Errorf("the inner layer read %d bytes producing none, want at most %d", inner, innerBound)
+			}
+		})
+	}
+}
+
+// TestDecodeRequestStacksOfRealDataPassTheWorkBound: the bound on inner
+// layers leaves real data alone, incompressible data (stored or raw
+// blocks, read nearly byte for byte) included.
+func TestDecodeRequestStacksOfRealDataPassTheWorkBound(t *testing.T) {
+	random := make([]byte, 3<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	html := corpus.Prefix(t, corpus.HTML(t), 256<<10)
+	m := MustNew()
+	for _, plain := range [][]byte{random, html} {
+		for _, inner := range writers.Codings() {
+			for _, outer := range []string{Zstd, Gzip} {
+				name := fmt.Sprintf("%d bytes/%s, %s", len(plain), inner, outer)
+				t.Run(name, func(t *testing.T) {
+					body := goEncode(t, outer, goEncode(t, inner, plain))
+					_, s := serveRead(m, encodedRequest(body, int64(len(body)), inner+", "+outer))
+					if s.err != nil || !bytes.Equal(s.body, plain) {
+						t.Fatalf("decoded %d bytes, error %v; want the %d plain bytes", len(s.body), s.err, len(plain))
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestWithDecoderMemoryValidates(t *testing.T) {
+	for _, n := range []int64{0, -1, math.MinInt64} {
+		if _, err := New(WithDecoderMemory(n)); err == nil || !strings.Contains(err.Error(), "WithDecoderMemory") {
+			t.Errorf("WithDecoderMemory(%d): %v, want an error naming the option", n, err)
+		}
+	}
+	if _, err := New(WithDecoderMemory(1)); err != nil {
+		t.Errorf("WithDecoderMemory(1): %v", err)
+	}
+}
+
+// brBomb is a br stream declaring the largest window, 16 MiB, then an
+// uncompressed meta-block of 16 MiB of which 5 bytes arrive.
+var brBomb = []byte{0xcf, 0xff, 0xff, 0xff, 'h', 'e', 'l', 'l', 'o'}
+
+// stalled starts a request whose body is head and then nothing, as from a
+// client that stopped sending, and returns once its decoder has read head.
+// stop makes the body fail, and waits for the handler to return.
+func stalled(t *testing.T, h http.Handler, coding string, head []byte) (stop func()) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	r := httptest.NewRequest(http.MethodPost, "/", pr)
+	r.Header.Set("Content-Encoding", coding)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}()
+	if _, err := pw.Write(head); err != nil { // returns once read
+		t.Fatal(err)
+	}
+	return func() {
+		pw.CloseWithError(errors.New("client gone"))
+		<-done
+	}
+}
+
+// TestDecodeRequestDecoderBudget: decoders are charged to the budget when
+// taken, a body that finds it spent fails with ErrDecoderBusy (not as an
+// invalid body), and the charge comes back exactly once when the handler
+// returns.
+func TestDecodeRequestDecoderBudget(t *testing.T) {
+	const budget = 40 << 20
+	m := MustNew(WithDecoderMemory(budget))
+	readAll := decodeOnly(m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	stop := stalled(t, readAll, Brotli, brBomb) // holds 32 MiB of the 40
+	plain := []byte("a small body")
+	cases := []struct {
+		name   string
+		coding string
+		body   []byte
+		busy   bool
+	}{
+		{"br, another 16 MiB window", Brotli, brBomb, true},
+		{"zstd, an 8 MiB window", Zstd, zstdBomb, true},
+		// Charged for the small first frame, then for the next one's
+		// window as its header goes by, before its first block.
+		{"zstd, an 8 MiB window in the second frame", Zstd, slices.Concat(goEncode(t, Zstd, plain), zstdBomb), true},
+		{"zstd, a small window", Zstd, goEncode(t, Zstd, plain), false},
+		{"gzip", Gzip, goEncode(t, Gzip, plain), false},
+		{"br, lgwin 18", Brotli, goEncode(t, Brotli, plain), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, s := serveRead(m, encodedRequest(tc.body, int64(len(tc.body)), tc.coding))
+			runtime.ReadMemStats(&after)
+			if busy := errors.Is(s.err, ErrDecoderBusy); busy != tc.busy {
+				t.Fatalf("error %v; want ErrDecoderBusy: %v", s.err, tc.busy)
+			}
+			// Refused before the window is allocated.
+			if allocated := after.TotalAlloc - before.TotalAlloc; tc.busy && allocated > codecTables {
+				t.Errorf("allocated %d KiB before the refusal", allocated>>10)
+			}
+			if tc.busy && errors.Is(s.err, ErrInvalidBody) {
+				t.Errorf("a busy server is not an invalid body: %v", s.err)
+			}
+			if !tc.busy && (s.err != nil || !bytes.Equal(s.body, plain)) {
+				t.Errorf("decoded %q, %v", s.body, s.err)
+			}
+		})
+	}
+	t.Run("the request's context ends while waiting", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r := encodedRequest(brBomb, int64(len(brBomb)), Brotli).WithContext(ctx)
+		if _, s := serveRead(m, r); !errors.Is(s.err, ErrDecoderBusy) {
+			t.Fatalf("error %v, want ErrDecoderBusy", s.err)
+		}
+	})
+	stop()
+	t.Run("once the stalled body is gone", func(t *testing.T) {
+		_, s := serveRead(m, encodedRequest(brBomb, int64(len(brBomb)), Brotli))
+		if !errors.Is(s.err, ErrInvalidBody) {
+			t.Fatalf("error %v, want ErrInvalidBody: the budget should be back", s.err)
+		}
+	})
+	if !m.decoding.budget.TryAcquire(budget) {
+		t.Fatal("the budget did not all come back")
+	}
+	m.decoding.budget.Release(budget)
+
+	t.Run("a charge over the whole budget takes all of it", func(t *testing.T) {
+		m := MustNew(WithDecoderMemory(1 << 20))
+		body := goEncode(t, Zstd, plain)
+		for range 3 {
+			if _, s := serveRead(m, encodedRequest(body, int64(len(body)), Zstd)); s.err != nil || !bytes.Equal(s.body, plain) {
+				t.Fatalf("decoded %q, %v", s.body, s.err)
+			}
+		}
+	})
+}
+
+// BenchmarkDecoderBudget times what the budget adds to each layer of a
+// request body when it has room: a charge and its release.
+func BenchmarkDecoderBudget(b *testing.B) {
+	m := MustNew()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n, err := m.decoding.acquire(ctx, charge(Zstd, writers.ZstdMaxWindow))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			m.decoding.budget.Release(n)
+		}
+	})
 }

@@ -1,9 +1,10 @@
 module github.com/squeezehttp/squeeze
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/andybalholm/brotli v1.3.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/klauspost/compress v1.20.4
+	golang.org/x/sync v0.24.0
 )

@@ -34,12 +34,11 @@ import (
 // concurrent use; build it once with [New] and share it. The zero Middleware
 // behaves as one from New with no options.
 type Middleware struct {
-	offers              []offer
-	minSize             int
-	buffers             *pool.Buffers
-	types               []string
-	maxDecompressedSize int64
-	decoders            map[string]*pool.Decoders
+	offers   []offer
+	minSize  int
+	buffers  *pool.Buffers
+	types    []string
+	decoding decoding
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -62,10 +61,8 @@ func New(opts ...Option) (*Middleware, error) {
 		}
 	}
 	m := &Middleware{
-		minSize:             c.minSize,
-		types:               c.contentTypes,
-		maxDecompressedSize: c.maxDecompressedSize,
-		decoders:            map[string]*pool.Decoders{},
+		minSize: c.minSize,
+		types:   c.contentTypes,
 	}
 	for _, coding := range writers.Codings() { // a fixed order: the same error every time
 		if level, ok := c.levels[coding]; ok && !slices.Contains(c.encodings, coding) {
@@ -92,10 +89,8 @@ func New(opts ...Option) (*Middleware, error) {
 	if m.buffers, err = pool.NewBuffers(bufferSize); err != nil {
 		return nil, fmt.Errorf("squeeze: %w", err)
 	}
-	for _, coding := range writers.Codings() {
-		if m.decoders[coding], err = pool.NewDecoders(coding); err != nil {
-			return nil, fmt.Errorf("squeeze: %w", err)
-		}
+	if m.decoding, err = newDecoding(&c); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

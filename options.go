@@ -58,6 +58,8 @@ type config struct {
 	bufferSize          int
 	contentTypes        []string
 	maxDecompressedSize int64
+	noRequestDecoding   bool
+	decoderMemory       int64
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.
@@ -234,6 +236,55 @@ func WithMaxDecompressedSize(n int64) Option {
 			return fmt.Errorf("squeeze: WithMaxDecompressedSize(%d): size must be positive", n)
 		}
 		c.maxDecompressedSize = n
+		return nil
+	}
+}
+
+// WithRequestDecoding turns the decoding of request bodies on or off. It is
+// on by default. When off, a request body passes through untouched, with its
+// Content-Encoding and Content-Length, and none of the limits on decoded
+// bodies apply; responses are compressed as before.
+//
+// Turn it off where the handler must see the bytes as sent: a proxy that
+// forwards bodies as they are, a handler that stores compressed uploads
+// as-is, or one that decodes them itself under limits of its own.
+func WithRequestDecoding(enabled bool) Option {
+	return func(c *config) error {
+		c.noRequestDecoding = !enabled
+		return nil
+	}
+}
+
+// WithDecoderMemory sets the memory, in bytes, that the decoders of request
+// bodies may hold at once, across all requests. The default is
+// [DefaultDecoderMemory] (256 MiB); n must be positive.
+//
+// A small body can make a decoder allocate its whole window before any
+// output, and a client that then stalls keeps it allocated; the decoded-size
+// cap does not bound this. So each layer of a request body is charged, when
+// its decoder is taken on the first Read, what that decoder can hold:
+//   - gzip and deflate: 64 KiB (a 32 KiB window and tables);
+//   - zstd: the largest window the decoder has met plus two blocks of
+//     working space and 256 KiB of tables, topped up as each frame's header
+//     arrives and before its first block is decoded; windows over 8 MB are
+//     refused (RFC 9659), so an 8 MB frame costs 8.5 MiB;
+//   - br: twice the window the stream's first byte declares (the ring
+//     buffer grows by doubling) plus 128 KiB. Every window RFC 7932 allows is
+//     accepted, since the brotli tool uses the largest, 16 MiB, for input
+//     from a pipe; such a stream costs 32 MiB of the budget, one at the
+//     lgwin 18 squeeze's encoder uses 640 KiB.
+//
+// A charge larger than the whole budget takes all of it. The charge is
+// returned when the body is closed or the handler returns.
+//
+// When the budget is spent, Read waits up to 200 ms, within the request's
+// context, for other bodies to finish, then fails with [ErrDecoderBusy].
+func WithDecoderMemory(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("squeeze: WithDecoderMemory: budget must be positive, got %d", n)
+		}
+		c.decoderMemory = n
 		return nil
 	}
 }

@@ -139,8 +139,22 @@ func (p *Decoders) Get(r io.Reader) (*Decoder, error) {
 	return d, nil
 }
 
+// MaxPooledWindow is the largest window (see [writers.Decoder]) a
+// decoder may have met and still be pooled by Put. Codecs keep the history
+// buffer of the largest window they met, so a pooled decoder would hold on
+// to what one stream asked for: a zstd frame declaring the 8 MB RFC 9659
+// allows keeps 8.3 MiB, a br stream at lgwin 24 16 MiB. 4 MiB pools
+// decoders for the windows common encoders choose (squeeze's own 128 and
+// 256 KiB, the zstd tool's 2 MiB at its default level, the brotli tool's
+// lgwin 22 for files) and drops those that met more, among them
+// klauspost/compress's default 8 MiB for streams over one block; the next
+// Get then builds a decoder without that buffer.
+const MaxPooledWindow = 4 << 20
+
 // Put detaches d from its source, so the pool keeps no input alive,
-// and keeps it for reuse. It panics if d is already in the pool.
+// and keeps it for reuse, unless it met a window larger than
+// [MaxPooledWindow]: then it is dropped. It panics if d is already in the
+// pool.
 func (p *Decoders) Put(d *Decoder) {
 	if d.pooled {
 		panic("pool: decoder put back twice")
@@ -148,6 +162,10 @@ func (p *Decoders) Put(d *Decoder) {
 	// Reset(nil) cannot fail for these codecs; a decoder that could not be
 	// detached is dropped rather than pooled with a live source.
 	if err := d.Reset(nil); err != nil {
+		return
+	}
+	if d.Window() > MaxPooledWindow {
+		d.pooled = true // a late second Put still panics
 		return
 	}
 	d.pooled = true

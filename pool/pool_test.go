@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/andybalholm/brotli"
+
 	"github.com/squeezehttp/squeeze/internal/corpus"
 	"github.com/squeezehttp/squeeze/internal/testtool"
 	"github.com/squeezehttp/squeeze/pool"
@@ -244,7 +246,9 @@ func TestDecodersGetReturnsHeaderErrorAndKeepsDecoder(t *testing.T) {
 				writers.Gzip:    []byte("\x1f\x8c\x08 not gzip magic"),
 				writers.Deflate: {0x78}, // half a zlib header
 				writers.Zstd:    []byte("\x28\xb5\x2f\xfe not zstd magic"),
-				writers.Brotli:  {0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+				// WBITS 16, so that the decoder stays poolable (a
+				// larger window is dropped: see MaxPooledWindow).
+				writers.Brotli: {0x00, 0xff, 0xff, 0xff, 0xff, 0xff},
 			}[coding]
 			got, err := p.Get(bytes.NewReader(corrupt))
 			switch coding {
@@ -490,4 +494,92 @@ func TestGetBuildsAnewWhenThePoolIsEmpty(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecodersPutDropsLargeWindows: a decoder keeps the history buffer of
+// the largest window it met, so one that met a window over MaxPooledWindow
+// is dropped rather than pooled; the next Get builds a fresh one. A decoder
+// that met only small windows is pooled as before.
+func TestDecodersPutDropsLargeWindows(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops Puts at random under -race, so what Get returns proves nothing")
+	}
+	plain := corpus.Prefix(t, corpus.HTML(t), 4<<10)
+	// A zstd frame with an 8 MiB Window_Descriptor holding plain in one
+	// last raw block, and br at lgwin 24 and 16.
+	bigZstd := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x68}
+	v := 1 | uint32(len(plain))<<3
+	bigZstd = append(append(bigZstd, byte(v), byte(v>>8), byte(v>>16)), plain...)
+	brAt := func(lgwin int) []byte {
+		var buf bytes.Buffer
+		w := brotli.NewWriterOptions(&buf, brotli.WriterOptions{Quality: 5, LGWin: lgwin})
+		if _, err := w.Write(plain); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	cases := []struct {
+		name   string
+		coding string
+		body   []byte
+		pooled bool
+	}{
+		{"zstd, 8 MiB window", writers.Zstd, bigZstd, false},
+		{"br, lgwin 24", writers.Brotli, brAt(24), false},
+		{"br, lgwin 16", writers.Brotli, brAt(16), true},
+		{"zstd, squeeze's encoder", writers.Zstd, encodeDefault(t, writers.Zstd, plain), true},
+		{"gzip", writers.Gzip, encodeDefault(t, writers.Gzip, plain), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dp := newDecoders(t, tc.coding)
+			d, err := dp.Get(bytes.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A goroutine that moves to another P between Put and Get
+			// misses what it put, so a pooled decoder needs only come
+			// back once in a few tries; a dropped one never does.
+			pooled := false
+			var window int64
+			for range 5 {
+				if got, err := io.ReadAll(d); err != nil || !bytes.Equal(got, plain) {
+					t.Fatalf("decoded %d bytes, %v", len(got), err)
+				}
+				window = d.Window()
+				dp.Put(d)
+				d2, err := dp.Get(bytes.NewReader(tc.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				pooled = pooled || d2 == d
+				d = d2
+			}
+			dp.Put(d)
+			if pooled != tc.pooled {
+				t.Errorf("window %d: pooled %v, want %v (MaxPooledWindow %d)", window, pooled, tc.pooled, pool.MaxPooledWindow)
+			}
+		})
+	}
+}
+
+// encodeDefault compresses plain with a fresh encoder at the default level.
+func encodeDefault(tb testing.TB, coding string, plain []byte) []byte {
+	tb.Helper()
+	e, err := writers.NewEncoder(coding, defaultLevel(tb, coding))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var buf bytes.Buffer
+	e.Reset(&buf)
+	if _, err := e.Write(plain); err != nil {
+		tb.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
 }

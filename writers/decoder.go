@@ -2,6 +2,7 @@ package writers
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,13 +21,27 @@ import (
 // can fail on a corrupt or truncated stream; zstd and br report such a stream
 // from Read. A stream that ends before its header or first frame, an empty
 // body included, is an error wrapping io.ErrUnexpectedEOF, never a bare
-// io.EOF. Reset(nil) detaches the decoder from its source, so a pooled
+// io.EOF. Bytes after the end of a complete stream (after the last gzip
+// member, zstd frame, deflate or br stream) are an error too, never ignored.
+// Reset(nil) detaches the decoder from its source, so a pooled
 // decoder keeps no request body alive. A Decoder is not safe for concurrent
 // use.
 type Decoder interface {
 	io.Reader
 	Reset(r io.Reader) error
+	// Window returns the largest window, in bytes, that any stream this
+	// decoder has read since it was built declared: what it may keep
+	// allocated for reuse, since codecs keep their history buffers across
+	// Reset. It is [FlateWindow] for gzip and deflate; for zstd, the largest
+	// Window_Size of any frame (the content size of a single-segment
+	// frame); for br, (1<<WBITS)-16 from the stream header (RFC 7932
+	// §9.1). A window is counted as soon as its header has passed through
+	// the decoder, before the first byte it decodes.
+	Window() int64
 }
+
+// FlateWindow is the window of every gzip and deflate stream: 32 KiB.
+const FlateWindow = 32 << 10
 
 // ErrDetached is returned by Read on a [Decoder] that was Reset(nil), or that
 // no Reset has given a source yet.
@@ -90,6 +105,8 @@ func (d *gzipDecoder) Reset(r io.Reader) error {
 	return nil
 }
 
+func (d *gzipDecoder) Window() int64 { return FlateWindow }
+
 func (d *gzipDecoder) Read(p []byte) (int, error) {
 	if !d.ready {
 		return 0, ErrDetached
@@ -110,18 +127,19 @@ func headerError(coding string, err error) error {
 	return err
 }
 
-// zstdDecoder counts the bytes its source yields: the zstd decoder reports
-// io.EOF for an input with no frame at all, which is a truncated body, not an
-// empty one (an empty body compresses to a frame).
+// zstdDecoder watches the bytes its source yields: whether there were any
+// (the zstd decoder reports io.EOF for an input with no frame at all, which
+// is a truncated body, not an empty one: an empty body compresses to a
+// frame), and the frame headers, for Window.
 type zstdDecoder struct {
 	d     *zstd.Decoder
-	src   countingReader
+	src   zstdSource
 	ready bool
 }
 
 func (d *zstdDecoder) Reset(r io.Reader) error {
 	d.ready = false
-	d.src = countingReader{r: r}
+	d.src.reset(r)
 	if r == nil {
 		return d.d.Reset(nil)
 	}
@@ -131,6 +149,8 @@ func (d *zstdDecoder) Reset(r io.Reader) error {
 	d.ready = true
 	return nil
 }
+
+func (d *zstdDecoder) Window() int64 { return d.src.frames.window }
 
 func (d *zstdDecoder) Read(p []byte) (int, error) {
 	if !d.ready {
@@ -143,32 +163,201 @@ func (d *zstdDecoder) Read(p []byte) (int, error) {
 	return n, err
 }
 
-type countingReader struct {
-	r io.Reader
-	n int64
+// zstdSource passes a zstd stream on, counting its bytes and following its
+// frames.
+type zstdSource struct {
+	r      io.Reader
+	n      int64
+	frames zstdFrames
 }
 
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
+func (s *zstdSource) reset(r io.Reader) {
+	s.r, s.n = r, 0
+	s.frames.reset()
+}
+
+func (s *zstdSource) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.n += int64(n)
+	s.frames.observe(p[:n])
 	return n, err
 }
 
+// zstdFrames follows the structure of a zstd stream (RFC 8878 §3.1) from
+// its bytes, without decoding: frame headers, block headers whose contents
+// it skips, checksums and skippable frames. It records the largest window
+// any frame declares. On anything it cannot follow it stops: the decoder
+// refuses such a stream itself.
+type zstdFrames struct {
+	window   int64 // the largest Window_Size seen, kept across reset
+	state    uint8
+	hdr      [18]byte // the longest frame header
+	hn, need int
+	skip     int64
+	checksum bool
+}
+
+const (
+	zstdMagic      uint8 = iota // need 4 bytes
+	zstdDescriptor              // need 5: the magic and Frame_Header_Descriptor
+	zstdHeader                  // need the whole frame header
+	zstdBlock                   // need 3: a block header
+	zstdSkippable               // need 8: a skippable frame's magic and size
+	zstdLost                    // not a stream it can follow
+)
+
+func (z *zstdFrames) reset() {
+	z.state, z.hn, z.need, z.skip = zstdMagic, 0, 4, 0
+}
+
+func (z *zstdFrames) observe(p []byte) {
+	for len(p) > 0 && z.state != zstdLost {
+		if z.skip > 0 {
+			k := min(int64(len(p)), z.skip)
+			z.skip -= k
+			p = p[k:]
+			continue
+		}
+		c := copy(z.hdr[z.hn:z.need], p)
+		z.hn += c
+		p = p[c:]
+		if z.hn == z.need {
+			z.step()
+		}
+	}
+}
+
+// step acts on a complete piece of header in hdr[:need].
+func (z *zstdFrames) step() {
+	h := z.hdr[:z.need]
+	switch z.state {
+	case zstdMagic:
+		switch m := binary.LittleEndian.Uint32(h); {
+		case m == 0xfd2fb528:
+			z.state, z.need = zstdDescriptor, 5
+		case m&^0xf == 0x184d2a50:
+			z.state, z.need = zstdSkippable, 8
+		default:
+			z.state = zstdLost
+		}
+	case zstdDescriptor:
+		fhd := h[4]
+		single := fhd&0x20 != 0
+		n := 5 + [4]int{0, 1, 2, 4}[fhd&3] + [4]int{0, 2, 4, 8}[fhd>>6]
+		if !single {
+			n++ // Window_Descriptor
+		} else if fhd>>6 == 0 {
+			n++ // a one-byte Frame_Content_Size
+		}
+		z.state, z.need = zstdHeader, n
+	case zstdHeader:
+		fhd := h[4]
+		z.checksum = fhd&4 != 0
+		var window int64
+		if fhd&0x20 == 0 {
+			wd := h[5]
+			base := int64(1) << (10 + wd>>3)
+			window = base + base/8*int64(wd&7)
+		} else {
+			fcs := h[5+[4]int{0, 1, 2, 4}[fhd&3]:]
+			switch len(fcs) {
+			case 1:
+				window = int64(fcs[0])
+			case 2:
+				window = int64(binary.LittleEndian.Uint16(fcs)) + 256
+			case 4:
+				window = int64(binary.LittleEndian.Uint32(fcs))
+			default:
+				window = int64(min(binary.LittleEndian.Uint64(fcs), 1<<62))
+			}
+			window = max(window, 1<<10) // the decoder's minimum
+		}
+		z.window = max(z.window, window)
+		z.state, z.hn, z.need = zstdBlock, 0, 3
+	case zstdBlock:
+		v := uint32(h[0]) | uint32(h[1])<<8 | uint32(h[2])<<16
+		switch v >> 1 & 3 {
+		case 0, 2: // raw, compressed
+			z.skip = int64(v >> 3)
+		case 1: // RLE: one byte
+			z.skip = 1
+		default:
+			z.state = zstdLost
+			return
+		}
+		z.hn = 0
+		if v&1 != 0 { // the last block
+			if z.checksum {
+				z.skip += 4
+			}
+			z.state, z.need = zstdMagic, 4
+		}
+	case zstdSkippable:
+		z.skip = int64(binary.LittleEndian.Uint32(h[4:]))
+		z.state, z.hn, z.need = zstdMagic, 0, 4
+	}
+}
+
+// brotliDecoder reads the window from the first byte of each stream as it
+// passes by.
 type brotliDecoder struct {
-	r     *brotli.Reader
-	ready bool
+	r      *brotli.Reader
+	src    brotliSource
+	window int64
+	ready  bool
 }
 
 func (d *brotliDecoder) Reset(r io.Reader) error {
 	d.ready = r != nil
-	return d.r.Reset(r)
+	if r == nil {
+		d.src = brotliSource{}
+		return d.r.Reset(nil)
+	}
+	d.src = brotliSource{r: r, d: d}
+	return d.r.Reset(&d.src)
 }
+
+func (d *brotliDecoder) Window() int64 { return d.window }
 
 func (d *brotliDecoder) Read(p []byte) (int, error) {
 	if !d.ready {
 		return 0, ErrDetached
 	}
 	return d.r.Read(p)
+}
+
+type brotliSource struct {
+	r    io.Reader
+	d    *brotliDecoder
+	seen bool // the first byte has gone by
+}
+
+func (s *brotliSource) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if n > 0 && !s.seen {
+		s.seen = true
+		s.d.window = max(s.d.window, BrotliWindow(p[0]))
+	}
+	return n, err
+}
+
+// BrotliWindow returns the window, in bytes, that a brotli stream whose
+// first byte is first declares: (1<<WBITS)-16, WBITS from 10 to 24 coded in
+// its first bits (RFC 7932 §9.1). A reserved code, which the decoder
+// refuses, counts as the largest window, 16 MiB.
+func BrotliWindow(first byte) int64 {
+	bits := 24
+	switch {
+	case first&1 == 0:
+		bits = 16
+	case first>>1&7 != 0:
+		bits = 17 + int(first>>1&7)
+	case first>>4&7 == 0:
+		bits = 17
+	case first>>4&7 != 1:
+		bits = 8 + int(first>>4&7)
+	}
+	return 1<<bits - 16
 }
 
 // attach points a decoder's buffered source at r, creating it on first use,
@@ -192,16 +381,24 @@ func attach(src **bufio.Reader, r io.Reader) bool {
 
 // deflateDecoder looks at the first two bytes to tell a zlib stream from a
 // raw deflate one. Its bufio.Reader doubles as the flate.Reader both
-// decompressors want, so neither adds a buffer of its own.
+// decompressors want, so neither adds a buffer of its own. Neither
+// decompressor looks past the end of its stream, so the decoder does: bytes
+// after it are an error, as they are for gzip, zstd and br, where they would
+// have to be another member or frame.
 type deflateDecoder struct {
 	src    *bufio.Reader
 	zlib   io.ReadCloser
 	flate  io.ReadCloser
 	active io.Reader
+	err    error // sticky: trailing data after the stream
 }
+
+// errTrailingData reports bytes after the end of a deflate stream.
+var errTrailingData = errors.New("writers: deflate: data after the end of the stream")
 
 func (d *deflateDecoder) Reset(r io.Reader) error {
 	d.active = nil
+	d.err = nil
 	if !attach(&d.src, r) {
 		return nil
 	}
@@ -230,11 +427,29 @@ func (d *deflateDecoder) Reset(r io.Reader) error {
 	return nil
 }
 
+func (d *deflateDecoder) Window() int64 { return FlateWindow }
+
 func (d *deflateDecoder) Read(p []byte) (int, error) {
 	if d.active == nil {
 		return 0, ErrDetached
 	}
-	return d.active.Read(p)
+	if d.err != nil {
+		return 0, d.err
+	}
+	n, err := d.active.Read(p)
+	if err == io.EOF {
+		// The stream is complete; so must the input be.
+		switch _, perr := d.src.Peek(1); perr {
+		case nil:
+			d.err = errTrailingData
+		case io.EOF:
+			d.err = io.EOF
+		default:
+			d.err = perr
+		}
+		err = d.err
+	}
+	return n, err
 }
 
 // isZlibHeader reports whether cmf and flg open a zlib stream (RFC 1950 §2.2):

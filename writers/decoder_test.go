@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/andybalholm/brotli"
 	kflate "github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/zstd"
 
@@ -431,6 +433,161 @@ func TestTruncatedHeaderIsUnexpectedEOF(t *testing.T) {
 			if !errors.Is(err, io.ErrUnexpectedEOF) {
 				t.Errorf("%s: Reset on %d header bytes = %v; want io.ErrUnexpectedEOF", coding, n, err)
 			}
+		}
+	}
+}
+
+// TestTrailingDataIsAnError appends bytes after a complete stream: every
+// coding must refuse them rather than end cleanly with part of the body
+// unread. deflate covers both the zlib-wrapped and the raw form.
+func TestTrailingDataIsAnError(t *testing.T) {
+	plain, streams := validStreams(t)
+	var raw bytes.Buffer
+	w, err := flate.NewWriter(&raw, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWriteClose(t, w, plain)
+	cases := []struct {
+		name   string
+		coding string
+		stream []byte
+	}{
+		{"gzip", writers.Gzip, streams[writers.Gzip]},
+		{"deflate zlib", writers.Deflate, streams[writers.Deflate]},
+		{"deflate raw", writers.Deflate, raw.Bytes()},
+		{"zstd", writers.Zstd, streams[writers.Zstd]},
+		{"br", writers.Brotli, streams[writers.Brotli]},
+	}
+	for _, tc := range cases {
+		for _, trailer := range []string{"x", "garbage after the end", "\x00\x00\x00\x00"} {
+			t.Run(tc.name+"/"+fmt.Sprintf("%q", trailer), func(t *testing.T) {
+				d := newDecoder(t, tc.coding)
+				out, err := decodeWith(d, append(bytes.Clone(tc.stream), trailer...))
+				if err == nil {
+					t.Fatalf("decoded %d bytes and ended cleanly; want an error for the trailing bytes", len(out))
+				}
+				// The same decoder still decodes a clean stream.
+				if out, err := decodeWith(d, tc.stream); err != nil || !bytes.Equal(out, plain) {
+					t.Fatalf("after the refusal, a clean stream: %d bytes, %v", len(out), err)
+				}
+			})
+		}
+	}
+}
+
+// TestDecoderWindowReportsTheLargestDeclared checks Window against streams
+// whose windows are known: every brotli lgwin, zstd frames of several
+// windows one after another (the largest may come last, after a skippable
+// frame), single-segment frames sized by their content. Window keeps the
+// largest across Reset, since the codecs keep their buffers.
+func TestDecoderWindowReportsTheLargestDeclared(t *testing.T) {
+	plain := corpus.Prefix(t, corpus.HTML(t), 4<<10)
+	brotliAt := func(lgwin int) []byte {
+		var buf bytes.Buffer
+		mustWriteClose(t, brotli.NewWriterOptions(&buf, brotli.WriterOptions{Quality: 5, LGWin: lgwin}), plain)
+		return buf.Bytes()
+	}
+	zstdAt := func(window int, single bool) []byte {
+		var buf bytes.Buffer
+		w, err := zstd.NewWriter(&buf, zstd.WithWindowSize(window), zstd.WithEncoderConcurrency(1), zstd.WithSingleSegment(single))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWriteClose(t, w, plain)
+		return buf.Bytes()
+	}
+	skippable := []byte{0x5e, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 'a', 'b', 'c'}
+	type stream struct {
+		data   []byte
+		copies int   // of plain in the output; 0 means 1
+		window int64 // the largest so far
+	}
+	// declared reads a frame's Window_Size with the codec's own parser.
+	declared := func(frame []byte) int64 {
+		var h zstd.Header
+		if err := h.Decode(frame); err != nil {
+			t.Fatal(err)
+		}
+		if h.WindowSize == 0 {
+			return max(int64(h.FrameContentSize), 1<<10)
+		}
+		return int64(h.WindowSize)
+	}
+	// rawFrame is a frame with the given Window_Descriptor holding plain in
+	// one last raw block: encoders shrink the window to small inputs.
+	rawFrame := func(wd byte) []byte {
+		frame := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, wd}
+		v := 1 | uint32(len(plain))<<3
+		frame = append(frame, byte(v), byte(v>>8), byte(v>>16))
+		return append(frame, plain...)
+	}
+	small, mid, large := zstdAt(1<<10, false), rawFrame(0x48), rawFrame(0x68) // 1 KiB, 512 KiB, 8 MiB
+	large = append(large, zstdAt(1<<23, false)...)
+	single := zstdAt(1<<20, true)
+	t.Logf("zstd windows: %d, %d, %d; single segment %d", declared(small), declared(mid), declared(large), declared(single))
+	if declared(small) >= declared(large) {
+		t.Fatal("the encoder declared no larger window for the larger setting")
+	}
+	cases := []struct {
+		name    string
+		coding  string
+		streams []stream
+	}{
+		{"gzip", writers.Gzip, []stream{{encode(t, writers.Gzip, 9, plain), 0, 32 << 10}}},
+		{"deflate", writers.Deflate, []stream{{encode(t, writers.Deflate, 9, plain), 0, 32 << 10}}},
+		{"zstd single segment", writers.Zstd, []stream{{single, 0, declared(single)}}},
+		{"zstd frames, the largest last", writers.Zstd, []stream{
+			{slices.Concat(small, skippable, mid, skippable, large), 4, declared(large)},
+			{small, 0, declared(large)}, // kept across Reset
+		}},
+		{"zstd windows, growing", writers.Zstd, []stream{
+			{small, 0, declared(small)},
+			{mid, 0, max(declared(small), declared(mid))},
+			{slices.Concat(skippable, large), 2, declared(large)},
+		}},
+	}
+	var grow []stream
+	for lgwin := 10; lgwin <= 24; lgwin++ {
+		grow = append(grow, stream{brotliAt(lgwin), 0, 1<<lgwin - 16})
+	}
+	cases = append(cases, struct {
+		name    string
+		coding  string
+		streams []stream
+	}{"br, every lgwin", writers.Brotli, grow})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDecoder(t, tc.coding)
+			for i, s := range tc.streams {
+				out, err := decodeWith(d, s.data)
+				if err != nil || !bytes.Equal(out, bytes.Repeat(plain, max(s.copies, 1))) {
+					t.Fatalf("stream %d: %d bytes, %v", i, len(out), err)
+				}
+				if got := d.Window(); got != s.window {
+					t.Errorf("stream %d: Window() = %d, want %d", i, got, s.window)
+				}
+			}
+		})
+	}
+}
+
+func TestBrotliWindow(t *testing.T) {
+	cases := []struct {
+		first byte
+		want  int64
+	}{
+		{0x00, 1<<16 - 16},
+		{0x01, 1<<17 - 16}, // 1, then 000, then 000
+		{0x0b, 1<<22 - 16}, // 1, then 101
+		{0xcf, 1<<24 - 16}, // 1, then 111
+		{0x21, 1<<10 - 16}, // 1, 000, then 010
+		{0x71, 1<<15 - 16}, // 1, 000, then 111
+		{0x11, 1<<24 - 16}, // 1, 000, then 001: reserved
+	}
+	for _, tc := range cases {
+		if got := writers.BrotliWindow(tc.first); got != tc.want {
+			t.Errorf("BrotliWindow(%#02x) = %d, want %d", tc.first, got, tc.want)
 		}
 	}
 }

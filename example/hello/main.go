@@ -48,6 +48,10 @@ func upload(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, squeeze.ErrInvalidBody):
 		http.Error(w, "body is not valid for its Content-Encoding", http.StatusBadRequest)
 		return
+	case errors.Is(err, squeeze.ErrDecoderBusy):
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
 	case err != nil:
 		http.Error(w, "reading the body failed", http.StatusBadRequest)
 		return
