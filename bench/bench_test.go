@@ -121,13 +121,14 @@ func reportCPU(b *testing.B) func() {
 	}
 }
 
-// BenchmarkVersusFloor serves each body alternately through the floor and
-// through squeeze, timing each response, so that both meet the machine in
-// the same state: on a shared or virtual machine the speed of separate
-// benchmarks drifts by more than the 3% the target allows, while a paired
-// measurement cancels the drift. It reports x-floor, the floor's time over
-// squeeze's (squeeze's throughput relative to the floor: 1 is parity, the
-// target is at least 0.97), and each side's time per response.
+// BenchmarkVersusFloor serves each body in rotation through the floor,
+// squeeze and, where it has the coding, gzhttp, timing each response, so
+// that all meet the machine in the same state: on a shared or virtual
+// machine the speed of separate benchmarks drifts by more than the 3% the
+// target allows, while a paired measurement cancels the drift. It reports
+// x-floor, the floor's time over squeeze's (squeeze's throughput relative to
+// the floor: 1 is parity, the target is at least 0.97), gzhttp-x-floor, the
+// same for gzhttp, and each side's time per response.
 func BenchmarkVersusFloor(b *testing.B) {
 	c := loadCorpus(b)
 	for _, coding := range Codings() {
@@ -135,7 +136,12 @@ func BenchmarkVersusFloor(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		floor, sq := list[0], list[1]
+		impls := list[:2]
+		for _, i := range list {
+			if i.Name == "gzhttp" {
+				impls = append(impls, i)
+			}
+		}
 		b.Run("coding="+coding, func(b *testing.B) {
 			for _, body := range c.All() {
 				b.Run("body="+body.Name, func(b *testing.B) {
@@ -144,7 +150,7 @@ func BenchmarkVersusFloor(b *testing.B) {
 							continue
 						}
 						b.Run("mode="+mode, func(b *testing.B) {
-							benchVersusFloor(b, floor, sq, body, mode == "parallel")
+							benchVersusFloor(b, impls, body, mode == "parallel")
 						})
 					}
 				})
@@ -153,54 +159,69 @@ func BenchmarkVersusFloor(b *testing.B) {
 	}
 }
 
-func benchVersusFloor(b *testing.B, floor, sq *Impl, body Body, parallel bool) {
-	hs := [2]http.Handler{floor.Serve(body), sq.Serve(body)}
-	for i, h := range hs {
-		if _, err := CheckResponse(h, sq.Coding, body.Data); err != nil {
-			b.Fatalf("%s does not round-trip: %v", []string{"floor", "squeeze"}[i], err)
+// benchVersusFloor times impls (the floor first) in rotation on body.
+func benchVersusFloor(b *testing.B, impls []*Impl, body Body, parallel bool) {
+	n := len(impls)
+	coding := impls[0].Coding
+	hs := make([]http.Handler, n)
+	for i, impl := range impls {
+		hs[i] = impl.Serve(body)
+		if _, err := CheckResponse(hs[i], coding, body.Data); err != nil {
+			b.Fatalf("%s does not round-trip: %v", impl.Name, err)
 		}
 	}
-	// pair serves one response through each, the order alternating so
-	// that neither always finds the caches as the other left them.
-	pair := func(w *ResponseWriter, r *http.Request, i int, spent *[2]time.Duration) {
-		first := i & 1
+	// round serves one response through each, starting with a different
+	// one each time, so that none always finds the caches as another left
+	// them.
+	round := func(w *ResponseWriter, r *http.Request, i int, spent []time.Duration) {
 		t0 := time.Now()
-		w.Reset()
-		hs[first].ServeHTTP(w, r)
-		t1 := time.Now()
-		w.Reset()
-		hs[1-first].ServeHTTP(w, r)
-		t2 := time.Now()
-		spent[first] += t1.Sub(t0)
-		spent[1-first] += t2.Sub(t1)
+		for k := range n {
+			j := (i + k) % n
+			w.Reset()
+			hs[j].ServeHTTP(w, r)
+			t1 := time.Now()
+			spent[j] += t1.Sub(t0)
+			t0 = t1
+		}
 	}
-	w, r := NewResponseWriter(false), NewRequest(sq.Coding)
-	var warmed [2]time.Duration
-	warm(func() { pair(w, r, 0, &warmed) })
-	var floorNs, sqNs atomic.Int64
+	w, r := NewResponseWriter(false), NewRequest(coding)
+	warm(func() { round(w, r, 0, make([]time.Duration, n)) })
+	total := make([]atomic.Int64, n)
 	if parallel {
 		b.RunParallel(func(pb *testing.PB) {
-			w, r := NewResponseWriter(false), NewRequest(sq.Coding)
-			var spent [2]time.Duration
+			w, r := NewResponseWriter(false), NewRequest(coding)
+			spent := make([]time.Duration, n)
 			for i := 0; pb.Next(); i++ {
-				pair(w, r, i, &spent)
+				round(w, r, i, spent)
 			}
-			floorNs.Add(int64(spent[0]))
-			sqNs.Add(int64(spent[1]))
+			for j := range spent {
+				total[j].Add(int64(spent[j]))
+			}
 		})
 	} else {
-		var spent [2]time.Duration
+		spent := make([]time.Duration, n)
 		for i := 0; b.Loop(); i++ {
-			pair(w, r, i, &spent)
+			round(w, r, i, spent)
 		}
-		floorNs.Store(int64(spent[0]))
-		sqNs.Store(int64(spent[1]))
+		for j := range spent {
+			total[j].Store(int64(spent[j]))
+		}
 	}
-	if sqNs.Load() > 0 {
-		b.ReportMetric(float64(floorNs.Load())/float64(sqNs.Load()), "x-floor")
-		b.ReportMetric(float64(floorNs.Load())/1e9/float64(b.N), "floor-sec/op")
-		b.ReportMetric(float64(sqNs.Load())/1e9/float64(b.N), "squeeze-sec/op")
+	floorNs := float64(total[0].Load())
+	for j := 1; j < n; j++ {
+		ns := float64(total[j].Load())
+		if ns == 0 {
+			continue
+		}
+		name := impls[j].Name
+		if name == "squeeze" {
+			b.ReportMetric(floorNs/ns, "x-floor")
+		} else {
+			b.ReportMetric(floorNs/ns, name+"-x-floor")
+		}
+		b.ReportMetric(ns/1e9/float64(b.N), name+"-sec/op")
 	}
+	b.ReportMetric(floorNs/1e9/float64(b.N), "floor-sec/op")
 }
 
 // BenchmarkRequest decodes compressed request bodies (the HTML sizes)

@@ -275,8 +275,8 @@ func duration(sec float64) string {
 }
 
 // pairedRatios prints BenchmarkVersusFloor's x-floor, the floor's time
-// over squeeze's measured in alternation, which is what the throughput
-// target is judged on.
+// over squeeze's measured in rotation, which is what the throughput target
+// is judged on, and gzhttp's, measured in the same rotation, beside it.
 func (d data) pairedRatios(w *strings.Builder) int {
 	const b = "VersusFloor"
 	codings := d.values(b, func(k key) string { return k.coding })
@@ -309,7 +309,12 @@ func (d data) pairedRatios(w *strings.Builder) int {
 						mark = " **MISSED**"
 						misses++
 					}
-					fmt.Fprintf(w, " %.3f%s (%.2f–%.2f) |", v, mark, slices.Min(d[k]), slices.Max(d[k]))
+					fmt.Fprintf(w, " %.3f%s (%.2f–%.2f)", v, mark, slices.Min(d[k]), slices.Max(d[k]))
+					k.unit = "gzhttp-x-floor"
+					if g, ok := d.median(k); ok {
+						fmt.Fprintf(w, "; gzhttp %.3f", g)
+					}
+					fmt.Fprint(w, " |")
 				}
 			}
 			fmt.Fprintln(w)
