@@ -50,31 +50,50 @@ func isTypePatternText(s string) bool {
 	return true
 }
 
-// matchType reports whether the Content-Type value ct (parameters allowed)
-// matches one of the lower-case patterns. It does not allocate.
-func matchType(patterns []string, ct string) bool {
+// typePattern is a WithContentTypes pattern taken apart once, so that
+// matching a response's type costs no parsing of the patterns.
+type typePattern struct {
+	typ string // "*" for any
+	sub string // "*" for any; "+json" for a structured suffix
+}
+
+// compileTypes takes the lower-case patterns apart.
+func compileTypes(patterns []string) []typePattern {
+	out := make([]typePattern, 0, len(patterns))
+	for _, p := range patterns {
+		typ, sub, _ := strings.Cut(p, "/")
+		sub = strings.TrimPrefix(sub, "*") // "*+json" → "+json"; "*" → ""
+		if sub == "" {
+			sub = "*"
+		}
+		out = append(out, typePattern{typ: typ, sub: sub})
+	}
+	return out
+}
+
+// matchTypes reports whether the Content-Type value ct (parameters allowed)
+// matches one of the compiled patterns. It does not allocate.
+func matchTypes(patterns []typePattern, ct string) bool {
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}
-	ct = strings.TrimSpace(ct)
+	ct = trimOWS(ct)
 	typ, sub, ok := strings.Cut(ct, "/")
 	if !ok || typ == "" || sub == "" || strings.IndexByte(sub, '/') >= 0 {
 		return false // not a media type
 	}
 	for _, p := range patterns {
-		ptyp, psub, _ := strings.Cut(p, "/")
-		if ptyp != "*" && !strings.EqualFold(ptyp, typ) {
+		if p.typ != "*" && !equalFold(p.typ, typ) {
 			continue
 		}
 		switch {
-		case psub == "*":
+		case p.sub == "*":
 			return true
-		case strings.HasPrefix(psub, "*+"):
-			suffix := psub[1:] // "+json"
-			if len(sub) > len(suffix) && strings.EqualFold(sub[len(sub)-len(suffix):], suffix) {
+		case p.sub[0] == '+':
+			if len(sub) > len(p.sub) && equalFold(sub[len(sub)-len(p.sub):], p.sub) {
 				return true
 			}
-		case strings.EqualFold(psub, sub):
+		case equalFold(p.sub, sub):
 			return true
 		}
 	}

@@ -150,7 +150,7 @@ func (m *Middleware) readFields(h http.Header) fields {
 			f.trailers = f.trailers || strings.HasPrefix(k, http.TrailerPrefix)
 		}
 	}
-	f.eligible = f.typed && matchType(m.types, f.contentType)
+	f.eligible = f.typed && matchTypes(m.types, f.contentType)
 	return f
 }
 

@@ -186,7 +186,7 @@ func (cw *responseWriter) notModifiedETag(h http.Header) {
 // before a 304, so a missing type counts as one that could be compressed.
 func (cw *responseWriter) notModifiedVaries(h http.Header) bool {
 	ct, ok := h["Content-Type"]
-	return !ok || len(ct) > 0 && matchType(cw.m.types, ct[0])
+	return !ok || len(ct) > 0 && matchTypes(cw.m.types, ct[0])
 }
 
 // listHasTag reports whether the entity-tag list names tag, compared

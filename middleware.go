@@ -37,7 +37,7 @@ type Middleware struct {
 	offers   []offer
 	minSize  int
 	buffers  *pool.Buffers
-	types    []string
+	types    []typePattern
 	decoding decoding
 }
 
@@ -62,7 +62,7 @@ func New(opts ...Option) (*Middleware, error) {
 	}
 	m := &Middleware{
 		minSize: c.minSize,
-		types:   c.contentTypes,
+		types:   compileTypes(c.contentTypes),
 	}
 	for _, coding := range writers.Codings() { // a fixed order: the same error every time
 		if level, ok := c.levels[coding]; ok && !slices.Contains(c.encodings, coding) {
@@ -363,7 +363,7 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 			// net/http does not sniff once Content-Encoding is set, so
 			// the plain bytes are sniffed here, before any encoded byte.
 			f.contentType, f.typed, f.sniffed = http.DetectContentType(sniff), true, true
-			f.eligible = matchType(cw.m.types, f.contentType)
+			f.eligible = matchTypes(cw.m.types, f.contentType)
 		}
 	}
 	v, why, need := cw.decide(&f)

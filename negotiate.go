@@ -1,8 +1,6 @@
 package squeeze
 
 import (
-	"strings"
-
 	"github.com/squeezehttp/squeeze/pool"
 )
 
@@ -90,10 +88,31 @@ func codingIs(token, coding string) bool {
 	return equalFold(token, coding) || coding == Gzip && equalFold(token, "x-gzip")
 }
 
-// equalFold is strings.EqualFold with the length check first, which rejects
-// most of the comparisons negotiate makes without looking at a byte.
+// equalFold reports whether the ASCII strings s and t are equal ignoring
+// case. Tokens, codings and media types are ASCII by their grammar (RFC 9110
+// §5.6.2), so the Unicode folding of strings.EqualFold, which would take the
+// Kelvin sign for a "k", is both slower and wrong here. It rejects most
+// comparisons on length without looking at a byte.
 func equalFold(s, t string) bool {
-	return len(s) == len(t) && strings.EqualFold(s, t)
+	if len(s) != len(t) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		a, b := s[i], t[i]
+		if a == b {
+			continue
+		}
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeWeight combines the weights of two mentions of one coding. A refusal is
