@@ -7,3 +7,5 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/klauspost/compress v1.20.4
 )
+
+require github.com/molecule-man/go-brrr v1.3.1
