@@ -234,6 +234,9 @@ type dictStore struct {
 
 	standalone map[string]*standaloneDictionary // by path
 	links      []string                         // Link values for text/html
+	// standaloneMatch holds the match patterns of the standalone
+	// dictionaries: their responses vary on Available-Dictionary too.
+	standaloneMatch []string
 
 	mu     sync.Mutex
 	byHash map[[32]byte]*dictionary
@@ -280,6 +283,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 			contentType: http.DetectContentType(sd.data),
 		}
 		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
+		s.standaloneMatch = append(s.standaloneMatch, sd.match)
 	}
 	return s, nil
 }
@@ -459,8 +463,13 @@ func (e *framedEncoder) Reset(w io.Writer) {
 // dictResponse is the dictionary state of one response. The zero value
 // means none: no pattern matched, nothing to remember.
 type dictResponse struct {
-	// pattern is the index of the pattern the path matched, plus one.
+	// pattern is the index of the WithDictionaryMatch pattern the path
+	// matched, plus one.
 	pattern int
+	// varies is set when the path matches any pattern, that of a
+	// standalone dictionary included: the response varies on
+	// Available-Dictionary.
+	varies bool
 	// remember is set when the response carries Use-As-Dictionary from
 	// squeeze and is a GET: its plain body is collected in body.
 	remember bool
@@ -477,6 +486,10 @@ func (cw *responseWriter) beginDictionary(r *http.Request) {
 	s := cw.m.dicts
 	path := r.URL.EscapedPath()
 	cw.dict.pattern = s.matchIndex(path) + 1
+	cw.dict.varies = cw.dict.pattern > 0
+	for _, p := range s.standaloneMatch {
+		cw.dict.varies = cw.dict.varies || matchPath(p, path)
+	}
 	avail := r.Header["Available-Dictionary"]
 	if cw.ranged || len(avail) == 0 || len(s.codings) == 0 || !sameSite(r.Header["Sec-Fetch-Site"]) {
 		return
@@ -554,8 +567,10 @@ var htmlTypes = []string{"text/html"}
 // and the Link to standalone dictionaries on text/html.
 func (cw *responseWriter) dictionaryHeaders(h http.Header, f *facts) {
 	s := cw.m.dicts
-	if p := cw.dict.pattern; p > 0 {
+	if cw.dict.varies {
 		addVaryTokens(h, "Accept-Encoding", "Available-Dictionary")
+	}
+	if p := cw.dict.pattern; p > 0 {
 		method := cw.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
 			f.eligible && !f.encoded && !cw.ranged && len(h["Use-As-Dictionary"]) == 0 {

@@ -436,6 +436,7 @@ func TestStandaloneDictionary(t *testing.T) {
 			t.Fatalf("API Content-Encoding = %q, want dcz", ce)
 		}
 		decodeDelta(t, res.Header, raw, dict, api)
+		wantDictVary(t, res.Header)
 		res, _ = fetch(t, c, srv.URL+"/other", chromeAE, "Available-Dictionary", availableFor(dict))
 		if ce := res.Header.Get("Content-Encoding"); ce != squeeze.Zstd {
 			t.Errorf("outside the match: Content-Encoding = %q, want zstd", ce)
