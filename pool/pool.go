@@ -86,11 +86,10 @@ func (p *Encoders) Get(w io.Writer) (*Encoder, error) {
 		var enc writers.Encoder
 		var err error
 		if p.build != nil {
-			enc, err = p.build()
-		} else {
-			enc, err = writers.NewEncoder(p.coding, p.level)
-		}
-		if err != nil {
+			if enc, err = p.build(); err != nil {
+				return nil, fmt.Errorf("pool: %s: %w", p.coding, err)
+			}
+		} else if enc, err = writers.NewEncoder(p.coding, p.level); err != nil {
 			return nil, fmt.Errorf("pool: %s level %d: %w", p.coding, p.level, err)
 		}
 		e = &Encoder{Encoder: enc}
