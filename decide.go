@@ -206,7 +206,7 @@ func (cw *responseWriter) decide(f *facts) (verdict, reason, need) {
 		return sendPlain, reasonContentType, 0
 	case cw.ranged:
 		return sendPlain, reasonRange, 0
-	case cw.offer < 0:
+	case cw.offer == nil:
 		return sendPlain, reasonNotAccepted, 0
 	}
 	n := f.declared

@@ -50,7 +50,10 @@ func TestDecideNamesEveryReason(t *testing.T) {
 	reached := map[reason]bool{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cw := &responseWriter{m: m, offer: tt.offer, ranged: tt.ranged, head: tt.head}
+			cw := &responseWriter{m: m, ranged: tt.ranged, head: tt.head}
+			if tt.offer >= 0 {
+				cw.offer = &m.offers[tt.offer]
+			}
 			v, why, need := cw.decide(&tt.f)
 			if v != tt.want || why != tt.why || (v == wait && need != tt.need) {
 				t.Errorf("decide = %d, %q, %d; want %d, %q, %d", v, why, need, tt.want, tt.why, tt.need)

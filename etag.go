@@ -108,6 +108,12 @@ func withPlainTags(r *http.Request, coding string, offers []offer) *http.Request
 					return o.coding
 				}
 			}
+			// The dictionary codings are never in offers.
+			for _, coding := range [...]string{DCZ, DCB} {
+				if strings.HasSuffix(opaque, "-"+coding) {
+					return coding
+				}
+			}
 			return ""
 		})
 	}
@@ -176,8 +182,8 @@ func (cw *responseWriter) notModifiedETag(h http.Header) {
 		return
 	}
 	tag := trimOWS(v[0])
-	if isStrongETag(tag) && listHasTag(cw.req.Header["If-None-Match"], codedTag(tag, cw.m.offers[cw.offer].coding)) {
-		suffixETag(h, cw.m.offers[cw.offer].coding)
+	if isStrongETag(tag) && listHasTag(cw.req.Header["If-None-Match"], codedTag(tag, cw.offer.coding)) {
+		suffixETag(h, cw.offer.coding)
 	}
 }
 

@@ -39,6 +39,8 @@ type Middleware struct {
 	buffers  *pool.Buffers
 	types    []typePattern
 	decoding decoding
+	// dicts is nil unless dictionaries are configured (dictionary.go).
+	dicts *dictStore
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -51,6 +53,8 @@ func New(opts ...Option) (*Middleware, error) {
 		bufferSize:          DefaultBufferSize,
 		contentTypes:        DefaultContentTypes(),
 		maxDecompressedSize: DefaultMaxDecompressedSize,
+		dictCodings:         []string{DCZ, DCB},
+		dictStoreSize:       DefaultDictionaryStoreSize,
 	}
 	for i, opt := range opts {
 		if opt == nil {
@@ -70,22 +74,17 @@ func New(opts ...Option) (*Middleware, error) {
 		}
 	}
 	for _, coding := range c.encodings {
-		level, ok := c.levels[coding]
-		if !ok {
-			r, err := writers.Levels(coding)
-			if err != nil {
-				return nil, err
-			}
-			level = r.Default
-		}
-		encoders, err := pool.NewEncoders(coding, level)
+		encoders, err := pool.NewEncoders(coding, levelOf(&c, coding))
 		if err != nil {
 			return nil, fmt.Errorf("squeeze: %w", err)
 		}
 		m.offers = append(m.offers, offer{coding: coding, encoders: encoders})
 	}
-	bufferSize := max(c.bufferSize, c.minSize)
 	var err error
+	if m.dicts, err = newDictStore(&c, levelOf(&c, Zstd), levelOf(&c, Brotli)); err != nil {
+		return nil, err
+	}
+	bufferSize := max(c.bufferSize, c.minSize)
 	if m.buffers, err = pool.NewBuffers(bufferSize); err != nil {
 		return nil, fmt.Errorf("squeeze: %w", err)
 	}
@@ -93,6 +92,15 @@ func New(opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// levelOf returns the level configured for coding, or its default.
+func levelOf(c *config, coding string) int {
+	if level, ok := c.levels[coding]; ok {
+		return level
+	}
+	r, _ := writers.Levels(coding)
+	return r.Default
 }
 
 // MustNew is like [New] but panics if an option is invalid. It suits
@@ -135,7 +143,11 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		r = withPlainTags(r, cw.coding(), m.offers)
 		completed := false
 		defer func() { cw.finish(completed) }()
-		next.ServeHTTP(cw, r)
+		if sd := m.dicts.standaloneFor(r); sd != nil {
+			sd.ServeHTTP(cw, r) // a WithDictionary path: squeeze serves it
+		} else {
+			next.ServeHTTP(cw, r)
+		}
 		completed = true
 	})
 }
@@ -193,8 +205,9 @@ type responseWriter struct {
 	// that falls short of or exceeds hdr.declared can be told apart.
 	written int64
 
-	// offer is the negotiated coding (an index into m.offers), or -1.
-	offer int16
+	// offer is the negotiated coding (one of m.offers, or a dictionary
+	// coding's offer), or nil for identity.
+	offer *offer
 	// ranged is set for requests with a Range header: the response stays
 	// identity, since byte ranges refer to the plain bytes.
 	ranged bool
@@ -212,6 +225,9 @@ type responseWriter struct {
 	enc *pool.Encoder
 	out cappedBuffer
 
+	// dict is the dictionary state of the response (dictionary.go).
+	dict dictResponse
+
 	// Backing arrays for the header values the middleware sets. They live
 	// as long as this per-response writer, so setting a header costs no
 	// allocation of its own.
@@ -227,23 +243,29 @@ type afterStatus struct {
 
 func (m *Middleware) newResponseWriter(w http.ResponseWriter, r *http.Request) *responseWriter {
 	cw := &responseWriter{
-		m: m, w: w, offer: -1, hdr: fields{declared: -1},
+		m: m, w: w, hdr: fields{declared: -1},
 		head:   r.Method == http.MethodHead,
 		ranged: len(r.Header["Range"]) > 0,
 		req:    r,
 	}
 	if !cw.ranged {
-		cw.offer = int16(negotiate(r.Header["Accept-Encoding"], m.offers))
+		if i := negotiate(r.Header["Accept-Encoding"], m.offers); i >= 0 {
+			cw.offer = &m.offers[i]
+		}
+	}
+	if m.dicts != nil {
+		// A dictionary the client holds may replace the offer.
+		cw.beginDictionary(r)
 	}
 	return cw
 }
 
 // coding returns the negotiated coding, or "" for identity.
 func (cw *responseWriter) coding() string {
-	if cw.offer < 0 {
+	if cw.offer == nil {
 		return ""
 	}
-	return cw.m.offers[cw.offer].coding
+	return cw.offer.coding
 }
 
 // Header returns the header map of the underlying writer.
@@ -314,6 +336,9 @@ func (cw *responseWriter) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 	}
+	if cw.dict.remember && (cw.state == statePlain || cw.state == stateEncoding) {
+		cw.teeDictionary(p) // a body to remember as a dictionary
+	}
 	switch cw.state {
 	case statePlain:
 		return cw.w.Write(p)
@@ -381,10 +406,13 @@ func (cw *responseWriter) commit(v verdict, why reason, h http.Header, f *facts)
 	if f.sniffed {
 		h["Content-Type"] = []string{f.contentType}
 	}
+	if cw.m.dicts != nil {
+		cw.dictionaryHeaders(h, f) // Vary, Use-As-Dictionary, Link
+	}
 	if why.varies() || f.status == http.StatusNotModified && cw.notModifiedVaries(h) {
 		cw.addVary(h)
 	}
-	if f.status == http.StatusNotModified && cw.offer >= 0 {
+	if f.status == http.StatusNotModified && cw.offer != nil {
 		cw.notModifiedETag(h)
 	}
 	body := cw.buffered()
@@ -394,7 +422,7 @@ func (cw *responseWriter) commit(v verdict, why reason, h http.Header, f *facts)
 			return nil
 		}
 	} else if v == sendEncoded {
-		o := cw.m.offers[cw.offer]
+		o := cw.offer
 		enc, err := o.encoders.Get(cw.w)
 		if err == nil {
 			cw.enc = enc
@@ -437,7 +465,7 @@ func (cw *responseWriter) writeHeld() error {
 // without a length, which only the body could give (RFC 9110 §9.3.2).
 // Unless it sent the body, it returns why not.
 func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
-	o := cw.m.offers[cw.offer]
+	o := cw.offer
 	if len(body) == 0 && cw.head {
 		cw.setEncoded(h, o.coding)
 		delete(h, "Content-Length")
@@ -620,7 +648,7 @@ func (cw *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 	var err error
 	switch cw.state {
 	case statePlain:
-		if rf, ok := cw.w.(io.ReaderFrom); ok {
+		if rf, ok := cw.w.(io.ReaderFrom); ok && !cw.dict.remember {
 			n, err = rf.ReadFrom(src)
 		} else {
 			n, err = cw.copyThrough(cw.w, src)
@@ -701,6 +729,9 @@ func (cw *responseWriter) finish(completed bool) {
 		if cw.state == stateEncoding {
 			cw.endStream()
 		}
+		if cw.dict.remember {
+			cw.rememberDictionary()
+		}
 	}
 	cw.releaseBuffer()
 	if cw.state != stateHijacked {
@@ -723,7 +754,7 @@ func (cw *responseWriter) endStream() {
 
 func (cw *responseWriter) releaseEncoder() {
 	if cw.enc != nil {
-		cw.m.offers[cw.offer].encoders.Put(cw.enc)
+		cw.offer.encoders.Put(cw.enc)
 		cw.enc = nil
 	}
 }

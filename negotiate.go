@@ -5,9 +5,11 @@ import (
 )
 
 // offer is one coding the middleware may answer with, and its encoders.
+// A dictionary coding's offer carries its dictionary too (dictionary.go).
 type offer struct {
 	coding   string
 	encoders *pool.Encoders
+	dict     *dictionary
 }
 
 // qUnnamed is the weight of a coding the Accept-Encoding field does not name.

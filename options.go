@@ -53,6 +53,10 @@ type Option func(*config) error
 
 type config struct {
 	encodings           []string
+	dictCodings         []string // DCZ and DCB as WithEncodings lists them
+	dictMatch           []string
+	dictStoreSize       int64
+	standalone          []standaloneConfig
 	levels              map[string]int
 	minSize             int
 	bufferSize          int
@@ -63,24 +67,40 @@ type config struct {
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.
-// Each must be one of [Zstd], [Brotli], [Gzip] or [Deflate] (case-insensitive,
-// "x-gzip" meaning gzip); an empty list or a repeated coding is an error. The
-// error for a coding squeeze does not know matches
+// Each must be one of [Zstd], [Brotli], [Gzip], [Deflate], [DCZ] or [DCB]
+// (case-insensitive, "x-gzip" meaning gzip); an empty list or a repeated
+// coding is an error. The error for a coding squeeze does not know matches
 // [writers.ErrUnknownCoding].
+//
+// The dictionary codings DCZ and DCB apply only where dictionaries are
+// configured ([WithDictionaryMatch], [WithDictionary]) and win over the
+// others when a client can use one. Without WithEncodings both are offered,
+// dcz first; a list that names neither turns dictionary compression off,
+// and one listing DCB before DCZ prefers dcb.
 func WithEncodings(codings ...string) Option {
 	return func(c *config) error {
 		call := fmt.Sprintf("WithEncodings(%s)", quoteList(codings))
 		list, err := canonicalList(call, "coding", codings, func(name string) (string, error) {
+			if equalFold(name, DCZ) || equalFold(name, DCB) {
+				return strings.ToLower(name), nil
+			}
 			coding, ok := writers.Canonical(name)
 			if !ok {
-				return "", unknownCodingError(call, name)
+				return "", unknownCodingWant(call, name, "zstd, br, gzip, deflate, dcz or dcb")
 			}
 			return coding, nil
 		})
 		if err != nil {
 			return err
 		}
-		c.encodings = list
+		c.encodings, c.dictCodings = nil, nil
+		for _, coding := range list {
+			if coding == DCZ || coding == DCB {
+				c.dictCodings = append(c.dictCodings, coding)
+			} else {
+				c.encodings = append(c.encodings, coding)
+			}
+		}
 		return nil
 	}
 }
@@ -123,8 +143,13 @@ func (e *optionError) Unwrap() error { return e.err }
 
 // unknownCodingError reports a coding name squeeze does not implement.
 func unknownCodingError(call, name string) error {
+	return unknownCodingWant(call, name, "zstd, br, gzip or deflate")
+}
+
+// unknownCodingWant is unknownCodingError with the codings the call takes.
+func unknownCodingWant(call, name, want string) error {
 	return &optionError{
-		msg: fmt.Sprintf("squeeze: %s: unknown coding %q (want zstd, br, gzip or deflate)", call, name),
+		msg: fmt.Sprintf("squeeze: %s: unknown coding %q (want %s)", call, name, want),
 		err: writers.ErrUnknownCoding,
 	}
 }

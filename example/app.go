@@ -34,7 +34,7 @@ const maxUpload = squeeze.DefaultMaxDecompressedSize
 // recorder of the coding each response used. tick is the interval between
 // server-sent events.
 func newRouter(tick time.Duration) (http.Handler, error) {
-	compress, err := squeeze.New(squeeze.WithMaxDecompressedSize(maxUpload))
+	compress, err := squeeze.New(append(dictionaryOptions(), squeeze.WithMaxDecompressedSize(maxUpload))...)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +71,9 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 	})
 	r.Post("/upload", upload)
 	r.Get("/debug/codings", codings.serve)
+	if err := routeDictionaries(r, compress, assets); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -234,6 +237,8 @@ type codingRecord struct {
 	ContentEncoding string `json:"content_encoding"`
 	Vary            string `json:"vary"`
 	AcceptEncoding  string `json:"accept_encoding"`
+	// Bytes is the body as it went on the wire, encoded.
+	Bytes int `json:"bytes"`
 }
 
 // clientCookie carries a browser's client key, so that /debug/codings shows
@@ -318,6 +323,7 @@ func (l *codingLog) middleware(next http.Handler) http.Handler {
 			ContentEncoding: rw.coding,
 			Vary:            rw.vary,
 			AcceptEncoding:  r.Header.Get("Accept-Encoding"),
+			Bytes:           rw.bytes,
 		}
 	})
 }
@@ -362,6 +368,7 @@ type recordingWriter struct {
 	status int
 	coding string
 	vary   string
+	bytes  int
 }
 
 func (w *recordingWriter) capture(status int) {
@@ -381,7 +388,9 @@ func (w *recordingWriter) WriteHeader(code int) {
 
 func (w *recordingWriter) Write(p []byte) (int, error) {
 	w.capture(http.StatusOK)
-	return w.ResponseWriter.Write(p)
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += n
+	return n, err
 }
 
 // Flush sends the header if it has not gone out yet, as a plain

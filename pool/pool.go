@@ -41,7 +41,24 @@ type Encoder struct {
 type Encoders struct {
 	coding string
 	level  int
-	p      sync.Pool
+	// build makes a new encoder for pools made by [NewEncodersFunc].
+	build func() (writers.Encoder, error)
+	p     sync.Pool
+}
+
+// NewEncodersFunc returns a pool of the encoders build makes, for encoders
+// that [writers.NewEncoder] cannot describe, such as the dictionary codings
+// of RFC 9842, whose encoders hold one dictionary each. coding is what
+// [Encoders.Coding] reports. It calls build once at once, so an encoder that
+// cannot be built is reported here.
+func NewEncodersFunc(coding string, build func() (writers.Encoder, error)) (*Encoders, error) {
+	e, err := build()
+	if err != nil {
+		return nil, err
+	}
+	p := &Encoders{coding: coding, build: build}
+	p.p.Put(&Encoder{Encoder: e, pooled: true})
+	return p, nil
 }
 
 // NewEncoders returns a pool of encoders for coding at level, as
@@ -66,8 +83,13 @@ func (p *Encoders) Coding() string { return p.coding }
 func (p *Encoders) Get(w io.Writer) (*Encoder, error) {
 	e, _ := p.p.Get().(*Encoder)
 	if e == nil {
-		enc, err := writers.NewEncoder(p.coding, p.level)
-		if err != nil {
+		var enc writers.Encoder
+		var err error
+		if p.build != nil {
+			if enc, err = p.build(); err != nil {
+				return nil, fmt.Errorf("pool: %s: %w", p.coding, err)
+			}
+		} else if enc, err = writers.NewEncoder(p.coding, p.level); err != nil {
 			return nil, fmt.Errorf("pool: %s level %d: %w", p.coding, p.level, err)
 		}
 		e = &Encoder{Encoder: enc}

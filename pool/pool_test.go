@@ -583,3 +583,33 @@ func encodeDefault(tb testing.TB, coding string, plain []byte) []byte {
 	}
 	return buf.Bytes()
 }
+
+func TestEncodersFuncBuildsWithTheFunction(t *testing.T) {
+	built := 0
+	p, err := pool.NewEncodersFunc("x-custom", func() (writers.Encoder, error) {
+		built++
+		return writers.NewEncoder(writers.Gzip, 5)
+	})
+	if err != nil || built != 1 {
+		t.Fatalf("NewEncodersFunc: %v, built %d encoders; want one at once", err, built)
+	}
+	if p.Coding() != "x-custom" {
+		t.Errorf("Coding() = %q, want x-custom", p.Coding())
+	}
+	var out bytes.Buffer
+	e, err := p.Get(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = e.Write([]byte("hello"))
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p.Put(e)
+	if got := testtool.Decode(t, writers.Gzip, out.Bytes()); string(got) != "hello" {
+		t.Errorf("decoded %q", got)
+	}
+	if _, err := pool.NewEncodersFunc("bad", func() (writers.Encoder, error) { return nil, writers.ErrUnknownCoding }); !errors.Is(err, writers.ErrUnknownCoding) {
+		t.Errorf("a failing build: %v, want its error", err)
+	}
+}

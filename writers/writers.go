@@ -12,8 +12,10 @@
 // writers, and its place beside pool in the repository's layout, so that
 // importers do not break; a codec package would hold the same API.
 //
-// The codecs are github.com/klauspost/compress (gzip, deflate, zstd) and
-// github.com/andybalholm/brotli (br). Every constructor validates its
+// The codecs are github.com/klauspost/compress (gzip, deflate, zstd),
+// github.com/molecule-man/go-brrr (br encoding) and
+// github.com/andybalholm/brotli (br decoding, the long-fuzzed codec for
+// hostile input). Every constructor validates its
 // arguments and returns an error instead of a nil or half-built value: a
 // coding the package does not implement is an error matching
 // [ErrUnknownCoding], a level out of range a [*LevelError] matching

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/zstd"
+	brrr "github.com/molecule-man/go-brrr"
 )
 
 // The content-coding names, as squeeze and writers spell them. testtool
@@ -112,4 +114,45 @@ func DecodeCLI(tb testing.TB, coding string, b []byte) []byte {
 		tb.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
 	}
 	return out
+}
+
+// DecodeDictionary decodes a dictionary-compressed body of RFC 9842 with
+// dict: for "dcz" it checks the 8-byte skippable-frame header and the
+// SHA-256 of dict, then decodes the zstd frame with klauspost/compress's
+// decoder given dict as raw content and the window RFC 9842 obliges a client
+// to accept (max(8 MB, 1.25 x the dictionary), at most 128 MB); for "dcb" it
+// checks the 4-byte magic and the hash, then decodes with go-brrr's reader
+// given dict as a compound dictionary (andybalholm/brotli has none).
+func DecodeDictionary(coding string, b, dict []byte) ([]byte, error) {
+	var magic []byte
+	switch coding {
+	case "dcz":
+		magic = []byte{0x5E, 0x2A, 0x4D, 0x18, 0x20, 0x00, 0x00, 0x00}
+	case "dcb":
+		magic = []byte{0xFF, 0x44, 0x43, 0x42}
+	default:
+		return nil, fmt.Errorf("testtool: %q is not a dictionary coding", coding)
+	}
+	hash := sha256.Sum256(dict)
+	header := append(magic, hash[:]...)
+	if !bytes.HasPrefix(b, header) {
+		return nil, fmt.Errorf("testtool: %s body starts % x, want % x", coding, b[:min(len(b), len(header))], header)
+	}
+	b = b[len(header):]
+	if coding == "dcb" {
+		r, err := brrr.NewReaderOptions(bytes.NewReader(b), brrr.ReaderOptions{Dictionaries: [][]byte{dict}})
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		return io.ReadAll(r)
+	}
+	window := min(max(8<<20, uint64(len(dict))*5/4), 128<<20)
+	d, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderDictRaw(0, dict), zstd.WithDecoderMaxWindow(window))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return io.ReadAll(d)
 }

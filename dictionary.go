@@ -1,0 +1,761 @@
+package squeeze
+
+import (
+	"bytes"
+	"container/list"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	brrr "github.com/molecule-man/go-brrr"
+
+	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/writers"
+)
+
+// This file holds Compression Dictionary Transport (RFC 9842): the match
+// patterns, the Use-As-Dictionary and Available-Dictionary fields, the store
+// of remembered dictionaries, the dcz and dcb framings, and the per-response
+// state that remembers a body and offers a delta against one. The
+// middleware calls in at four points: newResponseWriter (beginDictionary),
+// commit (dictionaryHeaders), Write (teeDictionary) and finish
+// (rememberDictionary).
+
+// Content-coding names of RFC 9842, the dictionary-compressed codings: a
+// zstd frame or a brotli stream made with a dictionary the client already
+// holds, behind a header naming that dictionary.
+const (
+	DCZ = "dcz"
+	DCB = "dcb"
+)
+
+// DefaultDictionaryStoreSize is the byte budget of remembered dictionaries
+// when [WithDictionaryStoreSize] is not given: 64 MiB. A versioned script or
+// stylesheet is tens to hundreds of kilobytes, so this keeps some hundreds of
+// them, each with a few versions, while a body of up to 16 MiB (a quarter of
+// the budget) can still be remembered. The encoders built for a dictionary
+// are pooled per dictionary and released with it (see BENCHMARKS.md).
+const DefaultDictionaryStoreSize = 64 << 20
+
+// dczHeader and dcbHeader start the two framings (RFC 9842 §4): dcz is a zstd
+// skippable frame of 32 bytes holding the dictionary's SHA-256; dcb a magic
+// number followed by the hash.
+var (
+	dczMagic = [8]byte{0x5E, 0x2A, 0x4D, 0x18, 0x20, 0x00, 0x00, 0x00}
+	dcbMagic = [4]byte{0xFF, 0x44, 0x43, 0x42}
+)
+
+// Window limits of RFC 9842 §4: a dcz client accepts a zstd window of
+// max(8 MB, 1.25 x the dictionary) up to 128 MB; a dcb client a brotli
+// window of 16 MB (lgwin 24). dcbWindowBits is the br window squeeze uses
+// for plain br: the dictionary is reached beyond the window, so a larger
+// window would only hold more memory per response.
+const (
+	dczMinWindow  = 8 << 20
+	dczMaxWindow  = 128 << 20
+	dcbWindowBits = 18
+)
+
+// --- patterns ---------------------------------------------------------------
+
+// parseMatchPattern checks a pattern of WithDictionaryMatch or WithDictionary:
+// a path starting with "/" in which "*" matches any run of characters. The
+// URLPattern syntax squeeze cannot check (named groups, regular
+// expressions, modifiers, escapes, a search or hash part) is refused, and so
+// is anything a URL path cannot hold unescaped. call names the option.
+func parseMatchPattern(call, p string) (string, error) {
+	bad := func(why string) (string, error) {
+		return "", fmt.Errorf("squeeze: %s: pattern %q %s", call, p, why)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return bad("must start with /")
+	}
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c <= ' ' || c >= 0x7f:
+			return bad("has a space, a control or a non-ASCII character (percent-encode it)")
+		case strings.IndexByte(`(){}:\?+#"`, c) >= 0:
+			return bad(fmt.Sprintf("has %q: only * is special (no groups, modifiers, escapes, query or fragment)", c))
+		}
+	}
+	return p, nil
+}
+
+// matchPath reports whether path matches pattern, where "*" matches any run
+// of bytes, "/" included. It does not allocate; its time is linear in
+// len(pattern) x len(path) at worst.
+func matchPath(pattern, path string) bool {
+	px, nx := 0, 0
+	starPx, starNx := -1, 0
+	for px < len(pattern) || nx < len(path) {
+		if px < len(pattern) {
+			switch c := pattern[px]; {
+			case c == '*':
+				starPx, starNx = px, nx+1
+				px++
+				continue
+			case nx < len(path) && path[nx] == c:
+				px++
+				nx++
+				continue
+			}
+		}
+		if starPx >= 0 && starNx <= len(path) {
+			px, nx = starPx+1, starNx
+			starNx++
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// sfString serializes s as an RFC 8941 §3.3.3 sf-string: in double quotes,
+// with '"' and '\' escaped. ok is false if s has a byte outside printable
+// ASCII, which an sf-string cannot hold.
+func sfString(s string) (string, bool) {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e {
+			return "", false
+		}
+		if c == '"' || c == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
+	}
+	b.WriteByte('"')
+	return b.String(), true
+}
+
+// useAsDictionary returns the Use-As-Dictionary field value for a pattern:
+// an RFC 8941 dictionary with the one member match (RFC 9842 §2.1).
+func useAsDictionary(pattern string) string {
+	s, ok := sfString(pattern)
+	if !ok {
+		// parseMatchPattern lets no such pattern through.
+		panic("squeeze: pattern " + pattern + " is not an sf-string")
+	}
+	return "match=" + s
+}
+
+// --- Available-Dictionary -------------------------------------------------
+
+// sfBase64, sfBase64Raw decode an RFC 8941 byte sequence, padded or not
+// (§4.2.7: parsers should not fail on missing padding), refusing non-zero
+// trailing bits. They are never modified.
+var (
+	sfBase64    = base64.StdEncoding.Strict()
+	sfBase64Raw = base64.RawStdEncoding.Strict()
+)
+
+// parseAvailableDictionary reads the Available-Dictionary field (RFC 9842
+// §2.2): one field line holding an RFC 8941 byte sequence, ":base64:", of
+// a 32-byte SHA-256. Anything else, parameters included, is not valid. It
+// does not allocate.
+func parseAvailableDictionary(lines []string) (hash [32]byte, ok bool) {
+	if len(lines) != 1 {
+		return hash, false
+	}
+	s := trimOWS(lines[0])
+	if len(s) < 2 || s[0] != ':' || s[len(s)-1] != ':' {
+		return hash, false
+	}
+	s = s[1 : len(s)-1]
+	enc := sfBase64
+	switch len(s) {
+	case 44:
+	case 43:
+		enc = sfBase64Raw
+	default:
+		return hash, false
+	}
+	var src [44]byte
+	var dst [33]byte
+	n := copy(src[:], s)
+	m, err := enc.Decode(dst[:], src[:n])
+	if err != nil || m != len(hash) {
+		return hash, false
+	}
+	copy(hash[:], dst[:m])
+	return hash, true
+}
+
+// availableDictionary formats a hash as an Available-Dictionary value.
+func availableDictionary(hash [32]byte) string {
+	return ":" + base64.StdEncoding.EncodeToString(hash[:]) + ":"
+}
+
+// --- the store --------------------------------------------------------------
+
+// dictionary is one dictionary squeeze holds: a remembered response body or
+// a standalone dictionary of WithDictionary. Its encoders are built on first
+// use and dropped with it.
+type dictionary struct {
+	hash    [32]byte
+	data    []byte
+	pattern string // the match pattern it was stored or registered under
+	static  bool   // registered with WithDictionary: never evicted
+	elem    *list.Element
+
+	dcz, dcb lazyOffer
+}
+
+// lazyOffer is the offer of one dictionary coding for one dictionary, built
+// the first time a client asks for it. o is nil if it could not be built.
+type lazyOffer struct {
+	once sync.Once
+	o    *offer
+}
+
+// dictStore holds the dictionary configuration of a Middleware and the
+// dictionaries it knows. Remembered dictionaries are keyed by SHA-256 and
+// evicted least recently used first once their bytes pass the budget. The
+// mutex guards the map and the list only; hashing, copying and building
+// encoders happen outside it.
+type dictStore struct {
+	patterns []string // WithDictionaryMatch, in order
+	useAs    []string // the Use-As-Dictionary value of each pattern
+	codings  []string // DCZ and DCB in preference order; empty: none offered
+	zstdLevel,
+	brLevel int
+	budget, maxBody int64
+
+	standalone map[string]*standaloneDictionary // by path
+	links      []string                         // Link values for text/html
+	// standaloneMatch holds the match patterns of the standalone
+	// dictionaries: their responses vary on Available-Dictionary too.
+	standaloneMatch []string
+
+	mu     sync.Mutex
+	byHash map[[32]byte]*dictionary
+	lru    list.List // remembered dictionaries, most recently used first
+	used   int64
+}
+
+// standaloneDictionary is a dictionary of WithDictionary and what serves it.
+type standaloneDictionary struct {
+	d                        *dictionary
+	etag, useAs, contentType string
+}
+
+// newDictStore builds the store from the configuration. It returns nil when
+// no dictionary is configured, which keeps every dictionary hook off the
+// path of a response.
+func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
+	if len(c.dictMatch) == 0 && len(c.standalone) == 0 {
+		return nil, nil
+	}
+	s := &dictStore{
+		patterns:  c.dictMatch,
+		codings:   c.dictCodings,
+		zstdLevel: zstdLevel,
+		// go-brrr takes a compound dictionary from quality 2 up.
+		brLevel:    max(brLevel, 2),
+		budget:     c.dictStoreSize,
+		maxBody:    c.dictStoreSize / 4,
+		standalone: map[string]*standaloneDictionary{},
+		byHash:     map[[32]byte]*dictionary{},
+	}
+	for _, p := range s.patterns {
+		s.useAs = append(s.useAs, useAsDictionary(p))
+	}
+	for _, sd := range c.standalone {
+		d := &dictionary{hash: sha256.Sum256(sd.data), data: sd.data, pattern: sd.match, static: true}
+		if _, dup := s.byHash[d.hash]; !dup {
+			s.byHash[d.hash] = d
+		}
+		s.standalone[sd.path] = &standaloneDictionary{
+			d:           s.byHash[d.hash],
+			etag:        `"` + base64.RawURLEncoding.EncodeToString(d.hash[:]) + `"`,
+			useAs:       useAsDictionary(sd.match),
+			contentType: http.DetectContentType(sd.data),
+		}
+		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
+		s.standaloneMatch = append(s.standaloneMatch, sd.match)
+	}
+	return s, nil
+}
+
+// lookup returns the dictionary with this hash, marking it used, or nil.
+func (s *dictStore) lookup(hash [32]byte) *dictionary {
+	s.mu.Lock()
+	d := s.byHash[hash]
+	if d != nil && d.elem != nil {
+		s.lru.MoveToFront(d.elem)
+	}
+	s.mu.Unlock()
+	return d
+}
+
+// remember stores body as a dictionary for pattern, unless it is empty,
+// larger than a quarter of the budget, or held already (then it only counts
+// as used). owned says body may be kept as it is; otherwise it is copied.
+func (s *dictStore) remember(body []byte, pattern string, owned bool) {
+	if len(body) == 0 || int64(len(body)) > s.maxBody {
+		return
+	}
+	hash := sha256.Sum256(body)
+	if s.lookup(hash) != nil {
+		return
+	}
+	if !owned {
+		body = bytes.Clone(body)
+	}
+	d := &dictionary{hash: hash, data: body, pattern: pattern}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.byHash[hash]; ok {
+		return // stored meanwhile by another response
+	}
+	s.byHash[hash] = d
+	d.elem = s.lru.PushFront(d)
+	s.used += int64(len(body))
+	for s.used > s.budget {
+		old := s.lru.Remove(s.lru.Back()).(*dictionary)
+		delete(s.byHash, old.hash)
+		old.elem = nil
+		s.used -= int64(len(old.data))
+		// Its encoder pools go with it: responses still using one put
+		// their encoders back into a pool nothing else reaches.
+	}
+}
+
+// matchIndex returns the index of the first pattern path matches, or -1.
+func (s *dictStore) matchIndex(path string) int {
+	for i, p := range s.patterns {
+		if matchPath(p, path) {
+			return i
+		}
+	}
+	return -1
+}
+
+// offerFor returns the offer of coding (DCZ or DCB) with d, built on first
+// use, or nil if its encoder cannot be built.
+func (s *dictStore) offerFor(d *dictionary, coding string) *offer {
+	lo, build := &d.dcz, s.newDCZ
+	if coding == DCB {
+		lo, build = &d.dcb, s.newDCB
+	}
+	lo.once.Do(func() {
+		if encoders, err := build(d); err == nil {
+			lo.o = &offer{coding: coding, encoders: encoders, dict: d}
+		}
+	})
+	return lo.o
+}
+
+// dczWindow returns the zstd window for a dictionary of n bytes: a power of
+// two covering the dictionary and 64 KiB of response beyond it where RFC
+// 9842 lets clients refuse no less, else the largest power of two within
+// that limit (offsets then reach only the dictionary's tail).
+func dczWindow(n int) int {
+	limit := min(max(dczMinWindow, n+n/4), dczMaxWindow)
+	want := 1 << bits.Len(uint(n+64<<10-1))
+	if want > limit {
+		want = 1 << (bits.Len(uint(limit)) - 1)
+	}
+	return max(want, zstd.MinWindowSize)
+}
+
+// newDCZ returns the pool of dcz encoders for d: zstd at the middleware's
+// zstd level with d as raw content dictionary, behind the dcz header.
+func (s *dictStore) newDCZ(d *dictionary) (*pool.Encoders, error) {
+	header := make([]byte, 0, len(dczMagic)+len(d.hash))
+	header = append(append(header, dczMagic[:]...), d.hash[:]...)
+	window := dczWindow(len(d.data))
+	return pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {
+		zw, err := zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(s.zstdLevel)),
+			zstd.WithEncoderConcurrency(1),
+			zstd.WithWindowSize(window),
+			zstd.WithLowerEncoderMem(true),
+			zstd.WithZeroFrames(true),
+			zstd.WithEncoderDictRaw(0, d.data),
+		)
+		if err != nil {
+			return nil, err
+		}
+		return &framedEncoder{header: header, inner: zw}, nil
+	})
+}
+
+// newDCB returns the pool of dcb encoders for d: brotli at the middleware's
+// br level (at least 2) with d as raw compound dictionary, prepared once and
+// shared by every encoder, behind the dcb header.
+func (s *dictStore) newDCB(d *dictionary) (*pool.Encoders, error) {
+	prepared, err := brrr.PrepareDictionary(d.data)
+	if err != nil {
+		return nil, err
+	}
+	header := make([]byte, 0, len(dcbMagic)+len(d.hash))
+	header = append(append(header, dcbMagic[:]...), d.hash[:]...)
+	return pool.NewEncodersFunc(DCB, func() (writers.Encoder, error) {
+		bw, err := brrr.NewWriterOptions(nil, s.brLevel, brrr.WriterOptions{
+			Dictionaries: []*brrr.PreparedDictionary{prepared},
+			LGWin:        dcbWindowBits,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &framedEncoder{header: header, inner: bw}, nil
+	})
+}
+
+// framedEncoder writes header before the first byte of its inner encoder's
+// stream: the dcz or dcb header naming the dictionary.
+type framedEncoder struct {
+	header  []byte
+	inner   writers.Encoder
+	w       io.Writer
+	started bool
+}
+
+func (e *framedEncoder) start() error {
+	if e.started {
+		return nil
+	}
+	e.started = true
+	_, err := e.w.Write(e.header)
+	return err
+}
+
+func (e *framedEncoder) Write(p []byte) (int, error) {
+	if err := e.start(); err != nil {
+		return 0, err
+	}
+	return e.inner.Write(p)
+}
+
+func (e *framedEncoder) Flush() error {
+	if err := e.start(); err != nil {
+		return err
+	}
+	return e.inner.Flush()
+}
+
+func (e *framedEncoder) Close() error {
+	if err := e.start(); err != nil {
+		return err
+	}
+	return e.inner.Close()
+}
+
+func (e *framedEncoder) Reset(w io.Writer) {
+	e.w, e.started = w, false
+	e.inner.Reset(w)
+}
+
+// --- one response -----------------------------------------------------------
+
+// dictResponse is the dictionary state of one response. The zero value
+// means none: no pattern matched, nothing to remember.
+type dictResponse struct {
+	// pattern is the index of the WithDictionaryMatch pattern the path
+	// matched, plus one.
+	pattern int
+	// varies is set when the path matches any pattern, that of a
+	// standalone dictionary included: the response varies on
+	// Available-Dictionary.
+	varies bool
+	// remember is set when the response carries Use-As-Dictionary from
+	// squeeze and is a GET: its plain body is collected in body.
+	remember bool
+	body     []byte
+}
+
+// beginDictionary notes whether the request path matches a dictionary
+// pattern and, when the client may get a delta, makes the dictionary offer
+// the response's offer. A delta needs all of: a dictionary coding named
+// explicitly in Accept-Encoding ("*" does not count), a valid
+// Available-Dictionary naming a held dictionary, a path matching that
+// dictionary's pattern, and a same-origin (or direct) request (RFC 9842 §9).
+func (cw *responseWriter) beginDictionary(r *http.Request) {
+	s := cw.m.dicts
+	path := r.URL.EscapedPath()
+	cw.dict.pattern = s.matchIndex(path) + 1
+	cw.dict.varies = cw.dict.pattern > 0
+	for _, p := range s.standaloneMatch {
+		cw.dict.varies = cw.dict.varies || matchPath(p, path)
+	}
+	avail := r.Header["Available-Dictionary"]
+	if cw.ranged || len(avail) == 0 || len(s.codings) == 0 || !sameSite(r.Header["Sec-Fetch-Site"]) {
+		return
+	}
+	coding := explicitCoding(r.Header["Accept-Encoding"], s.codings)
+	if coding == "" {
+		return
+	}
+	hash, ok := parseAvailableDictionary(avail)
+	if !ok {
+		return
+	}
+	d := s.lookup(hash)
+	if d == nil || !matchPath(d.pattern, path) {
+		return
+	}
+	if o := s.offerFor(d, coding); o != nil {
+		cw.offer = o
+	}
+}
+
+// sameSite reports whether Sec-Fetch-Site allows a dictionary: absent (not
+// a browser, or an old one), same-origin, or none (the user's own
+// navigation).
+func sameSite(lines []string) bool {
+	if len(lines) == 0 {
+		return true
+	}
+	if len(lines) > 1 {
+		return false
+	}
+	v := trimOWS(lines[0])
+	return equalFold(v, "same-origin") || equalFold(v, "none")
+}
+
+// explicitCoding returns the one of codings that Accept-Encoding names
+// explicitly with the highest weight above zero, ties going to the earlier,
+// or "" when it names none of them.
+func explicitCoding(acceptEncoding []string, codings []string) string {
+	var weights [2]int
+	for i := range weights {
+		weights[i] = qUnnamed
+	}
+	for _, line := range acceptEncoding {
+		for line != "" {
+			var element string
+			element, line = nextElement(line)
+			token, q, ok := parseElement(element)
+			if !ok {
+				continue
+			}
+			for i, c := range codings {
+				if equalFold(token, c) {
+					weights[i] = mergeWeight(weights[i], q)
+				}
+			}
+		}
+	}
+	best, bestQ := "", 0
+	for i, c := range codings {
+		if weights[i] > bestQ {
+			best, bestQ = c, weights[i]
+		}
+	}
+	return best
+}
+
+// htmlTypes is the pattern the Link to standalone dictionaries goes with.
+var htmlTypes = []typePattern{{typ: "text", sub: "html"}}
+
+// dictionaryHeaders makes the header edits of dictionaries, from commit:
+// Vary on a path that matches a pattern, Use-As-Dictionary on a body to
+// remember (a GET or HEAD 200 of an eligible type, not encoded by the
+// handler, not a range, without a Use-As-Dictionary of the handler's own),
+// and the Link to standalone dictionaries on text/html.
+func (cw *responseWriter) dictionaryHeaders(h http.Header, f *facts) {
+	s := cw.m.dicts
+	if cw.dict.varies {
+		addVaryTokens(h, "Accept-Encoding", "Available-Dictionary")
+	}
+	if p := cw.dict.pattern; p > 0 {
+		method := cw.req.Method
+		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
+			f.eligible && !f.encoded && !cw.ranged && len(h["Use-As-Dictionary"]) == 0 {
+			h["Use-As-Dictionary"] = []string{s.useAs[p-1]}
+			cw.dict.remember = method == http.MethodGet
+			if cw.dict.remember && f.declared > 0 && f.declared <= s.maxBody {
+				cw.dict.body = make([]byte, 0, f.declared)
+			}
+		}
+	}
+	if len(s.links) > 0 && f.typed && matchTypes(htmlTypes, f.contentType) {
+		v := h["Link"]
+		h["Link"] = append(v[:len(v):len(v)], s.links...)
+	}
+}
+
+// teeDictionary collects the plain body of a response to remember, giving
+// up past the largest body the store takes.
+func (cw *responseWriter) teeDictionary(p []byte) {
+	if int64(len(cw.dict.body)+len(p)) > cw.m.dicts.maxBody {
+		cw.dict.remember, cw.dict.body = false, nil
+		return
+	}
+	cw.dict.body = append(cw.dict.body, p...)
+}
+
+// rememberDictionary stores the body of a completed response that carried
+// Use-As-Dictionary, unless it did not match its declared length. A whole
+// body encoded from the buffer is still there; any other was collected by
+// teeDictionary.
+func (cw *responseWriter) rememberDictionary() {
+	if !cw.dict.remember || cw.why == reasonLength {
+		return
+	}
+	body, owned := cw.dict.body, true
+	if cw.state == stateSent {
+		body, owned = cw.buffered(), false
+	}
+	if cw.hdr.declared >= 0 && int64(len(body)) != cw.hdr.declared {
+		return
+	}
+	cw.m.dicts.remember(body, cw.m.dicts.patterns[cw.dict.pattern-1], owned)
+	cw.dict.body = nil
+}
+
+// addVaryTokens adds each token to Vary unless it, or "*", is there.
+func addVaryTokens(h http.Header, tokens ...string) {
+	v := h["Vary"]
+	if headerHasToken(v, "*") {
+		return
+	}
+	var add []string
+	for _, t := range tokens {
+		if !headerHasToken(v, t) {
+			add = append(add, t)
+		}
+	}
+	if len(add) > 0 {
+		h["Vary"] = append(v[:len(v):len(v)], strings.Join(add, ", "))
+	}
+}
+
+// serveStandalone answers a GET or HEAD for a WithDictionary path, through
+// the middleware like any response, with the dictionary's strong ETag, a
+// Cache-Control that keeps it a day (a client revalidates with the ETag
+// after that) and Use-As-Dictionary.
+func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h["Content-Type"] = []string{sd.contentType}
+	h["Etag"] = []string{sd.etag}
+	h["Cache-Control"] = []string{"public, max-age=86400"}
+	h["Use-As-Dictionary"] = []string{sd.useAs}
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
+}
+
+// standaloneFor returns the handler of the WithDictionary dictionary at the
+// request's path, or nil. Only GET and HEAD are answered.
+func (s *dictStore) standaloneFor(r *http.Request) http.Handler {
+	if s == nil || len(s.standalone) == 0 || r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return nil
+	}
+	if sd := s.standalone[r.URL.Path]; sd != nil {
+		return sd
+	}
+	return nil
+}
+
+// --- options ----------------------------------------------------------------
+
+// standaloneConfig is one WithDictionary.
+type standaloneConfig struct {
+	path, match string
+	data        []byte
+}
+
+// WithDictionaryMatch turns on Compression Dictionary Transport (RFC 9842)
+// for the paths matching patterns. Each pattern is a path starting with "/"
+// in which "*" matches any run of characters, "/" included, such as
+// "/static/app.*.js" or "/api/*"; the other special characters of
+// URLPattern ( "(){}:\?+#" ) are errors.
+//
+// A GET 200 response to a matching path, of a content type
+// [WithContentTypes] allows, carries Use-As-Dictionary: match="<pattern>",
+// and its plain body is remembered (see [WithDictionaryStoreSize]). A later
+// request whose path matches the same pattern, naming that body in
+// Available-Dictionary and [DCZ] or [DCB] in Accept-Encoding, from the same
+// site, gets the response as a delta against it. Every response to a
+// matching path carries Vary: Accept-Encoding, Available-Dictionary.
+//
+// Do not use it for responses that mix secrets with input an attacker can
+// choose: like any compression of such responses, a delta's size can leak
+// the secret.
+func WithDictionaryMatch(patterns ...string) Option {
+	return func(c *config) error {
+		call := fmt.Sprintf("WithDictionaryMatch(%s)", quoteList(patterns))
+		list, err := canonicalList(call, "pattern", patterns, func(p string) (string, error) {
+			return parseMatchPattern(call, p)
+		})
+		if err != nil {
+			return err
+		}
+		c.dictMatch = list
+		return nil
+	}
+}
+
+// WithDictionaryStoreSize sets the byte budget of the dictionaries
+// remembered from responses (see [WithDictionaryMatch]); the least recently
+// used go first when it is exceeded, and a body larger than a quarter of it
+// is not remembered. The default is [DefaultDictionaryStoreSize]; n must be
+// positive. Dictionaries of [WithDictionary] do not count.
+func WithDictionaryStoreSize(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("squeeze: WithDictionaryStoreSize(%d): size must be positive", n)
+		}
+		c.dictStoreSize = n
+		return nil
+	}
+}
+
+// WithDictionary registers a standalone dictionary, such as one trained on
+// API responses with klauspost/compress's dictionary builder. squeeze
+// answers GET and HEAD for path itself, with data, a strong ETag, a
+// Cache-Control keeping it a day and Use-As-Dictionary: match="<match>";
+// every text/html response squeeze handles carries
+// Link: <path>; rel="compression-dictionary", so that a browser fetches it
+// when idle. Responses to paths matching match are then sent as deltas
+// against data to clients holding it, as with [WithDictionaryMatch].
+//
+// path must start with "/" and hold no character a URL path cannot hold
+// unescaped; match is a pattern as in WithDictionaryMatch. Empty data and a
+// path registered twice are errors. data is copied.
+func WithDictionary(path, match string, data []byte) Option {
+	return func(c *config) error {
+		call := fmt.Sprintf("WithDictionary(%q, %q, %d bytes)", path, match, len(data))
+		if len(data) == 0 {
+			return fmt.Errorf("squeeze: %s: the dictionary is empty", call)
+		}
+		if err := checkDictionaryPath(path); err != nil {
+			return fmt.Errorf("squeeze: %s: path %w", call, err)
+		}
+		if _, err := parseMatchPattern(call, match); err != nil {
+			return err
+		}
+		for _, sd := range c.standalone {
+			if sd.path == path {
+				return fmt.Errorf("squeeze: %s: path %q has a dictionary already", call, path)
+			}
+		}
+		c.standalone = append(c.standalone, standaloneConfig{path: path, match: match, data: bytes.Clone(data)})
+		return nil
+	}
+}
+
+// checkDictionaryPath checks a WithDictionary path: an absolute path with
+// no character that would need escaping in a URL or a Link field.
+func checkDictionaryPath(p string) error {
+	if !strings.HasPrefix(p, "/") {
+		return errors.New("must start with /")
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`<>"\?#`, c) >= 0 {
+			return fmt.Errorf("has %q, which a URL path cannot hold unescaped", c)
+		}
+	}
+	return nil
+}
