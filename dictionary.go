@@ -192,11 +192,6 @@ func parseAvailableDictionary(lines []string) (hash [32]byte, ok bool) {
 	return hash, true
 }
 
-// availableDictionary formats a hash as an Available-Dictionary value.
-func availableDictionary(hash [32]byte) string {
-	return ":" + base64.StdEncoding.EncodeToString(hash[:]) + ":"
-}
-
 // --- the store --------------------------------------------------------------
 
 // dictionary is one dictionary squeeze holds: a remembered response body or

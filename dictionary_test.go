@@ -106,7 +106,7 @@ func TestAvailableDictionaryIsStrict(t *testing.T) {
 		{"one colon", []string{":" + b64}, false},
 		{"parameters", []string{":" + b64 + ":;a=1"}, false},
 		{"a list", []string{":" + b64 + ":, :" + b64 + ":"}, false},
-		{"url alphabet", []string{":" + base64.URLEncoding.EncodeToString(hash[:]) + ":"}, strings.IndexAny(b64, "+/") < 0},
+		{"url alphabet", []string{":" + base64.URLEncoding.EncodeToString(hash[:]) + ":"}, !strings.ContainsAny(b64, "+/")},
 		{"31 bytes", []string{":" + base64.StdEncoding.EncodeToString(hash[:31]) + ":"}, false},
 		{"33 bytes", []string{":" + base64.StdEncoding.EncodeToString(append(hash[:], 0)) + ":"}, false},
 		{"non-zero trailing bits", []string{":" + b64[:42] + "B=:"}, b64[42] == 'B'},
@@ -237,4 +237,9 @@ func FuzzAvailableDictionary(f *testing.F) {
 			t.Fatalf("accepted %q, which is not the byte sequence of %x", s, hash)
 		}
 	})
+}
+
+// availableDictionary formats a hash as an Available-Dictionary value.
+func availableDictionary(hash [32]byte) string {
+	return ":" + base64.StdEncoding.EncodeToString(hash[:]) + ":"
 }

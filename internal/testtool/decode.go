@@ -144,7 +144,7 @@ func DecodeDictionary(coding string, b, dict []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer r.Close()
+		defer func() { _ = r.Close() }()
 		return io.ReadAll(r)
 	}
 	window := min(max(8<<20, uint64(len(dict))*5/4), 128<<20)
