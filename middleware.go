@@ -204,7 +204,7 @@ type responseWriter struct {
 	head  bool
 	state writerState
 	need  need
-	why   reason
+	why   Reason
 
 	// after is set when the handler asked for the header after choosing
 	// the status (see restoreHeader).
@@ -379,7 +379,7 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 // commit makes the header edits that go with the verdict, sends the header,
 // and sends what was held back: the whole body when the handler has
 // returned, otherwise the start of a stream that later writes continue.
-func (cw *responseWriter) commit(v verdict, why reason, h http.Header, f *facts) error {
+func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts) error {
 	if f.sniffed {
 		h["Content-Type"] = []string{f.contentType}
 	}
@@ -392,7 +392,7 @@ func (cw *responseWriter) commit(v verdict, why reason, h http.Header, f *facts)
 	body := cw.buffered()
 	whole := f.event == atEnd && !f.trailers
 	if v == sendEncoded && whole {
-		if why = cw.sendWhole(h, body); why == reasonNone {
+		if why = cw.sendWhole(h, body); why == ReasonNone {
 			return nil
 		}
 	} else if v == sendEncoded {
@@ -408,7 +408,7 @@ func (cw *responseWriter) commit(v verdict, why reason, h http.Header, f *facts)
 			cw.sendHeader(h)
 			return cw.writeHeld()
 		}
-		why = reasonNoEncoder
+		why = ReasonNoEncoder
 	}
 	cw.why = why
 	if whole && f.declared < 0 && len(body) > 0 && bodyAllowed(f.status) {
@@ -438,17 +438,17 @@ func (cw *responseWriter) writeHeld() error {
 // HEAD handler's declared but unwritten body sends the encoded header
 // without a length, which only the body could give (RFC 9110 §9.3.2).
 // Unless it sent the body, it returns why not.
-func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
+func (cw *responseWriter) sendWhole(h http.Header, body []byte) Reason {
 	o := cw.m.offers[cw.offer]
 	if len(body) == 0 && cw.head {
 		cw.setEncoded(h, o.coding)
 		delete(h, "Content-Length")
 		cw.state = stateSent
 		cw.sendHeader(h)
-		return reasonNone
+		return ReasonNone
 	}
 	if len(body) < 2 {
-		return reasonNoGain
+		return ReasonNoGain
 	}
 	// Anything not smaller than the input is no gain: cap the output there
 	// and let the encoder fail instead of growing the buffer. The output
@@ -464,7 +464,7 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
 	}
 	enc, err := o.encoders.Get(&cw.out)
 	if err != nil {
-		return reasonNoEncoder
+		return ReasonNoEncoder
 	}
 	_, err = enc.Write(body)
 	if err == nil {
@@ -474,14 +474,14 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
 	out := cw.out.b
 	cw.out = cappedBuffer{}
 	if err != nil {
-		return reasonNoGain
+		return ReasonNoGain
 	}
 	cw.setEncoded(h, o.coding)
 	cw.setLength(h, len(out))
 	cw.state = stateSent
 	cw.sendHeader(h)
 	_, _ = cw.w.Write(out)
-	return reasonNone
+	return ReasonNone
 }
 
 // setEncoded sets the headers every encoded response carries.
