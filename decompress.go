@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
@@ -121,6 +122,7 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*htt
 	d := new(decodedRequest)
 	b := &d.body
 	*b = decodedBody{w: w, raw: r.Body, n: n, limit: m.maxDecompressedSize, left: m.maxDecompressedSize, inLimit: inLimit}
+	b.observe = m.observe // observer hook (observe.go)
 	for i := range n {
 		// Content-Encoding lists codings in the order applied; undo the
 		// last one first.
@@ -197,6 +199,12 @@ type decodedBody struct {
 	err     error     // sticky: why starting failed, or the cap
 	n       int
 	layers  [maxContentCodings]layer
+
+	// Observer hook (observe.go): observe gets one Event when the
+	// decoders are released; elapsed is the time spent in read, measured
+	// only when observe is set.
+	observe func(Event)
+	elapsed time.Duration
 }
 
 // Read returns decoded bytes. It fails with *http.MaxBytesError beyond the
@@ -215,7 +223,14 @@ func (b *decodedBody) Read(p []byte) (int, error) {
 	b.reading = true
 	b.mu.Unlock()
 
+	var t0 time.Time
+	if b.observe != nil {
+		t0 = time.Now()
+	}
 	n, err := b.read(p)
+	if b.observe != nil {
+		b.elapsed += time.Since(t0)
+	}
 
 	// Not deferred: if a codec panicked, its decoder stays marked in use
 	// and is dropped rather than pooled in an unknown state.
@@ -316,6 +331,9 @@ func (b *decodedBody) releaseLocked() {
 			l.dec = nil
 		}
 		l.in.r = nil
+	}
+	if b.observe != nil { // observer hook: one Event per decoded body
+		b.report()
 	}
 }
 

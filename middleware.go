@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
@@ -37,6 +38,7 @@ type Middleware struct {
 	types               []string
 	maxDecompressedSize int64
 	decoders            map[string]*pool.Decoders
+	observe             func(Event) // WithObserver; nil when unset
 }
 
 // New returns a Middleware configured by opts, or an error naming the first
@@ -63,6 +65,7 @@ func New(opts ...Option) (*Middleware, error) {
 		types:               c.contentTypes,
 		maxDecompressedSize: c.maxDecompressedSize,
 		decoders:            map[string]*pool.Decoders{},
+		observe:             c.observe,
 	}
 	for coding := range c.levels {
 		if !slices.Contains(c.encodings, coding) {
@@ -214,6 +217,12 @@ type responseWriter struct {
 	enc *pool.Encoder
 	out cappedBuffer
 
+	// wire is w, counting the body bytes sent, for the observer: encoders
+	// and the plain path write through it. elapsed is the time spent in
+	// the encoder, measured only when an observer is set.
+	wire    countingWriter
+	elapsed time.Duration
+
 	// Backing arrays for the header values the middleware sets. They live
 	// as long as this per-response writer, so setting a header costs no
 	// allocation of its own.
@@ -229,7 +238,7 @@ type afterStatus struct {
 
 func (m *Middleware) newResponseWriter(w http.ResponseWriter, r *http.Request) *responseWriter {
 	cw := &responseWriter{
-		m: m, w: w, offer: -1, hdr: fields{declared: -1},
+		m: m, w: w, offer: -1, hdr: fields{declared: -1}, wire: countingWriter{w: w},
 		head:   r.Method == http.MethodHead,
 		ranged: len(r.Header["Range"]) > 0,
 		req:    r,
@@ -318,12 +327,14 @@ func (cw *responseWriter) Write(p []byte) (int, error) {
 	}
 	switch cw.state {
 	case statePlain:
-		return cw.w.Write(p)
+		return cw.wire.Write(p)
 	case stateEncoding:
 		if cw.hdr.declared >= 0 && cw.written+int64(len(p)) > cw.hdr.declared && !cw.head {
 			return 0, http.ErrContentLength
 		}
+		t0 := cw.clock()
 		n, err := cw.enc.Write(p)
+		cw.spent(t0)
 		cw.written += int64(n)
 		return n, err
 	case stateHijacked:
@@ -397,7 +408,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		}
 	} else if v == sendEncoded {
 		o := cw.m.offers[cw.offer]
-		enc, err := o.encoders.Get(cw.w)
+		enc, err := o.encoders.Get(&cw.wire)
 		if err == nil {
 			cw.enc = enc
 			cw.setEncoded(h, o.coding)
@@ -462,6 +473,7 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) Reason {
 		defer cw.m.buffers.Put(outBuf)
 		cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
 	}
+	t0 := cw.clock()
 	enc, err := o.encoders.Get(&cw.out)
 	if err != nil {
 		return ReasonNoEncoder
@@ -471,6 +483,7 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) Reason {
 		err = enc.Close()
 	}
 	o.encoders.Put(enc)
+	cw.spent(t0)
 	out := cw.out.b
 	cw.out = cappedBuffer{}
 	if err != nil {
@@ -480,7 +493,8 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) Reason {
 	cw.setLength(h, len(out))
 	cw.state = stateSent
 	cw.sendHeader(h)
-	_, _ = cw.w.Write(out)
+	cw.written = int64(len(body))
+	_, _ = cw.wire.Write(out)
 	return ReasonNone
 }
 
@@ -561,7 +575,10 @@ func (cw *responseWriter) FlushError() error {
 		return errFinished
 	}
 	if cw.state == stateEncoding {
-		if err := cw.enc.Flush(); err != nil {
+		t0 := cw.clock()
+		err := cw.enc.Flush()
+		cw.spent(t0)
+		if err != nil {
 			return err
 		}
 	}
@@ -624,8 +641,9 @@ func (cw *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 	case statePlain:
 		if rf, ok := cw.w.(io.ReaderFrom); ok {
 			n, err = rf.ReadFrom(src)
+			cw.wire.n += n
 		} else {
-			n, err = cw.copyThrough(cw.w, src)
+			n, err = cw.copyThrough(&cw.wire, src)
 		}
 	case stateEncoding:
 		n, err = cw.copyThrough(writeOnly{cw}, src)
@@ -706,6 +724,9 @@ func (cw *responseWriter) finish(completed bool) {
 	}
 	cw.releaseBuffer()
 	if cw.state != stateHijacked {
+		if cw.m.observe != nil {
+			cw.report()
+		}
 		cw.state = stateFinished
 	}
 }
@@ -715,11 +736,13 @@ func (cw *responseWriter) finish(completed bool) {
 // net/http sends a short body: every decoder then reports it cut. Errors
 // here mean the client went away; there is no one left to tell.
 func (cw *responseWriter) endStream() {
+	t0 := cw.clock()
 	if cw.hdr.declared < 0 || cw.written == cw.hdr.declared || cw.head {
 		_ = cw.enc.Close()
 	} else {
 		_ = cw.enc.Flush()
 	}
+	cw.spent(t0)
 	cw.releaseEncoder()
 }
 
