@@ -664,3 +664,35 @@ func TestCountersAreSafeForConcurrentUse(t *testing.T) {
 		t.Errorf("decompressor %+v; want %d bodies", d, n2)
 	}
 }
+
+// BenchmarkObserver measures what observing adds to a response: a small
+// one sent plain, where the fixed cost shows most, and a 16 KiB one
+// encoded whole, where the clock is read around the encoder.
+func BenchmarkObserver(b *testing.B) {
+	var counters squeeze.Counters
+	ct := []string{"text/html; charset=utf-8"}
+	for _, body := range []struct {
+		name string
+		data []byte
+	}{{"plain-200B", textBody(30, 200)}, {"zstd-16K", textBody(31, 16<<10)}} {
+		next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header()["Content-Type"] = ct
+			_, _ = w.Write(body.data)
+		})
+		for _, obs := range []struct {
+			name string
+			opts []squeeze.Option
+		}{{"none", nil}, {"counters", []squeeze.Option{squeeze.WithObserver(counters.Observe)}}} {
+			b.Run("body="+body.name+"/observer="+obs.name, func(b *testing.B) {
+				h := newMiddleware(b, append(obs.opts, squeeze.WithEncodings(squeeze.Zstd))...).Handler(next)
+				req := request("GET", "zstd")
+				w := &allocWriter{h: make(http.Header, 8)}
+				b.ReportAllocs()
+				for b.Loop() {
+					clear(w.h)
+					h.ServeHTTP(w, req)
+				}
+			})
+		}
+	}
+}
