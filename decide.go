@@ -22,61 +22,76 @@ const (
 	sendEncoded
 )
 
-// reason says why a response went out as it did. reasonNone goes with an
-// encoded response or an undecided one; every other value names why a
-// response went out unencoded.
-type reason uint8
+// Reason says why a response went out unencoded. It is what an [Event]
+// reports as Skipped, and the one place these reasons are chosen is the
+// switch in decide, so what the observer counts is what the middleware did.
+// [ReasonNone] goes with an encoded response; every other value names why a
+// response that squeeze handled was sent as the handler wrote it.
+type Reason uint8
 
+// The reasons a response goes out unencoded. New reasons are added before
+// reasonCount; their String is a stable name for metrics.
 const (
-	reasonNone reason = iota
-	// reasonStatus: 1xx, 204 and 304 responses have no body.
-	reasonStatus
-	// reasonPartial: a 206 or a Content-Range describes the plain bytes.
-	reasonPartial
-	// reasonAlreadyEncoded: the handler set a Content-Encoding.
-	reasonAlreadyEncoded
-	// reasonNoTransform: Cache-Control: no-transform.
-	reasonNoTransform
-	// reasonContentType: the media type is not one to compress, or unknown.
-	reasonContentType
-	// reasonRange: the request asked for a byte range, which refers to the
+	// ReasonNone: the response was encoded (or is not decided yet).
+	ReasonNone Reason = iota
+	// ReasonStatus: 1xx, 204 and 304 responses have no body.
+	ReasonStatus
+	// ReasonPartial: a 206 or a Content-Range describes the plain bytes.
+	ReasonPartial
+	// ReasonAlreadyEncoded: the handler set a Content-Encoding.
+	ReasonAlreadyEncoded
+	// ReasonNoTransform: Cache-Control: no-transform.
+	ReasonNoTransform
+	// ReasonContentType: the media type is not one to compress, or unknown.
+	ReasonContentType
+	// ReasonRange: the request asked for a byte range, which refers to the
 	// plain bytes.
-	reasonRange
-	// reasonNotAccepted: the client accepts none of the offered codings.
-	reasonNotAccepted
-	// reasonTooSmall: the body is below the minimum size.
-	reasonTooSmall
-	// reasonLength: the body did not match its declared Content-Length, so
+	ReasonRange
+	// ReasonNotAccepted: the client accepts none of the offered codings.
+	ReasonNotAccepted
+	// ReasonTooSmall: the body is below the minimum size ([WithMinSize]).
+	ReasonTooSmall
+	// ReasonLength: the body did not match its declared Content-Length, so
 	// it goes out as the handler wrote it for net/http to report.
-	reasonLength
-	// reasonNoGain: the encoded body would not have been smaller.
-	reasonNoGain
-	// reasonNoEncoder: no encoder could be had.
-	reasonNoEncoder
+	ReasonLength
+	// ReasonNoGain: the encoded body would not have been smaller.
+	ReasonNoGain
+	// ReasonNoEncoder: no encoder could be had.
+	ReasonNoEncoder
+
+	// reasonCount is the number of reasons, ReasonNone included.
+	reasonCount
 )
 
-var reasonNames = [...]string{
-	reasonNone:           "",
-	reasonStatus:         "status",
-	reasonPartial:        "partial content",
-	reasonAlreadyEncoded: "already encoded",
-	reasonNoTransform:    "no-transform",
-	reasonContentType:    "content type",
-	reasonRange:          "range request",
-	reasonNotAccepted:    "not accepted",
-	reasonTooSmall:       "too small",
-	reasonLength:         "length mismatch",
-	reasonNoGain:         "no gain",
-	reasonNoEncoder:      "no encoder",
+var reasonNames = [reasonCount]string{
+	ReasonNone:           "none",
+	ReasonStatus:         "status",
+	ReasonPartial:        "partial_content",
+	ReasonAlreadyEncoded: "already_encoded",
+	ReasonNoTransform:    "no_transform",
+	ReasonContentType:    "content_type",
+	ReasonRange:          "range_request",
+	ReasonNotAccepted:    "not_accepted",
+	ReasonTooSmall:       "too_small",
+	ReasonLength:         "length_mismatch",
+	ReasonNoGain:         "no_gain",
+	ReasonNoEncoder:      "no_encoder",
 }
 
-func (r reason) String() string { return reasonNames[r] }
+// String returns the reason's name in snake case, as the [Counters] export
+// it: "too_small", "content_type", and "none" for [ReasonNone].
+func (r Reason) String() string {
+	if r >= reasonCount {
+		return "Reason(" + strconv.Itoa(int(r)) + ")"
+	}
+	return reasonNames[r]
+}
 
 // varies reports whether a response that went out for this reason depends
 // on Accept-Encoding: its content could have been encoded for another
 // request. Such a response carries Vary: Accept-Encoding, encoded or not.
-func (r reason) varies() bool {
-	return r == reasonNone || r >= reasonRange
+func (r Reason) varies() bool {
+	return r == ReasonNone || r >= ReasonRange
 }
 
 // need says what a wait verdict waits for.
@@ -181,33 +196,33 @@ type facts struct {
 // decide is the compress-or-not decision: a function of the facts, the
 // negotiated offer and the configuration, which changes nothing. The
 // header edits that go with its verdict are made by commit.
-func (cw *responseWriter) decide(f *facts) (verdict, reason, need) {
+func (cw *responseWriter) decide(f *facts) (verdict, Reason, need) {
 	m := cw.m
 	switch {
 	case !bodyAllowed(f.status):
-		return sendPlain, reasonStatus, 0
+		return sendPlain, ReasonStatus, 0
 	case f.status == http.StatusPartialContent || f.partial:
-		return sendPlain, reasonPartial, 0
+		return sendPlain, ReasonPartial, 0
 	case f.encoded:
-		return sendPlain, reasonAlreadyEncoded, 0
+		return sendPlain, ReasonAlreadyEncoded, 0
 	case f.noTransform:
-		return sendPlain, reasonNoTransform, 0
+		return sendPlain, ReasonNoTransform, 0
 	case !f.typed && f.event <= atWrite:
 		// No byte to sniff yet. A body declared longer than the buffer is
 		// decided on its first bytes; any other waits for its end.
 		if f.declared > int64(m.buffers.Size()) {
-			return wait, reasonNone, needBytes
+			return wait, ReasonNone, needBytes
 		}
-		return wait, reasonNone, needEnd
+		return wait, ReasonNone, needEnd
 	case !f.typed:
 		// Nothing to sniff: an empty body, or a flush before any byte.
-		return sendPlain, reasonContentType, 0
+		return sendPlain, ReasonContentType, 0
 	case !f.eligible:
-		return sendPlain, reasonContentType, 0
+		return sendPlain, ReasonContentType, 0
 	case cw.ranged:
-		return sendPlain, reasonRange, 0
+		return sendPlain, ReasonRange, 0
 	case cw.offer == nil:
-		return sendPlain, reasonNotAccepted, 0
+		return sendPlain, ReasonNotAccepted, 0
 	}
 	n := f.declared
 	if f.event == atEnd {
@@ -216,18 +231,18 @@ func (cw *responseWriter) decide(f *facts) (verdict, reason, need) {
 			// A HEAD handler that wrote nothing: judge by what it declared.
 			n = max(n, 0)
 		case n >= 0 && int64(f.buffered) != n:
-			return sendPlain, reasonLength, 0
+			return sendPlain, ReasonLength, 0
 		default:
 			n = int64(f.buffered)
 		}
 	}
 	switch {
 	case n >= 0 && n < int64(m.minSize):
-		return sendPlain, reasonTooSmall, 0
+		return sendPlain, ReasonTooSmall, 0
 	case f.event >= atOverflow || n > int64(m.buffers.Size()):
-		return sendEncoded, reasonNone, 0
+		return sendEncoded, ReasonNone, 0
 	}
-	return wait, reasonNone, needEnd
+	return wait, ReasonNone, needEnd
 }
 
 // bodyAllowed reports whether a response with this final status has a body.

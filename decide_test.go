@@ -20,34 +20,34 @@ func TestDecideNamesEveryReason(t *testing.T) {
 		ranged bool
 		head   bool
 		want   verdict
-		why    reason
+		why    Reason
 		need   need
 	}{
-		{"204 has no body", facts{fields: html, status: 204}, 0, false, false, sendPlain, reasonStatus, 0},
-		{"304 has no body", facts{fields: html, status: 304}, 0, false, false, sendPlain, reasonStatus, 0},
-		{"206 is partial", facts{fields: html, status: 206}, 0, false, false, sendPlain, reasonPartial, 0},
-		{"Content-Range is partial", facts{fields: with(html, func(f *fields) { f.partial = true }), status: 200}, 0, false, false, sendPlain, reasonPartial, 0},
-		{"already encoded", facts{fields: with(html, func(f *fields) { f.encoded = true }), status: 200}, 0, false, false, sendPlain, reasonAlreadyEncoded, 0},
-		{"no-transform", facts{fields: with(html, func(f *fields) { f.noTransform = true }), status: 200}, 0, false, false, sendPlain, reasonNoTransform, 0},
-		{"ineligible type at the header", facts{fields: png, status: 200}, 0, false, false, sendPlain, reasonContentType, 0},
-		{"untyped waits for the end", facts{fields: fields{declared: -1}, status: 200}, 0, false, false, wait, reasonNone, needEnd},
-		{"untyped and declared long waits for bytes", facts{fields: fields{declared: 5000}, status: 200}, 0, false, false, wait, reasonNone, needBytes},
-		{"untyped and empty at the end", facts{fields: fields{declared: -1}, status: 200, event: atEnd}, 0, false, false, sendPlain, reasonContentType, 0},
-		{"range request", facts{fields: html, status: 200}, -1, true, false, sendPlain, reasonRange, 0},
-		{"client accepts no offer", facts{fields: html, status: 200}, -1, false, false, sendPlain, reasonNotAccepted, 0},
-		{"declared too small", facts{fields: with(html, func(f *fields) { f.declared = 50 }), status: 200}, 0, false, false, sendPlain, reasonTooSmall, 0},
-		{"ended too small", facts{fields: html, status: 200, buffered: 50, event: atEnd}, 0, false, false, sendPlain, reasonTooSmall, 0},
-		{"ended short of its declared length", facts{fields: with(html, func(f *fields) { f.declared = 500 }), status: 200, buffered: 200, event: atEnd}, 0, false, false, sendPlain, reasonLength, 0},
-		{"HEAD judged by its declared length", facts{fields: with(html, func(f *fields) { f.declared = 500 }), status: 200, event: atEnd}, 0, false, true, sendEncoded, reasonNone, 0},
-		{"HEAD without length or body", facts{fields: html, status: 200, event: atEnd}, 0, false, true, sendPlain, reasonTooSmall, 0},
-		{"declared within the buffer waits", facts{fields: with(html, func(f *fields) { f.declared = 500 }), status: 200}, 0, false, false, wait, reasonNone, needEnd},
-		{"declared beyond the buffer streams", facts{fields: with(html, func(f *fields) { f.declared = 5000 }), status: 200}, 0, false, false, sendEncoded, reasonNone, 0},
-		{"unknown length waits", facts{fields: html, status: 200, buffered: 50, event: atWrite}, 0, false, false, wait, reasonNone, needEnd},
-		{"overflow streams", facts{fields: html, status: 200, buffered: 4000, event: atOverflow}, 0, false, false, sendEncoded, reasonNone, 0},
-		{"flush streams whatever the size", facts{fields: html, status: 200, buffered: 10, event: atFlush}, 0, false, false, sendEncoded, reasonNone, 0},
-		{"ended within the buffer", facts{fields: html, status: 200, buffered: 500, event: atEnd}, 0, false, false, sendEncoded, reasonNone, 0},
+		{"204 has no body", facts{fields: html, status: 204}, 0, false, false, sendPlain, ReasonStatus, 0},
+		{"304 has no body", facts{fields: html, status: 304}, 0, false, false, sendPlain, ReasonStatus, 0},
+		{"206 is partial", facts{fields: html, status: 206}, 0, false, false, sendPlain, ReasonPartial, 0},
+		{"Content-Range is partial", facts{fields: with(html, func(f *fields) { f.partial = true }), status: 200}, 0, false, false, sendPlain, ReasonPartial, 0},
+		{"already encoded", facts{fields: with(html, func(f *fields) { f.encoded = true }), status: 200}, 0, false, false, sendPlain, ReasonAlreadyEncoded, 0},
+		{"no-transform", facts{fields: with(html, func(f *fields) { f.noTransform = true }), status: 200}, 0, false, false, sendPlain, ReasonNoTransform, 0},
+		{"ineligible type at the header", facts{fields: png, status: 200}, 0, false, false, sendPlain, ReasonContentType, 0},
+		{"untyped waits for the end", facts{fields: fields{declared: -1}, status: 200}, 0, false, false, wait, ReasonNone, needEnd},
+		{"untyped and declared long waits for bytes", facts{fields: fields{declared: 5000}, status: 200}, 0, false, false, wait, ReasonNone, needBytes},
+		{"untyped and empty at the end", facts{fields: fields{declared: -1}, status: 200, event: atEnd}, 0, false, false, sendPlain, ReasonContentType, 0},
+		{"range request", facts{fields: html, status: 200}, -1, true, false, sendPlain, ReasonRange, 0},
+		{"client accepts no offer", facts{fields: html, status: 200}, -1, false, false, sendPlain, ReasonNotAccepted, 0},
+		{"declared too small", facts{fields: with(html, func(f *fields) { f.declared = 50 }), status: 200}, 0, false, false, sendPlain, ReasonTooSmall, 0},
+		{"ended too small", facts{fields: html, status: 200, buffered: 50, event: atEnd}, 0, false, false, sendPlain, ReasonTooSmall, 0},
+		{"ended short of its declared length", facts{fields: with(html, func(f *fields) { f.declared = 500 }), status: 200, buffered: 200, event: atEnd}, 0, false, false, sendPlain, ReasonLength, 0},
+		{"HEAD judged by its declared length", facts{fields: with(html, func(f *fields) { f.declared = 500 }), status: 200, event: atEnd}, 0, false, true, sendEncoded, ReasonNone, 0},
+		{"HEAD without length or body", facts{fields: html, status: 200, event: atEnd}, 0, false, true, sendPlain, ReasonTooSmall, 0},
+		{"declared within the buffer waits", facts{fields: with(html, func(f *fields) { f.declared = 500 }), status: 200}, 0, false, false, wait, ReasonNone, needEnd},
+		{"declared beyond the buffer streams", facts{fields: with(html, func(f *fields) { f.declared = 5000 }), status: 200}, 0, false, false, sendEncoded, ReasonNone, 0},
+		{"unknown length waits", facts{fields: html, status: 200, buffered: 50, event: atWrite}, 0, false, false, wait, ReasonNone, needEnd},
+		{"overflow streams", facts{fields: html, status: 200, buffered: 4000, event: atOverflow}, 0, false, false, sendEncoded, ReasonNone, 0},
+		{"flush streams whatever the size", facts{fields: html, status: 200, buffered: 10, event: atFlush}, 0, false, false, sendEncoded, ReasonNone, 0},
+		{"ended within the buffer", facts{fields: html, status: 200, buffered: 500, event: atEnd}, 0, false, false, sendEncoded, ReasonNone, 0},
 	}
-	reached := map[reason]bool{}
+	reached := map[Reason]bool{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cw := &responseWriter{m: m, ranged: tt.ranged, head: tt.head}
@@ -61,9 +61,9 @@ func TestDecideNamesEveryReason(t *testing.T) {
 			reached[why] = true
 		})
 	}
-	// reasonNoGain and reasonNoEncoder come from trying to encode, not
+	// ReasonNoGain and ReasonNoEncoder come from trying to encode, not
 	// from decide; the response tests reach them.
-	for r := reasonNone; r < reasonNoGain; r++ {
+	for r := ReasonNone; r < ReasonNoGain; r++ {
 		if !reached[r] {
 			t.Errorf("no case reaches reason %q", r)
 		}

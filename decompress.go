@@ -246,6 +246,7 @@ list:
 	d := new(decodedRequest)
 	b := &d.body
 	*b = decodedBody{w: w, http1: r.ProtoMajor == 1, ctx: r.Context(), dec: &m.decoding, raw: r.Body, n: n, limit: m.decoding.limit, left: m.decoding.limit, inLimit: inLimit}
+	b.observe = m.observe // observer hook (observe.go)
 	for i := range n {
 		// Content-Encoding lists codings in the order applied; undo the
 		// last one first.
@@ -370,6 +371,12 @@ type decodedBody struct {
 	err     error     // sticky: why starting failed, or the cap
 	n       int
 	layers  [maxContentCodings]layer
+
+	// Observer hook (observe.go): observe gets one Event when the
+	// decoders are released; elapsed is the time spent in read, measured
+	// only when observe is set.
+	observe func(Event)
+	elapsed time.Duration
 }
 
 // Read returns decoded bytes. It fails with ErrDecoderBusy when the decoder
@@ -389,7 +396,14 @@ func (b *decodedBody) Read(p []byte) (int, error) {
 	b.reading = true
 	b.mu.Unlock()
 
+	var t0 time.Time
+	if b.observe != nil {
+		t0 = time.Now()
+	}
 	n, err := b.read(p)
+	if b.observe != nil {
+		b.elapsed += time.Since(t0)
+	}
 
 	// Not deferred: if a codec panicked, its decoder stays marked in use
 	// and is dropped rather than pooled in an unknown state.
@@ -531,6 +545,9 @@ func (b *decodedBody) releaseLocked() {
 			l.charge = 0
 		}
 		l.in.r = nil
+	}
+	if b.observe != nil { // observer hook: one Event per decoded body
+		b.report()
 	}
 }
 

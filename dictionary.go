@@ -597,7 +597,7 @@ func (cw *responseWriter) teeDictionary(p []byte) {
 // body encoded from the buffer is still there; any other was collected by
 // teeDictionary.
 func (cw *responseWriter) rememberDictionary() {
-	if !cw.dict.remember || cw.why == reasonLength {
+	if !cw.dict.remember || cw.why == ReasonLength {
 		return
 	}
 	body, owned := cw.dict.body, true

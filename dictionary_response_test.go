@@ -488,3 +488,23 @@ func TestDictionaryConcurrentDeltas(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestObserverReportsDictionaryDeltas(t *testing.T) {
+	v1, v2 := versions(16 << 10)
+	var events []squeeze.Event
+	h := newMiddleware(t, squeeze.WithDictionaryMatch("/js/app.*.js"),
+		squeeze.WithObserver(func(e squeeze.Event) { events = append(events, e) }),
+	).Handler(scripts(map[string][]byte{"/js/app.v1.js": v1, "/js/app.v2.js": v2}))
+	serveAt(h, "/js/app.v1.js", chromeAE)
+	rec := serveAt(h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(v1))
+	if len(events) != 2 {
+		t.Fatalf("%d events, want 2", len(events))
+	}
+	if e := events[0]; e.Dictionary || e.Coding == squeeze.DCZ {
+		t.Errorf("v1 event %+v: no dictionary was held yet", e)
+	}
+	e := events[1]
+	if !e.Dictionary || e.Coding != squeeze.DCZ || e.In != int64(len(v2)) || e.Out != int64(rec.Body.Len()) {
+		t.Errorf("v2 event %+v; want Dictionary, dcz, In %d, Out %d", e, len(v2), rec.Body.Len())
+	}
+}

@@ -133,3 +133,64 @@ func ExampleMiddleware_Handler() {
 	// /ping: 200, Content-Encoding "", plain length 4
 	// /logo.png: 200, Content-Encoding "", plain length 4096
 }
+
+// An observer sees every response once it is complete: the coding sent,
+// or why none was, and the bytes before and after.
+func ExampleWithObserver() {
+	logEvent := func(e squeeze.Event) {
+		if e.Coding != "" {
+			fmt.Printf("%s: %d bytes encoded as %s, smaller: %v\n", e.Kind, e.In, e.Coding, e.Out < e.In)
+		} else {
+			fmt.Printf("%s: %d bytes sent plain: %s\n", e.Kind, e.In, e.Skipped)
+		}
+	}
+	m := squeeze.MustNew(squeeze.WithObserver(logEvent))
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, strings.Repeat("squeeze ", int(r.ContentLength)))
+	}))
+	for _, size := range []int{1000, 10} {
+		req := httptest.NewRequest("POST", "/", strings.NewReader(strings.Repeat("x", size)))
+		req.Header.Set("Accept-Encoding", "gzip")
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	// Output:
+	// response: 8000 bytes encoded as gzip, smaller: true
+	// response: 80 bytes sent plain: too_small
+}
+
+// Counters aggregates the events into Envoy's counters, per coding and per
+// reason. Publish it with expvar, or serve it to Prometheus; neither needs
+// a metrics library.
+func ExampleCounters() {
+	var counters squeeze.Counters
+	// In a program: expvar.Publish("squeeze", &counters), and
+	//	http.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+	//		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	//		counters.WritePrometheus(w)
+	//	})
+	m := squeeze.MustNew(squeeze.WithObserver(counters.Observe))
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, strings.Repeat("<p>squeeze</p>\n", int(r.ContentLength)))
+	}))
+	for _, n := range []int{500, 500, 2} {
+		req := httptest.NewRequest("POST", "/", strings.NewReader(strings.Repeat("x", n)))
+		req.Header.Set("Accept-Encoding", "zstd")
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+
+	var text strings.Builder
+	counters.WritePrometheus(&text)
+	for line := range strings.Lines(text.String()) {
+		if strings.HasPrefix(line, "squeeze_compressor_compressed_total") ||
+			strings.HasPrefix(line, "squeeze_compressor_uncompressed_bytes_total") ||
+			strings.HasPrefix(line, `squeeze_compressor_not_compressed_total{reason="too_small"}`) {
+			fmt.Print(line)
+		}
+	}
+	// Output:
+	// squeeze_compressor_compressed_total{coding="zstd"} 2
+	// squeeze_compressor_uncompressed_bytes_total{coding="zstd"} 15000
+	// squeeze_compressor_not_compressed_total{reason="too_small"} 1
+}

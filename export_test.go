@@ -3,3 +3,9 @@ package squeeze
 // RaceEnabled exposes raceEnabled to the black-box tests in package
 // squeeze_test: the allocation test only counts without the race detector.
 const RaceEnabled = raceEnabled
+
+// ReasonCount is one past the last Reason, for tests that walk them all.
+const ReasonCount = reasonCount
+
+// EscapeLabel exposes the Prometheus label escaping to the format tests.
+var EscapeLabel = escapeLabel

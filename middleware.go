@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
@@ -40,7 +41,8 @@ type Middleware struct {
 	types    []typePattern
 	decoding decoding
 	// dicts is nil unless dictionaries are configured (dictionary.go).
-	dicts *dictStore
+	dicts   *dictStore
+	observe func(Event) // WithObserver; nil when unset
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -67,6 +69,7 @@ func New(opts ...Option) (*Middleware, error) {
 	m := &Middleware{
 		minSize: c.minSize,
 		types:   compileTypes(c.contentTypes),
+		observe: c.observe,
 	}
 	for _, coding := range writers.Codings() { // a fixed order: the same error every time
 		if level, ok := c.levels[coding]; ok && !slices.Contains(c.encodings, coding) {
@@ -215,7 +218,7 @@ type responseWriter struct {
 	head  bool
 	state writerState
 	need  need
-	why   reason
+	why   Reason
 
 	// after is set when the handler asked for the header after choosing
 	// the status (see restoreHeader).
@@ -227,6 +230,11 @@ type responseWriter struct {
 
 	// dict is the dictionary state of the response (dictionary.go).
 	dict dictResponse
+	// wire is w, counting the body bytes sent, for the observer: encoders
+	// and the plain path write through it. elapsed is the time spent in
+	// the encoder, measured only when an observer is set.
+	wire    countingWriter
+	elapsed time.Duration
 
 	// Backing arrays for the header values the middleware sets. They live
 	// as long as this per-response writer, so setting a header costs no
@@ -243,7 +251,7 @@ type afterStatus struct {
 
 func (m *Middleware) newResponseWriter(w http.ResponseWriter, r *http.Request) *responseWriter {
 	cw := &responseWriter{
-		m: m, w: w, hdr: fields{declared: -1},
+		m: m, w: w, hdr: fields{declared: -1}, wire: countingWriter{w: w},
 		head:   r.Method == http.MethodHead,
 		ranged: len(r.Header["Range"]) > 0,
 		req:    r,
@@ -341,12 +349,14 @@ func (cw *responseWriter) Write(p []byte) (int, error) {
 	}
 	switch cw.state {
 	case statePlain:
-		return cw.w.Write(p)
+		return cw.wire.Write(p)
 	case stateEncoding:
 		if cw.hdr.declared >= 0 && cw.written+int64(len(p)) > cw.hdr.declared && !cw.head {
 			return 0, http.ErrContentLength
 		}
+		t0 := cw.clock()
 		n, err := cw.enc.Write(p)
+		cw.spent(t0)
 		cw.written += int64(n)
 		return n, err
 	case stateHijacked:
@@ -402,7 +412,7 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 // commit makes the header edits that go with the verdict, sends the header,
 // and sends what was held back: the whole body when the handler has
 // returned, otherwise the start of a stream that later writes continue.
-func (cw *responseWriter) commit(v verdict, why reason, h http.Header, f *facts) error {
+func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts) error {
 	if f.sniffed {
 		h["Content-Type"] = []string{f.contentType}
 	}
@@ -418,12 +428,12 @@ func (cw *responseWriter) commit(v verdict, why reason, h http.Header, f *facts)
 	body := cw.buffered()
 	whole := f.event == atEnd && !f.trailers
 	if v == sendEncoded && whole {
-		if why = cw.sendWhole(h, body); why == reasonNone {
+		if why = cw.sendWhole(h, body); why == ReasonNone {
 			return nil
 		}
 	} else if v == sendEncoded {
 		o := cw.offer
-		enc, err := o.encoders.Get(cw.w)
+		enc, err := o.encoders.Get(&cw.wire)
 		if err == nil {
 			cw.enc = enc
 			cw.setEncoded(h, o.coding)
@@ -434,7 +444,7 @@ func (cw *responseWriter) commit(v verdict, why reason, h http.Header, f *facts)
 			cw.sendHeader(h)
 			return cw.writeHeld()
 		}
-		why = reasonNoEncoder
+		why = ReasonNoEncoder
 	}
 	cw.why = why
 	if whole && f.declared < 0 && len(body) > 0 && bodyAllowed(f.status) {
@@ -464,17 +474,17 @@ func (cw *responseWriter) writeHeld() error {
 // HEAD handler's declared but unwritten body sends the encoded header
 // without a length, which only the body could give (RFC 9110 §9.3.2).
 // Unless it sent the body, it returns why not.
-func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
+func (cw *responseWriter) sendWhole(h http.Header, body []byte) Reason {
 	o := cw.offer
 	if len(body) == 0 && cw.head {
 		cw.setEncoded(h, o.coding)
 		delete(h, "Content-Length")
 		cw.state = stateSent
 		cw.sendHeader(h)
-		return reasonNone
+		return ReasonNone
 	}
 	if len(body) < 2 {
-		return reasonNoGain
+		return ReasonNoGain
 	}
 	// Anything not smaller than the input is no gain: cap the output there
 	// and let the encoder fail instead of growing the buffer. The output
@@ -488,26 +498,29 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
 		defer cw.m.buffers.Put(outBuf)
 		cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
 	}
+	t0 := cw.clock()
 	enc, err := o.encoders.Get(&cw.out)
 	if err != nil {
-		return reasonNoEncoder
+		return ReasonNoEncoder
 	}
 	_, err = enc.Write(body)
 	if err == nil {
 		err = enc.Close()
 	}
 	o.encoders.Put(enc)
+	cw.spent(t0)
 	out := cw.out.b
 	cw.out = cappedBuffer{}
 	if err != nil {
-		return reasonNoGain
+		return ReasonNoGain
 	}
 	cw.setEncoded(h, o.coding)
 	cw.setLength(h, len(out))
 	cw.state = stateSent
 	cw.sendHeader(h)
-	_, _ = cw.w.Write(out)
-	return reasonNone
+	cw.written = int64(len(body))
+	_, _ = cw.wire.Write(out)
+	return ReasonNone
 }
 
 // setEncoded sets the headers every encoded response carries.
@@ -587,7 +600,10 @@ func (cw *responseWriter) FlushError() error {
 		return errFinished
 	}
 	if cw.state == stateEncoding {
-		if err := cw.enc.Flush(); err != nil {
+		t0 := cw.clock()
+		err := cw.enc.Flush()
+		cw.spent(t0)
+		if err != nil {
 			return err
 		}
 	}
@@ -650,8 +666,9 @@ func (cw *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 	case statePlain:
 		if rf, ok := cw.w.(io.ReaderFrom); ok && !cw.dict.remember {
 			n, err = rf.ReadFrom(src)
+			cw.wire.n += n
 		} else {
-			n, err = cw.copyThrough(cw.w, src)
+			n, err = cw.copyThrough(&cw.wire, src)
 		}
 	case stateEncoding:
 		n, err = cw.copyThrough(writeOnly{cw}, src)
@@ -735,6 +752,9 @@ func (cw *responseWriter) finish(completed bool) {
 	}
 	cw.releaseBuffer()
 	if cw.state != stateHijacked {
+		if cw.m.observe != nil {
+			cw.report()
+		}
 		cw.state = stateFinished
 	}
 }
@@ -744,11 +764,13 @@ func (cw *responseWriter) finish(completed bool) {
 // net/http sends a short body: every decoder then reports it cut. Errors
 // here mean the client went away; there is no one left to tell.
 func (cw *responseWriter) endStream() {
+	t0 := cw.clock()
 	if cw.hdr.declared < 0 || cw.written == cw.hdr.declared || cw.head {
 		_ = cw.enc.Close()
 	} else {
 		_ = cw.enc.Flush()
 	}
+	cw.spent(t0)
 	cw.releaseEncoder()
 }
 

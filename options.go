@@ -64,6 +64,7 @@ type config struct {
 	maxDecompressedSize int64
 	noRequestDecoding   bool
 	decoderMemory       int64
+	observe             func(Event)
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/squeezehttp/squeeze"
 	"github.com/squeezehttp/squeeze/internal/corpus"
 )
 
@@ -222,6 +223,43 @@ func benchVersusFloor(b *testing.B, impls []*Impl, body Body, parallel bool) {
 		b.ReportMetric(ns/1e9/float64(b.N), name+"-sec/op")
 	}
 	b.ReportMetric(floorNs/1e9/float64(b.N), "floor-sec/op")
+}
+
+// BenchmarkObserverVersusFloor is the serial BenchmarkVersusFloor for
+// html-2K and html-16K, with squeeze observed by squeeze.Counters and not
+// observed at all: the difference in x-floor is what observing costs a
+// response (counting wire bytes, reading the clock around the encoder, and
+// the atomics of Counters.Observe). observer=counters-vs-none pairs the two
+// squeezes directly.
+func BenchmarkObserverVersusFloor(b *testing.B) {
+	c := loadCorpus(b)
+	for _, coding := range Codings() {
+		list, err := Equal(coding)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var counters squeeze.Counters
+		observed, err := Squeeze(coding, squeeze.WithObserver(counters.Observe))
+		if err != nil {
+			b.Fatal(err)
+		}
+		floor, plain := list[0], list[1]
+		b.Run("coding="+coding, func(b *testing.B) {
+			for _, body := range c.HTML {
+				if body.Name != "html-2K" && body.Name != "html-16K" {
+					continue
+				}
+				b.Run("body="+body.Name, func(b *testing.B) {
+					b.Run("observer=none", func(b *testing.B) { benchVersusFloor(b, floor, plain, body, false) })
+					b.Run("observer=counters", func(b *testing.B) { benchVersusFloor(b, floor, observed, body, false) })
+					// squeeze unobserved in the floor's place: x-floor is
+					// then the observed squeeze's speed relative to itself
+					// unobserved, paired so that machine drift cancels.
+					b.Run("observer=counters-vs-none", func(b *testing.B) { benchVersusFloor(b, plain, observed, body, false) })
+				})
+			}
+		})
+	}
 }
 
 // BenchmarkRequest decodes compressed request bodies (the HTML sizes)

@@ -250,6 +250,18 @@ func Equal(coding string) ([]*Impl, error) {
 	return out, nil
 }
 
+// Squeeze returns squeeze as Equal configures it for coding, with opts
+// added: BenchmarkObserverVersusFloor adds WithObserver.
+func Squeeze(coding string, opts ...squeeze.Option) (*Impl, error) {
+	level := Level(coding)
+	m, err := squeeze.New(append([]squeeze.Option{squeeze.WithEncodings(coding), squeeze.WithLevel(coding, level)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("bench: squeeze %s: %w", coding, err)
+	}
+	return &Impl{Name: "squeeze", Coding: coding, wrap: m.Handler,
+		Settings: fmt.Sprintf("WithEncodings(%q), WithLevel(%q, %d) and %d more options", coding, coding, level, len(opts))}, nil
+}
+
 // Defaults returns squeeze and each peer that can serve coding as its users
 // get it: constructed with no options (chi, which has no default level, is
 // left out; its documentation's suggested level 5 is the equal-settings

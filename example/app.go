@@ -34,7 +34,10 @@ const maxUpload = squeeze.DefaultMaxDecompressedSize
 // recorder of the coding each response used. tick is the interval between
 // server-sent events.
 func newRouter(tick time.Duration) (http.Handler, error) {
-	compress, err := squeeze.New(append(dictionaryOptions(), squeeze.WithMaxDecompressedSize(maxUpload))...)
+	// counters aggregates what squeeze reports of every response and
+	// decoded upload, for /debug/counters, /metrics and the page's chart.
+	counters := new(squeeze.Counters)
+	compress, err := squeeze.New(append(dictionaryOptions(), squeeze.WithMaxDecompressedSize(maxUpload), squeeze.WithObserver(counters.Observe))...)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +77,15 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 	if err := routeDictionaries(r, compress, assets); err != nil {
 		return nil, err
 	}
+	r.Get("/debug/counters", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = io.WriteString(w, counters.String())
+	})
+	r.Get("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_ = counters.WritePrometheus(w) // an error means the client went away
+	})
 	return r, nil
 }
 

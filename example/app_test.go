@@ -414,3 +414,69 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+func TestCountersEndpointsAgreeWithTheResponses(t *testing.T) {
+	srv := startServer(t, time.Millisecond)
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	req, err := http.NewRequest("GET", srv.URL+"/api/products", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept-Encoding", "gzip")
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil || res.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("GET /api/products: Content-Encoding %q, %v", res.Header.Get("Content-Encoding"), err)
+	}
+	products, err := json.Marshal(catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The same client, asking for no coding: the counters' own responses
+	// then count as not accepted, leaving gzip's figures as they were.
+	res, err = client.Get(srv.URL + "/debug/counters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counters struct {
+		Compressor struct {
+			Codings map[string]struct {
+				Compressed             int `json:"compressed"`
+				TotalUncompressedBytes int `json:"total_uncompressed_bytes"`
+				TotalCompressedBytes   int `json:"total_compressed_bytes"`
+			} `json:"codings"`
+		} `json:"compressor"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&counters)
+	_ = res.Body.Close()
+	if err != nil {
+		t.Fatalf("/debug/counters: %v", err)
+	}
+	if g := counters.Compressor.Codings["gzip"]; g.Compressed != 1 || g.TotalUncompressedBytes != len(products) || g.TotalCompressedBytes != len(wire) {
+		t.Errorf("/debug/counters has gzip %+v, want 1 response of %d bytes sent as %d", g, len(products), len(wire))
+	}
+
+	res, err = client.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain; version=0.0.4") {
+		t.Fatalf("/metrics: Content-Type %q, %v", res.Header.Get("Content-Type"), err)
+	}
+	for _, want := range []string{
+		"# TYPE squeeze_compressor_compressed_total counter\n",
+		`squeeze_compressor_compressed_total{coding="gzip"} 1` + "\n",
+		fmt.Sprintf(`squeeze_compressor_compressed_bytes_total{coding="gzip"} %d`+"\n", len(wire)),
+	} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -517,3 +517,85 @@ func TestChromiumDecodesPageScriptStylesheetAPIAndEvents(t *testing.T) {
 		t.Errorf("/small went to Chromium with Content-Encoding %q, want none", rec.ContentEncoding)
 	}
 }
+
+// chartRows returns the rows of the SVG chart with the given id, each row's
+// start tag keyed by its data-key, failing unless the chart was drawn.
+func chartRows(t *testing.T, dom, id string) map[string]string {
+	t.Helper()
+	if state := attr(element(t, dom, id), "data-state"); state != "done" {
+		t.Fatalf("chart %s is in state %q, want done", id, state)
+	}
+	svg := regexp.MustCompile(`(?s)<svg id="` + regexp.QuoteMeta(id) + `"[^>]*>(.*?)</svg>`).FindStringSubmatch(dom)
+	rows := map[string]string{}
+	if svg != nil {
+		for _, tag := range regexp.MustCompile(`<g class="row"[^>]*>`).FindAllString(svg[1], -1) {
+			rows[attr(tag, "data-key")] = tag
+		}
+	}
+	return rows
+}
+
+// intAttr returns an attribute of tag as an integer, or -1.
+func intAttr(tag, name string) int {
+	n, err := strconv.Atoi(attr(tag, name))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func TestChromiumChartsPlainAgainstWireBytes(t *testing.T) {
+	srv := startServer(t, 20*time.Millisecond)
+	dom := dumpDOM(t, srv.URL+"/?events=2")
+
+	// What the browser measured: each compressible resource came encoded,
+	// smaller on the wire than decoded; the small page came plain.
+	resources := chartRows(t, dom, "resource-chart")
+	for _, p := range compressiblePages(t) {
+		row, ok := resources[p.path]
+		if !ok {
+			t.Errorf("the resource chart has no row for %s; rows: %v", p.path, resources)
+			continue
+		}
+		plain, wire, coding := intAttr(row, "data-plain"), intAttr(row, "data-wire"), attr(row, "data-coding")
+		if plain != len(p.body) || wire <= 0 || wire >= plain || (coding != squeeze.Zstd && coding != squeeze.Brotli) {
+			t.Errorf("%s charted as %s; want %d plain bytes, fewer on the wire, zstd or br", p.path, row, len(p.body))
+		}
+	}
+	small := len(embedded(t, "small.html"))
+	if row := resources["/small"]; intAttr(row, "data-plain") != small || intAttr(row, "data-wire") != small || attr(row, "data-coding") != "" {
+		t.Errorf("/small charted as %q; want %d bytes both ways and no coding", row, small)
+	}
+
+	// The same, summed per coding.
+	codings := chartRows(t, dom, "coding-chart")
+	if len(codings) == 0 {
+		t.Errorf("the per-coding chart has no rows")
+	}
+	for key, row := range codings {
+		if plain, wire := intAttr(row, "data-plain"), intAttr(row, "data-wire"); plain <= 0 || wire <= 0 || (key != "plain") != (wire < plain) {
+			t.Errorf("coding %s charted as %s; want encoded codings smaller on the wire, plain equal", key, row)
+		}
+	}
+
+	// What the server counted: at least the compressible resources, encoded,
+	// the small page plain for being too small, and the browser's upload.
+	summary := element(t, dom, "server-summary")
+	if n := intAttr(summary, "data-compressed"); n < len(compressiblePages(t)) ||
+		intAttr(summary, "data-compressed-bytes") >= intAttr(summary, "data-uncompressed-bytes") {
+		t.Errorf("the server summary is %s; want at least %d responses compressed, to fewer bytes", summary, len(compressiblePages(t)))
+	}
+	server := chartRows(t, dom, "server-chart")
+	encoded := 0
+	for key, row := range server {
+		if strings.HasPrefix(key, "compressed:") {
+			encoded += intAttr(row, "data-wire")
+		}
+	}
+	if encoded <= 0 || server["plain:too_small"] == "" || server["decoded:gzip"] == "" {
+		t.Errorf("the server chart lacks compressed, too-small or decoded rows: %v", server)
+	}
+	if up := server["decoded:gzip"]; intAttr(up, "data-plain") != len(uploadSample()) {
+		t.Errorf("the server charted the upload as %s, want %d decoded bytes", up, len(uploadSample()))
+	}
+}

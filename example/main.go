@@ -10,6 +10,10 @@
 // the latest response on each path and the Accept-Encoding it sent. A
 // browser is told apart by a cookie the demo sets, a client that sends no
 // cookie (curl) by its User-Agent and address; ?all=1 lists every client.
+//
+// GET /debug/counters serves squeeze.Counters as JSON (what expvar would
+// publish) and GET /metrics the same counters in the Prometheus text format;
+// the page draws them beside what the browser itself measured.
 package main
 
 import (

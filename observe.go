@@ -1,0 +1,439 @@
+package squeeze
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// This file holds what squeeze tells about its work: the Event an observer
+// receives, and Counters, a ready-made aggregate of events exportable
+// through expvar and in the Prometheus text format.
+
+// EventKind tells what an [Event] describes.
+type EventKind uint8
+
+const (
+	// ResponseEvent describes a response body squeeze sent, encoded or not.
+	ResponseEvent EventKind = iota
+	// RequestBodyEvent describes a request body squeeze decoded.
+	RequestBodyEvent
+)
+
+// String returns "response" or "request_body".
+func (k EventKind) String() string {
+	switch k {
+	case ResponseEvent:
+		return "response"
+	case RequestBodyEvent:
+		return "request_body"
+	}
+	return "EventKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Event is what squeeze reports to the observer set with [WithObserver],
+// once per response it handled, when the handler has returned, and once per
+// request body it decoded, when the body is closed or the handler returns.
+//
+// For a response, In is what the handler wrote and Out what went to the
+// underlying [http.ResponseWriter]; exactly one of Coding and Skipped is
+// set. For a request body, Out is what was read from the connection and In
+// what the handler read once decoded; Skipped is [ReasonNone]. Either way
+// In counts plain bytes and Out wire bytes.
+//
+// Responses squeeze does not handle send no event: protocol upgrades,
+// hijacked connections, the 413 and 415 answers to request bodies it
+// cannot decode, and responses whose handler panicked before anything was
+// decided.
+type Event struct {
+	// Kind tells a response from a decoded request body.
+	Kind EventKind
+	// Coding is the content coding sent ("zstd", "br", "gzip", ...), or ""
+	// when the response went out unencoded. For a request body it is the
+	// coding decoded, as Content-Encoding named it ("gzip", or "gzip, br"
+	// for stacked codings, in the order applied).
+	Coding string
+	// Skipped says why a response went out unencoded: one of the reasons
+	// decide chooses, [ReasonTooSmall], [ReasonContentType] and so on. It
+	// is [ReasonNone] for an encoded response and for a request body.
+	Skipped Reason
+	// In is the number of plain bytes: the body the handler wrote, or the
+	// decoded bytes the handler read from a request body.
+	In int64
+	// Out is the number of bytes on the wire: the body written to the
+	// underlying ResponseWriter, or the encoded bytes read from the
+	// request.
+	Out int64
+	// Elapsed is the time spent encoding or decoding: in the encoder's
+	// Write, Flush and Close calls (for a stream, that includes passing its
+	// output to the connection) or in the decoder's Reads. It is zero for a
+	// response sent unencoded, except for [ReasonNoGain]: the time spent
+	// finding out.
+	Elapsed time.Duration
+	// Cached is set when the encoded bytes came from squeeze's cache
+	// rather than an encoder, once the cache exists; a cache hit is not a
+	// skip, so Coding is set and Skipped is ReasonNone. Until then it is
+	// always false.
+	Cached bool
+	// Dictionary is set when the response was encoded with a compression
+	// dictionary (RFC 9842, dcz or dcb; see [WithDictionaryMatch]).
+	Dictionary bool
+}
+
+// WithObserver sets f to be called with an [Event] for every response
+// squeeze handles, after the handler has returned and the response is
+// complete, and for every request body it decodes, when the body is
+// closed or the handler returns. f runs on the request's goroutine (or on
+// the goroutine that closed the body) and must be safe for concurrent use;
+// it delays the end of the response, so it should be quick. [Counters.Observe]
+// is one such f. A nil f, the default, turns observing off; then squeeze
+// does not read the clock for Elapsed.
+func WithObserver(f func(Event)) Option {
+	return func(c *config) error {
+		c.observe = f
+		return nil
+	}
+}
+
+// countingWriter passes writes on to w and counts the bytes it took, for
+// [Event].Out. It lives inside the per-response writer, so encoders can
+// write to it without an allocation.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// clock returns the time now when an observer wants Elapsed, and the zero
+// Time otherwise; spent adds the time since t0 to Elapsed.
+func (cw *responseWriter) clock() time.Time {
+	if cw.m.observe == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+func (cw *responseWriter) spent(t0 time.Time) {
+	if !t0.IsZero() {
+		cw.elapsed += time.Since(t0)
+	}
+}
+
+// report sends the response's Event to the observer.
+func (cw *responseWriter) report() {
+	e := Event{Kind: ResponseEvent, Coding: cw.encodingValue[0], Skipped: cw.why, Out: cw.wire.n, Elapsed: cw.elapsed}
+	if e.Coding == "" && e.Skipped == ReasonNone {
+		return // never decided: the handler panicked first
+	}
+	e.In = cw.written
+	if e.Coding == "" {
+		e.In = e.Out
+	}
+	e.Dictionary = e.Coding != "" && cw.offer != nil && cw.offer.dict != nil
+	cw.m.observe(e)
+}
+
+// report sends the decoded body's Event to the observer. Stacked codings,
+// rare, cost an allocation for their name.
+func (b *decodedBody) report() {
+	e := Event{Kind: RequestBodyEvent, Coding: b.layers[0].coding, In: b.limit - b.left, Elapsed: b.elapsed}
+	e.Out = b.inLimit - b.layers[0].in.left
+	for i := 1; i < b.n; i++ {
+		e.Coding = b.layers[i].coding + ", " + e.Coding
+	}
+	b.observe(e)
+}
+
+// Counters aggregates [Event]s into the counters Envoy's compressor and
+// decompressor filters keep, per content coding, with the reasons responses
+// went out unencoded. Pass its Observe method to [WithObserver]. The zero
+// value is ready to use; Counters is safe for concurrent use (each counter
+// is an atomic, there is no lock) and must not be copied.
+//
+// Counters implements [expvar.Var]: String returns the counters as JSON,
+// with Envoy's names. [Counters.WritePrometheus] writes them in the
+// Prometheus text format. Neither needs a metrics library.
+type Counters struct {
+	compressor    [len(counterCodings)]codingCounters
+	decompressor  [len(counterCodings)]codingCounters
+	notCompressed [reasonCount]struct{ count, bytes atomic.Int64 }
+}
+
+// codingCounters are the counters of one content coding.
+type codingCounters struct {
+	count, plain, wire, nanos, cached, dictionary atomic.Int64
+}
+
+// counterCodings are the codings Counters keeps apart; any other coding,
+// and stacked request codings, count as "other".
+var counterCodings = [...]string{Zstd, Brotli, Gzip, Deflate, "dcz", "dcb", "other"}
+
+func codingIndex(coding string) int {
+	for i, c := range counterCodings[:len(counterCodings)-1] {
+		if c == coding {
+			return i
+		}
+	}
+	return len(counterCodings) - 1
+}
+
+// Observe adds e to the counters. An Event with neither Coding nor Skipped
+// set, which squeeze never sends, is ignored.
+func (c *Counters) Observe(e Event) {
+	switch {
+	case e.Kind == RequestBodyEvent:
+		c.decompressor[codingIndex(e.Coding)].add(e)
+	case e.Coding != "":
+		c.compressor[codingIndex(e.Coding)].add(e)
+	case e.Skipped != ReasonNone && e.Skipped < reasonCount:
+		r := &c.notCompressed[e.Skipped]
+		r.count.Add(1)
+		r.bytes.Add(e.Out)
+	}
+}
+
+func (cc *codingCounters) add(e Event) {
+	cc.count.Add(1)
+	cc.plain.Add(e.In)
+	cc.wire.Add(e.Out)
+	cc.nanos.Add(int64(e.Elapsed))
+	if e.Cached {
+		cc.cached.Add(1)
+	}
+	if e.Dictionary {
+		cc.dictionary.Add(1)
+	}
+}
+
+// The shape of Counters.String. The field names are Envoy's where Envoy
+// has the counter.
+type (
+	compressorStats struct {
+		Compressed             int64 `json:"compressed"`
+		NotCompressed          int64 `json:"not_compressed"`
+		TotalUncompressedBytes int64 `json:"total_uncompressed_bytes"`
+		TotalCompressedBytes   int64 `json:"total_compressed_bytes"`
+		ContentLengthTooSmall  int64 `json:"content_length_too_small"`
+		NotCompressedBytes     int64 `json:"not_compressed_bytes"`
+		// EncodeSeconds, Cached and Dictionary have no Envoy counterpart.
+		EncodeSeconds float64                    `json:"encode_seconds"`
+		Cached        int64                      `json:"cached"`
+		Dictionary    int64                      `json:"dictionary"`
+		Codings       map[string]compressedStats `json:"codings"`
+		Reasons       map[string]skippedStats    `json:"reasons"`
+	}
+	compressedStats struct {
+		Compressed             int64   `json:"compressed"`
+		TotalUncompressedBytes int64   `json:"total_uncompressed_bytes"`
+		TotalCompressedBytes   int64   `json:"total_compressed_bytes"`
+		EncodeSeconds          float64 `json:"encode_seconds"`
+		Cached                 int64   `json:"cached"`
+		Dictionary             int64   `json:"dictionary"`
+	}
+	skippedStats struct {
+		NotCompressed      int64 `json:"not_compressed"`
+		NotCompressedBytes int64 `json:"not_compressed_bytes"`
+	}
+	decompressorStats struct {
+		Decompressed           int64                        `json:"decompressed"`
+		TotalUncompressedBytes int64                        `json:"total_uncompressed_bytes"`
+		TotalCompressedBytes   int64                        `json:"total_compressed_bytes"`
+		DecodeSeconds          float64                      `json:"decode_seconds"`
+		Codings                map[string]decompressedStats `json:"codings"`
+	}
+	decompressedStats struct {
+		Decompressed           int64   `json:"decompressed"`
+		TotalUncompressedBytes int64   `json:"total_uncompressed_bytes"`
+		TotalCompressedBytes   int64   `json:"total_compressed_bytes"`
+		DecodeSeconds          float64 `json:"decode_seconds"`
+	}
+	counterStats struct {
+		Compressor   compressorStats   `json:"compressor"`
+		Decompressor decompressorStats `json:"decompressor"`
+	}
+)
+
+// stats reads the counters once. Each counter is read atomically; they are
+// not read all at one instant.
+func (c *Counters) stats() counterStats {
+	s := counterStats{
+		Compressor:   compressorStats{Codings: map[string]compressedStats{}, Reasons: map[string]skippedStats{}},
+		Decompressor: decompressorStats{Codings: map[string]decompressedStats{}},
+	}
+	cs, ds := &s.Compressor, &s.Decompressor
+	for i, name := range counterCodings {
+		if cc := &c.compressor[i]; cc.count.Load() > 0 {
+			x := compressedStats{cc.count.Load(), cc.plain.Load(), cc.wire.Load(), seconds(&cc.nanos), cc.cached.Load(), cc.dictionary.Load()}
+			cs.Codings[name] = x
+			cs.Compressed += x.Compressed
+			cs.TotalUncompressedBytes += x.TotalUncompressedBytes
+			cs.TotalCompressedBytes += x.TotalCompressedBytes
+			cs.EncodeSeconds += x.EncodeSeconds
+			cs.Cached += x.Cached
+			cs.Dictionary += x.Dictionary
+		}
+		if dc := &c.decompressor[i]; dc.count.Load() > 0 {
+			x := decompressedStats{dc.count.Load(), dc.plain.Load(), dc.wire.Load(), seconds(&dc.nanos)}
+			ds.Codings[name] = x
+			ds.Decompressed += x.Decompressed
+			ds.TotalUncompressedBytes += x.TotalUncompressedBytes
+			ds.TotalCompressedBytes += x.TotalCompressedBytes
+			ds.DecodeSeconds += x.DecodeSeconds
+		}
+	}
+	for r := ReasonNone + 1; r < reasonCount; r++ {
+		x := skippedStats{c.notCompressed[r].count.Load(), c.notCompressed[r].bytes.Load()}
+		cs.Reasons[r.String()] = x
+		cs.NotCompressed += x.NotCompressed
+		cs.NotCompressedBytes += x.NotCompressedBytes
+	}
+	cs.ContentLengthTooSmall = cs.Reasons[ReasonTooSmall.String()].NotCompressed
+	return s
+}
+
+func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).Seconds() }
+
+// String returns the counters as a JSON object, for [expvar.Publish]:
+//
+//	{"compressor": {"compressed": 3, "not_compressed": 1,
+//	    "total_uncompressed_bytes": 48000, "total_compressed_bytes": 9100,
+//	    "content_length_too_small": 1, "not_compressed_bytes": 300,
+//	    "encode_seconds": 0.0004, "cached": 0, "dictionary": 0,
+//	    "codings": {"zstd": {"compressed": 3, ...}},
+//	    "reasons": {"too_small": {"not_compressed": 1, "not_compressed_bytes": 300}, ...}},
+//	 "decompressor": {"decompressed": 1, "total_uncompressed_bytes": 4000,
+//	    "total_compressed_bytes": 700, "decode_seconds": 0.00002,
+//	    "codings": {"gzip": {...}}}}
+//
+// The totals are the sums over "codings" and "reasons"; a coding appears
+// once it has been counted, every reason always.
+func (c *Counters) String() string {
+	b, err := json.Marshal(c.stats())
+	if err != nil {
+		// Only numbers and fixed names go in: this cannot happen.
+		panic(err)
+	}
+	return string(b)
+}
+
+// WritePrometheus writes the counters to w in the Prometheus text
+// exposition format (version 0.0.4), for a handler to serve with Content-Type
+// "text/plain; version=0.0.4". Every metric is a counter named
+// squeeze_compressor_..._total or squeeze_decompressor_..._total, after
+// Envoy's statistic (total_uncompressed_bytes becomes
+// squeeze_compressor_uncompressed_bytes_total), labelled by coding or by
+// reason.
+func (c *Counters) WritePrometheus(w io.Writer) error {
+	s := c.stats()
+	p := promWriter{w: w}
+	cs, ds := &s.Compressor, &s.Decompressor
+	codings := sortedKeys(cs.Codings)
+	p.family("squeeze_compressor_compressed_total", "Responses sent with a content coding.")
+	for _, k := range codings {
+		p.sample("coding", k, float64(cs.Codings[k].Compressed))
+	}
+	p.family("squeeze_compressor_uncompressed_bytes_total", "Plain bytes of the responses sent encoded.")
+	for _, k := range codings {
+		p.sample("coding", k, float64(cs.Codings[k].TotalUncompressedBytes))
+	}
+	p.family("squeeze_compressor_compressed_bytes_total", "Encoded bytes of the responses sent encoded.")
+	for _, k := range codings {
+		p.sample("coding", k, float64(cs.Codings[k].TotalCompressedBytes))
+	}
+	p.family("squeeze_compressor_encode_seconds_total", "Time spent encoding responses.")
+	for _, k := range codings {
+		p.sample("coding", k, cs.Codings[k].EncodeSeconds)
+	}
+	p.family("squeeze_compressor_cached_total", "Encoded responses served from the cache.")
+	for _, k := range codings {
+		p.sample("coding", k, float64(cs.Codings[k].Cached))
+	}
+	p.family("squeeze_compressor_dictionary_total", "Responses encoded with a compression dictionary.")
+	for _, k := range codings {
+		p.sample("coding", k, float64(cs.Codings[k].Dictionary))
+	}
+	reasons := sortedKeys(cs.Reasons)
+	p.family("squeeze_compressor_not_compressed_total", "Responses sent unencoded, by reason.")
+	for _, k := range reasons {
+		p.sample("reason", k, float64(cs.Reasons[k].NotCompressed))
+	}
+	p.family("squeeze_compressor_not_compressed_bytes_total", "Bytes of the responses sent unencoded, by reason.")
+	for _, k := range reasons {
+		p.sample("reason", k, float64(cs.Reasons[k].NotCompressedBytes))
+	}
+	p.family("squeeze_compressor_content_length_too_small_total", "Responses sent unencoded because they were below the minimum size.")
+	p.sample("", "", float64(cs.ContentLengthTooSmall))
+	codings = sortedKeys(ds.Codings)
+	p.family("squeeze_decompressor_decompressed_total", "Request bodies decoded.")
+	for _, k := range codings {
+		p.sample("coding", k, float64(ds.Codings[k].Decompressed))
+	}
+	p.family("squeeze_decompressor_uncompressed_bytes_total", "Decoded bytes of the request bodies, as the handler read them.")
+	for _, k := range codings {
+		p.sample("coding", k, float64(ds.Codings[k].TotalUncompressedBytes))
+	}
+	p.family("squeeze_decompressor_compressed_bytes_total", "Encoded bytes of the request bodies, as read from the client.")
+	for _, k := range codings {
+		p.sample("coding", k, float64(ds.Codings[k].TotalCompressedBytes))
+	}
+	p.family("squeeze_decompressor_decode_seconds_total", "Time spent decoding request bodies.")
+	for _, k := range codings {
+		p.sample("coding", k, ds.Codings[k].DecodeSeconds)
+	}
+	return p.err
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// promWriter writes metric families, keeping the first error.
+type promWriter struct {
+	w    io.Writer
+	name string
+	err  error
+}
+
+// family starts a counter family with its HELP and TYPE lines.
+func (p *promWriter) family(name, help string) {
+	p.name = name
+	p.printf("# HELP %s %s\n# TYPE %s counter\n", name, escapeHelp(help), name)
+}
+
+// sample writes one sample of the current family, with one label unless
+// label is "".
+func (p *promWriter) sample(label, value string, v float64) {
+	if label == "" {
+		p.printf("%s %s\n", p.name, strconv.FormatFloat(v, 'g', -1, 64))
+		return
+	}
+	p.printf("%s{%s=\"%s\"} %s\n", p.name, label, escapeLabel(value), strconv.FormatFloat(v, 'g', -1, 64))
+}
+
+func (p *promWriter) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+// escapeLabel escapes a label value as the text format requires:
+// backslash, double quote and line feed.
+var escapeLabel = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace
+
+// escapeHelp escapes HELP text: backslash and line feed.
+var escapeHelp = strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace
