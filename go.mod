@@ -8,3 +8,5 @@ require (
 	github.com/klauspost/compress v1.20.4
 	golang.org/x/sync v0.24.0
 )
+
+require github.com/molecule-man/go-brrr v1.3.1
