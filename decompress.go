@@ -380,10 +380,10 @@ type decodedBody struct {
 
 	response bool // a Transport's response body: errors say so
 	ctx      context.Context
-	dec     *decoding
-	raw     io.ReadCloser
-	limit   int64 // cap on the decoded bytes
-	inLimit int64 // cap on the bytes each layer reads
+	dec      *decoding
+	raw      io.ReadCloser
+	limit    int64 // cap on the decoded bytes
+	inLimit  int64 // cap on the bytes each layer reads
 
 	// Touched by Read only, under readMu.
 	started bool
