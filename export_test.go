@@ -3,3 +3,14 @@ package squeeze
 // RaceEnabled exposes raceEnabled to the black-box tests in package
 // squeeze_test: the allocation test only counts without the race detector.
 const RaceEnabled = raceEnabled
+
+// TransportBudgetIdle reports whether no response body of t holds any of
+// its decoder memory budget: whether the whole budget can be taken.
+func TransportBudgetIdle(t *Transport) bool {
+	s := t.init()
+	if !s.dec.budget.TryAcquire(s.dec.memory) {
+		return false
+	}
+	s.dec.budget.Release(s.dec.memory)
+	return true
+}
