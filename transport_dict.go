@@ -435,17 +435,19 @@ func (p *sfParser) sp() {
 func (p *sfParser) key() (string, bool) {
 	start := p.i
 	c := p.peek()
-	if !(c >= 'a' && c <= 'z' || c == '*') {
+	if !isKeyStart(c) {
 		return "", false
 	}
-	for !p.done() {
-		c := p.s[p.i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == '*') {
-			break
-		}
+	for !p.done() && isKeyChar(p.s[p.i]) {
 		p.i++
 	}
 	return p.s[start:p.i], true
+}
+
+func isKeyStart(c byte) bool { return c >= 'a' && c <= 'z' || c == '*' }
+
+func isKeyChar(c byte) bool {
+	return isKeyStart(c) || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
 }
 
 // itemOrInnerList reads "=value;params" after a dictionary key, or just
