@@ -16,6 +16,7 @@ require (
 
 require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
+	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 )
 
