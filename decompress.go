@@ -17,11 +17,13 @@ import (
 	"github.com/squeezehttp/squeeze/writers"
 )
 
-// ErrInvalidBody is reported by Read on a request body that squeeze decodes
-// when the bytes are not a valid stream of their Content-Encoding: corrupt,
-// truncated, empty, or asking for more than the decoder grants (a zstd window
-// over 8 MB). The error returned also wraps the codec's own error, so
-// errors.Is and errors.As find both. A handler would typically answer 400.
+// ErrInvalidBody is reported by Read on a request body that squeeze decodes,
+// or a response body that a [Transport] decodes, when the bytes are not a
+// valid stream of their Content-Encoding: corrupt, truncated, empty, or
+// asking for more than the decoder grants (a zstd window over 8 MB), or, for
+// dcz and dcb, compressed with another dictionary than the one offered. The
+// error returned also wraps the codec's own error, so errors.Is and errors.As
+// find both. A handler would typically answer 400.
 var ErrInvalidBody = errors.New("squeeze: request body is not valid for its Content-Encoding")
 
 // maxContentCodings is the most codings a request body may stack, counting
@@ -52,7 +54,9 @@ const requestCodings = "zstd, br, gzip, deflate"
 
 // ErrDecoderBusy is reported by Read on a request body that squeeze decodes
 // when the memory budget for decoders ([WithDecoderMemory]) stays spent for
-// the short wait allowed, or the request's context ends during that wait.
+// the short wait allowed, or the request's context ends during that wait. A
+// [Transport] reports it the same way on a response body, against its own
+// budget ([Transport.DecoderMemory]).
 // Nothing is wrong with the body: the server is busy decoding others. A
 // handler should answer 503 Service Unavailable with a Retry-After header.
 var ErrDecoderBusy = errors.New("squeeze: too many request bodies being decoded; retry later")
@@ -91,7 +95,8 @@ func charge(coding string, window int64) int64 {
 	return flateCharge
 }
 
-// decoding is the request-body side of a Middleware, set up by New.
+// decoding is the request-body side of a Middleware, set up by New, and the
+// response-body side of a Transport.
 type decoding struct {
 	enabled  bool
 	limit    int64 // WithMaxDecompressedSize: cap on the decoded bytes
@@ -251,8 +256,7 @@ list:
 		// Content-Encoding lists codings in the order applied; undo the
 		// last one first.
 		coding := codings[n-1-i]
-		l := &b.layers[i]
-		*l = layer{coding: coding, decoders: m.decoding.decoders[coding], in: input{body: b, layer: l, left: inLimit, inner: i > 0}}
+		b.initLayer(i, coding, coding, m.decoding.decoders[coding], nil)
 	}
 	copyWithoutEncoding(&d.req, r, true)
 	d.req.Body = b
@@ -305,9 +309,18 @@ func copyWithoutEncoding(dst, r *http.Request, decoded bool) {
 	}
 }
 
-// tooLarge returns the error http.MaxBytesReader returns past its limit,
-// after telling the server to close the connection, since the rest of the
-// body will not be read. Two ways, since either alone can miss:
+// initLayer sets up layer i of b to undo coding with a decoder of kind (the
+// codec: coding itself, or zstd for dcz and br for dcb), taken from decoders
+// or, for a dictionary coding, built for dict.
+func (b *decodedBody) initLayer(i int, coding, kind string, decoders *pool.Decoders, dict *clientDict) {
+	l := &b.layers[i]
+	*l = layer{coding: coding, kind: kind, decoders: decoders, dict: dict, in: input{body: b, layer: l, left: b.inLimit, inner: i > 0}}
+}
+
+// tooLarge returns the error http.MaxBytesReader returns past its limit. On
+// a server's request body (w is set) it first tells the server to close the
+// connection, since the rest of the body will not be read. Two ways, since
+// either alone can miss:
 //
 //   - a throwaway http.MaxBytesReader limited to 0 bytes and offered 1 calls
 //     the hook only the server's own ResponseWriter has, which closes the
@@ -326,6 +339,10 @@ func copyWithoutEncoding(dst, r *http.Request, decoded bool) {
 // The limits themselves are counted here, so a body that stays within them
 // allocates no reader.
 func (b *decodedBody) tooLarge(limit int64) error {
+	if b.w == nil {
+		// A client's response body: closing it drops the connection.
+		return &http.MaxBytesError{Limit: limit}
+	}
 	_, _ = http.MaxBytesReader(b.w, io.NopCloser(strings.NewReader("!")), 0).Read(make([]byte, 1))
 	if b.http1 {
 		b.w.Header().Set("Connection", "close")
@@ -333,8 +350,9 @@ func (b *decodedBody) tooLarge(limit int64) error {
 	return &http.MaxBytesError{Limit: limit}
 }
 
-// decodedBody is the Body of a decoded request. Its layers each undo one
-// coding, reading from the one before; layer 0 reads the body that arrived.
+// decodedBody is the Body of a decoded request, or, inside a Transport's
+// response body, of a decoded response. Its layers each undo one coding,
+// reading from the one before; layer 0 reads the body that arrived.
 //
 // The work a body can cause is bounded across layers: layer 0 reads at most
 // compressedLimit(limit) bytes, an inner layer at most 1/64 more than it
@@ -344,10 +362,11 @@ func (b *decodedBody) tooLarge(limit int64) error {
 // into output: a small body cannot make an inner layer chew through
 // megabytes of blocks that decode to nothing.
 //
-// The pooled decoders go back exactly once, when the handler closes the body
-// or returns. A Read may still be running then (a handler that left a
-// goroutine reading): the decoders go back when it ends, never while in
-// use, so one request's decoder can never be reading another's bytes.
+// The pooled decoders go back exactly once: when the body has been read to
+// its end, or when it is closed or the handler returns, whichever comes
+// first. A Read may still be running then (a handler that left a goroutine
+// reading): the decoders go back when it ends, never while in use, so one
+// request's decoder can never be reading another's bytes.
 type decodedBody struct {
 	readMu sync.Mutex // serialises Read, which touches the layers
 
@@ -356,16 +375,20 @@ type decodedBody struct {
 	closed   bool       // Close or release has run; no more reads
 	released bool       // the decoders are back in their pools
 
-	w       http.ResponseWriter
-	http1   bool // the request came over HTTP/1.x
-	ctx     context.Context
-	dec     *decoding
-	raw     io.ReadCloser
-	limit   int64 // cap on the decoded bytes
-	inLimit int64 // cap on the bytes each layer reads
+	// The server's side only: nil and false in a Transport.
+	w     http.ResponseWriter
+	http1 bool // the request came over HTTP/1.x
+
+	response bool // a Transport's response body: errors say so
+	ctx      context.Context
+	dec      *decoding
+	raw      io.ReadCloser
+	limit    int64 // cap on the decoded bytes
+	inLimit  int64 // cap on the bytes each layer reads
 
 	// Touched by Read only, under readMu.
 	started bool
+	eof     bool      // the decoded body ended; the decoders can go
 	top     io.Reader // the last layer
 	left    int64     // decoded bytes still allowed
 	err     error     // sticky: why starting failed, or the cap
@@ -409,7 +432,7 @@ func (b *decodedBody) Read(p []byte) (int, error) {
 	// and is dropped rather than pooled in an unknown state.
 	b.mu.Lock()
 	b.reading = false
-	if b.closed {
+	if b.closed || b.eof {
 		b.releaseLocked()
 	}
 	b.mu.Unlock()
@@ -435,6 +458,12 @@ func (b *decodedBody) read(p []byte) (int, error) {
 	n, err := b.top.Read(p)
 	if int64(n) <= b.left {
 		b.left -= int64(n)
+		if err == io.EOF {
+			// Every layer has ended and checked its input's end: the
+			// decoders are done, and later reads see io.EOF again.
+			b.eof = true
+			b.err = io.EOF
+		}
 		return n, err
 	}
 	n = int(b.left)
@@ -446,14 +475,21 @@ func (b *decodedBody) read(p []byte) (int, error) {
 // start takes a decoder for each layer, after charging the budget for it.
 // A br layer's charge depends on its window, so the first byte of its
 // stream is read first and handed to the decoder after. Getting a decoder
-// may read the stream's header, so it can fail like a Read.
+// may read the stream's header, so it can fail like a Read. A dictionary
+// coding's header (its magic number and the dictionary's hash) is read and
+// checked before anything else.
 func (b *decodedBody) start() error {
 	var src io.Reader = b.raw
 	for i := range b.n {
 		l := &b.layers[i]
 		l.in.r = src
+		if l.dict != nil {
+			if err := l.dict.checkHeader(l.coding, &l.in); err != nil {
+				return l.fail(err)
+			}
+		}
 		var window int64
-		if l.coding == writers.Brotli {
+		if l.kind == writers.Brotli {
 			// Into the input itself: a local buffer would escape.
 			if _, err := io.ReadFull(&l.in, l.in.pending[:]); err != nil {
 				return l.fail(err)
@@ -461,11 +497,24 @@ func (b *decodedBody) start() error {
 			l.in.hasPending = true
 			window = writers.BrotliWindow(l.in.pending[0])
 		}
-		charged, err := b.dec.acquire(b.ctx, charge(l.coding, window))
+		if l.dict != nil && l.kind == writers.Zstd {
+			// dcz: charged at once for the largest window allowed.
+			window = l.dict.zstdWindow()
+		}
+		charged, err := b.dec.acquire(b.ctx, charge(l.kind, window))
 		if err != nil {
 			return err
 		}
 		l.charge = charged
+		if l.dict != nil {
+			d, err := l.dict.newDecoder(l.kind, &l.in)
+			if err != nil {
+				return l.fail(err)
+			}
+			l.dec = d
+			src = l
+			continue
+		}
 		d, err := l.decoders.Get(&l.in)
 		if err != nil {
 			if err == io.EOF {
@@ -493,8 +542,8 @@ func (b *decodedBody) start() error {
 // reads anything.)
 func (l *layer) topUp() error {
 	b := l.in.body
-	need := min(charge(l.coding, l.dec.Window()), b.dec.memory)
-	if need <= l.charge || l.coding == writers.Brotli {
+	need := min(charge(l.kind, l.dec.Window()), b.dec.memory)
+	if need <= l.charge || l.kind == writers.Brotli || l.dict != nil {
 		return nil
 	}
 	more, err := b.dec.acquire(b.ctx, need-l.charge)
@@ -536,10 +585,13 @@ func (b *decodedBody) releaseLocked() {
 	b.released = true
 	for i := range b.n {
 		l := &b.layers[i]
-		if l.dec != nil {
-			l.decoders.Put(l.dec)
-			l.dec = nil
+		switch d := l.dec.(type) {
+		case *pool.Decoder:
+			l.decoders.Put(d)
+		case *dictDecoder:
+			d.close()
 		}
+		l.dec = nil
 		if l.charge > 0 {
 			b.dec.budget.Release(l.charge)
 			l.charge = 0
@@ -554,12 +606,21 @@ func (b *decodedBody) releaseLocked() {
 // layer undoes one coding. Its errors are sticky, so a decoder is never
 // asked to go on after it has failed.
 type layer struct {
-	coding   string
-	decoders *pool.Decoders
-	dec      *pool.Decoder
-	charge   int64 // bytes of the budget held for dec
+	coding   string         // as named in Content-Encoding, canonical
+	kind     string         // the codec: coding, or zstd for dcz and br for dcb
+	decoders *pool.Decoders // nil for a dictionary coding
+	dict     *clientDict    // for dcz and dcb
+	dec      layerDecoder   // a *pool.Decoder, or a *dictDecoder
+	charge   int64          // bytes of the budget held for dec
 	in       input
 	err      error
+}
+
+// layerDecoder is what a layer reads from: a pooled decoder, or one built
+// for a dictionary.
+type layerDecoder interface {
+	io.Reader
+	Window() int64
 }
 
 func (l *layer) Read(p []byte) (int, error) {
@@ -585,9 +646,9 @@ func (l *layer) fail(err error) error {
 	case err == io.EOF && l.in.left < l.in.body.inLimit:
 	case err == io.EOF:
 		// An empty input is not a stream in any coding.
-		err = &invalidBodyError{coding: l.coding, err: io.ErrUnexpectedEOF}
+		err = &invalidBodyError{coding: l.coding, response: l.in.body.response, err: io.ErrUnexpectedEOF}
 	default:
-		err = &invalidBodyError{coding: l.coding, err: err}
+		err = &invalidBodyError{coding: l.coding, response: l.in.body.response, err: err}
 	}
 	l.err = err
 	return err
@@ -626,6 +687,7 @@ func (in *input) Read(p []byte) (int, error) {
 		return 1, nil
 	}
 	if in.layer.dec != nil && in.layer.coding == writers.Zstd {
+		// (Not dcz: charged in full up front.)
 		if err := in.layer.topUp(); err != nil {
 			in.err = err
 			return 0, err
@@ -655,12 +717,17 @@ func (in *input) Read(p []byte) (int, error) {
 
 // invalidBodyError matches both ErrInvalidBody and the codec's error.
 type invalidBodyError struct {
-	coding string
-	err    error
+	coding   string
+	response bool // a Transport's response body, not a request body
+	err      error
 }
 
 func (e *invalidBodyError) Error() string {
-	return "squeeze: invalid " + e.coding + " request body: " + e.err.Error()
+	body := " request body: "
+	if e.response {
+		body = " response body: "
+	}
+	return "squeeze: invalid " + e.coding + body + e.err.Error()
 }
 
 func (e *invalidBodyError) Unwrap() []error { return []error{ErrInvalidBody, e.err} }

@@ -9,3 +9,14 @@ const ReasonCount = reasonCount
 
 // EscapeLabel exposes the Prometheus label escaping to the format tests.
 var EscapeLabel = escapeLabel
+
+// TransportBudgetIdle reports whether no response body of t holds any of
+// its decoder memory budget: whether the whole budget can be taken.
+func TransportBudgetIdle(t *Transport) bool {
+	s := t.init()
+	if !s.dec.budget.TryAcquire(s.dec.memory) {
+		return false
+	}
+	s.dec.budget.Release(s.dec.memory)
+	return true
+}

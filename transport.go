@@ -1,0 +1,554 @@
+package squeeze
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/writers"
+)
+
+// Transport is an [http.RoundTripper] that asks for compressed responses
+// and decodes them under the limits squeeze puts on request bodies,
+// compresses request bodies, and, when given a budget for them, speaks
+// Compression Dictionary Transport (RFC 9842). It wraps another
+// RoundTripper, [http.DefaultTransport] unless Base says otherwise.
+//
+// Its zero value is ready to use: it offers zstd, br and gzip, decodes
+// responses up to [DefaultMaxDecompressedSize], and sends request bodies as
+// they are. As with [http.Transport], the fields must not change once the
+// Transport has been used, and a Transport should be reused rather than
+// created per request: it holds the decoder pools, the decoder memory
+// budget and the dictionaries. It is safe for concurrent use.
+//
+// # Responses
+//
+// When the caller set no Accept-Encoding, the request is not HEAD and it
+// carries no Range, RoundTrip sends Accept-Encoding with the Encodings and
+// decodes the response body: the response loses Content-Encoding and
+// Content-Length, its ContentLength is -1 and Uncompressed is true, as
+// [http.Transport] does for the gzip it asks for itself. Since the request
+// then carries an Accept-Encoding, an [http.Transport] underneath neither
+// adds gzip nor decodes anything itself. Two stacked codings at most are
+// undone, last applied first; a response with more, or with a coding squeeze
+// does not implement, is returned as it came, Content-Encoding included, as
+// are a caller's requests that set Accept-Encoding, HEAD requests and Range
+// requests.
+//
+// Reading a decoded body fails with [*http.MaxBytesError] past
+// MaxDecompressedSize (and when a layer's compressed input exceeds that cap
+// by more than 1/64 and 64 KiB of framing), with an error matching
+// [ErrInvalidBody] when the stream is corrupt, truncated, followed by other
+// bytes or declares a window over what the decoder grants (8 MB for zstd),
+// and with [ErrDecoderBusy] when the decoder memory budget (DecoderMemory)
+// stays spent for 200 ms. The decoders come from pools when the body is
+// first read and go back when it is read to its end or closed, whichever
+// comes first; Close never leaks one.
+//
+// A body that is neither read to its end nor closed leaks the connection
+// under it, as with [http.Transport], and keeps its decoders and its share
+// of the memory budget until the garbage collector finds it unreachable: a
+// cleanup ([runtime.AddCleanup]) then closes it, which returns the budget,
+// drops the decoders and closes the connection's body. Close bodies: the
+// cleanup is a safety net that runs at the collector's pace.
+//
+// # Requests
+//
+// With RequestEncoding set, a request body of at least RequestMinSize bytes
+// is compressed on the fly and sent with Content-Encoding. A body of known
+// length up to 64 KiB is compressed before sending, so its Content-Length
+// is exact; a longer one, or one of unknown length (at least RequestMinSize
+// bytes are read first to tell), is streamed with ContentLength -1. GetBody,
+// when the request has one, is wrapped so redirects and retries send the
+// same compressed body. A request that already has a Content-Encoding, or
+// no body, is sent as it is. The caller's request is never modified.
+//
+// # Dictionaries
+//
+// With DictionaryStoreSize above zero, a 200 response whose
+// Use-As-Dictionary field is valid (a match pattern, an optional id, type
+// raw) and that is fresh by its Cache-Control max-age or Expires is kept,
+// decoded, as a dictionary for its origin and pattern, for as long as it
+// stays fresh, once its body has been read to the end. The least recently
+// used dictionaries are dropped to stay within DictionaryStoreSize bytes. A
+// later request that RoundTrip decodes, to the same origin and a path the
+// pattern matches, sends Available-Dictionary (and Dictionary-ID when the
+// dictionary had an id) and adds dcb and dcz to Accept-Encoding; a dcz or
+// dcb response is checked against the dictionary's hash and decoded with it.
+// Patterns are paths with '*' wildcards; other URLPattern syntax is not
+// stored (see the package's README).
+type Transport struct {
+	// Base carries the requests; nil means [http.DefaultTransport].
+	Base http.RoundTripper
+
+	// Encodings lists the codings offered in Accept-Encoding, most
+	// preferred first: any of [Zstd], [Brotli], [Gzip] and [Deflate]. nil
+	// means [DefaultEncodings] (zstd, br, gzip); an empty list offers
+	// identity only. Any other coding is an error from RoundTrip matching
+	// [writers.ErrUnknownCoding].
+	Encodings []string
+
+	// MaxDecompressedSize caps a decoded response body, in bytes; 0 means
+	// [DefaultMaxDecompressedSize]. Negative is an error from RoundTrip.
+	MaxDecompressedSize int64
+
+	// DecoderMemory is the memory the response decoders of this Transport
+	// may hold at once, charged as [WithDecoderMemory] describes; 0 means
+	// [DefaultDecoderMemory]. Negative is an error from RoundTrip.
+	DecoderMemory int64
+
+	// RequestEncoding is the coding request bodies are compressed with,
+	// at its default level (see [writers.Levels]); "" sends them as they
+	// are.
+	RequestEncoding string
+
+	// RequestMinSize is the smallest request body, in bytes, that
+	// RequestEncoding applies to.
+	RequestMinSize int64
+
+	// DictionaryStoreSize is the byte budget of stored dictionaries; 0
+	// turns dictionaries off.
+	DictionaryStoreSize int64
+
+	once  sync.Once
+	state *transportState
+}
+
+// uploadBufferMax is the longest request body of known length that is
+// compressed before it is sent, so its Content-Length can be given.
+const uploadBufferMax = 64 << 10
+
+// transportState is what a Transport builds from its fields on first use.
+type transportState struct {
+	err error // an invalid field: every RoundTrip fails with it
+
+	acceptEncoding     string // without dictionaries
+	acceptEncodingDict string // with dcb and dcz added
+	dec                decoding
+	upload             *pool.Encoders // nil: bodies go as they are
+	uploadBuf          *pool.Buffers
+	dicts              *clientDictStore // nil: no dictionaries
+}
+
+func (t *Transport) init() *transportState {
+	t.once.Do(func() { t.state = t.build() })
+	return t.state
+}
+
+func (t *Transport) build() *transportState {
+	s := new(transportState)
+	fail := func(err error) *transportState {
+		s.err = err
+		return s
+	}
+	if t.MaxDecompressedSize < 0 || t.DecoderMemory < 0 || t.RequestMinSize < 0 || t.DictionaryStoreSize < 0 {
+		return fail(errors.New("squeeze: Transport: MaxDecompressedSize, DecoderMemory, RequestMinSize and DictionaryStoreSize must not be negative"))
+	}
+	encodings := t.Encodings
+	if encodings == nil {
+		encodings = DefaultEncodings()
+	}
+	offered := make([]string, 0, len(encodings))
+	for _, e := range encodings {
+		coding, ok := writers.Canonical(e)
+		if !ok {
+			return fail(fmt.Errorf("squeeze: Transport.Encodings: %w %q (want zstd, br, gzip or deflate)", writers.ErrUnknownCoding, e))
+		}
+		offered = append(offered, coding)
+	}
+	s.acceptEncoding = strings.Join(offered, ", ")
+	if s.acceptEncoding == "" {
+		s.acceptEncoding = "identity"
+	}
+	s.acceptEncodingDict = strings.Join(append(offered, DCB, DCZ), ", ")
+	limit := t.MaxDecompressedSize
+	if limit == 0 {
+		limit = DefaultMaxDecompressedSize
+	}
+	dec, err := newDecoding(&config{maxDecompressedSize: limit, decoderMemory: t.DecoderMemory})
+	if err != nil {
+		return fail(err)
+	}
+	s.dec = dec
+	if t.RequestEncoding != "" {
+		coding, ok := writers.Canonical(t.RequestEncoding)
+		if !ok {
+			return fail(fmt.Errorf("squeeze: Transport.RequestEncoding: %w %q (want zstd, br, gzip or deflate)", writers.ErrUnknownCoding, t.RequestEncoding))
+		}
+		levels, err := writers.Levels(coding)
+		if err != nil {
+			return fail(err)
+		}
+		if s.upload, err = pool.NewEncoders(coding, levels.Default); err != nil {
+			return fail(fmt.Errorf("squeeze: Transport: %w", err))
+		}
+		if s.uploadBuf, err = pool.NewBuffers(32 << 10); err != nil {
+			return fail(err)
+		}
+	}
+	if t.DictionaryStoreSize > 0 {
+		s.dicts = newClientDictStore(t.DictionaryStoreSize)
+	}
+	return s
+}
+
+// RoundTrip sends req through Base, compressing its body and asking for and
+// decoding a compressed response as the [Transport] documentation describes.
+// req is not modified: a request that needs other header fields or another
+// body is sent as a copy. As every [http.RoundTripper], it closes req.Body,
+// even on errors.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	s := t.init()
+	if s.err != nil {
+		closeRequestBody(req)
+		return nil, s.err
+	}
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	out := req
+	copied := false
+	copyReq := func() {
+		if !copied {
+			r := *req
+			r.Header = req.Header.Clone()
+			if r.Header == nil {
+				r.Header = make(http.Header)
+			}
+			out, copied = &r, true
+		}
+	}
+
+	if s.upload != nil && req.Body != nil && req.Body != http.NoBody && len(req.Header["Content-Encoding"]) == 0 {
+		copyReq()
+		if err := s.compressRequest(out, t.RequestMinSize); err != nil {
+			closeRequestBody(req)
+			return nil, err
+		}
+	}
+
+	decode := len(req.Header["Accept-Encoding"]) == 0 && req.Method != http.MethodHead && len(req.Header["Range"]) == 0
+	var dict *clientDict
+	if decode {
+		copyReq()
+		ae := s.acceptEncoding
+		if s.dicts != nil && req.URL != nil {
+			if dict = s.dicts.match(req.URL, time.Now()); dict != nil {
+				ae = s.acceptEncodingDict
+				out.Header.Set("Available-Dictionary", dict.availableDictionary())
+				if dict.id != "" {
+					out.Header.Set("Dictionary-ID", quoteSFString(dict.id))
+				}
+			}
+		}
+		out.Header.Set("Accept-Encoding", ae)
+	}
+
+	resp, err := base.RoundTrip(out)
+	if err != nil || !decode {
+		return resp, err
+	}
+	s.decodeResponse(out, resp, dict)
+	return resp, nil
+}
+
+// CloseIdleConnections closes the idle connections of Base, if it has such
+// a method, as [http.Client.CloseIdleConnections] expects of a Transport.
+func (t *Transport) CloseIdleConnections() {
+	type closeIdler interface{ CloseIdleConnections() }
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(closeIdler); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// closeRequestBody closes req's body, as a RoundTripper must on errors.
+func closeRequestBody(req *http.Request) {
+	if req != nil && req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// quoteSFString formats s, printable ASCII (parseUseAsDictionary admits
+// no other), as an RFC 8941 string, as the server side writes its match
+// patterns.
+func quoteSFString(s string) string {
+	q, _ := sfString(s)
+	return q
+}
+
+// decodeResponse replaces resp's body with its decoding when its
+// Content-Encoding names codings the Transport can undo, and arranges for
+// it to be stored as a dictionary if it asks to be. req is the request sent
+// and dict the dictionary it offered, if any.
+func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, dict *clientDict) {
+	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusNoContent ||
+		resp.StatusCode == http.StatusNotModified || resp.StatusCode < 200 {
+		return
+	}
+	var codings [maxContentCodings]string
+	n := 0
+	for _, v := range resp.Header["Content-Encoding"] {
+		for v != "" {
+			var token string
+			token, v = nextElement(v)
+			token = trimOWS(token)
+			if token == "" || strings.EqualFold(token, "identity") {
+				continue
+			}
+			coding, ok := writers.Canonical(token)
+			switch {
+			case ok && s.dec.decoders[coding] != nil:
+			case dict != nil && (strings.EqualFold(token, DCZ) || strings.EqualFold(token, DCB)):
+				coding = strings.ToLower(token)
+			default:
+				return // a coding it cannot undo: the response as it came
+			}
+			if n == len(codings) {
+				return // too deep a stack
+			}
+			codings[n] = coding
+			n++
+		}
+	}
+	var capture *dictCapture
+	if s.dicts != nil {
+		if offer, ok := offerOf(req.URL, resp, time.Now()); ok {
+			capture = &dictCapture{store: s.dicts, offer: offer}
+		}
+	}
+	if n == 0 {
+		if capture != nil {
+			resp.Body = &transportBody{r: resp.Body, c: resp.Body, capture: capture}
+		}
+		return
+	}
+	b := &decodedBody{response: true, ctx: req.Context(), dec: &s.dec, raw: resp.Body, n: n, limit: s.dec.limit, left: s.dec.limit, inLimit: compressedLimit(s.dec.limit)}
+	for i := range n {
+		coding := codings[n-1-i]
+		switch coding {
+		case DCZ:
+			b.initLayer(i, coding, writers.Zstd, nil, dict)
+		case DCB:
+			b.initLayer(i, coding, writers.Brotli, nil, dict)
+		default:
+			b.initLayer(i, coding, coding, s.dec.decoders[coding], nil)
+		}
+	}
+	body := &transportBody{r: b, c: b, capture: capture}
+	// A body dropped without Close gives its decoders and its budget back
+	// when collected; b does not point back to body, so body can be.
+	runtime.AddCleanup(body, func(b *decodedBody) { _ = b.Close() }, b)
+	resp.Body = body
+	resp.Header.Del("Content-Encoding")
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = -1
+	resp.Uncompressed = true
+}
+
+// transportBody is the Body of a response a Transport decodes or keeps as a
+// dictionary.
+type transportBody struct {
+	r       io.Reader
+	c       io.Closer
+	capture *dictCapture // nil unless the response becomes a dictionary
+}
+
+// Read reads the decoded body; see [Transport] for its errors.
+func (t *transportBody) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if c := t.capture; c != nil {
+		c.write(p[:n])
+		switch {
+		case err == io.EOF:
+			c.finish()
+			t.capture = nil
+		case err != nil:
+			t.capture = nil
+		}
+	}
+	return n, err
+}
+
+// Close gives the decoders back and closes the response body.
+func (t *transportBody) Close() error {
+	t.capture = nil
+	return t.c.Close()
+}
+
+// compressRequest makes r, a copy of the caller's request, send its body
+// compressed, when it is long enough.
+func (s *transportState) compressRequest(r *http.Request, minSize int64) error {
+	body := r.Body
+	length := r.ContentLength
+	if length == 0 {
+		length = -1 // a client request's 0 with a Body is unknown
+	}
+	if length >= 0 && length < minSize {
+		return nil
+	}
+	if length < 0 && minSize > 0 {
+		// Unknown length: read up to minSize bytes to tell.
+		head, err := io.ReadAll(io.LimitReader(body, minSize))
+		if err != nil {
+			return err
+		}
+		if int64(len(head)) < minSize {
+			// Shorter than the threshold: send it as it is, with its
+			// length now known.
+			_ = body.Close()
+			r.Body = io.NopCloser(bytes.NewReader(head))
+			r.ContentLength = int64(len(head))
+			return nil
+		}
+		body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), body), body}
+	}
+	r.Header.Set("Content-Encoding", s.upload.Coding())
+	if length >= 0 && length <= uploadBufferMax {
+		// Compress it all now, so the length is known and a retry or a
+		// redirect resends the same bytes.
+		var buf bytes.Buffer
+		err := s.compressTo(&buf, body)
+		_ = body.Close()
+		if err != nil {
+			return err
+		}
+		enc := buf.Bytes()
+		r.Body = io.NopCloser(bytes.NewReader(enc))
+		r.ContentLength = int64(len(enc))
+		r.Header.Set("Content-Length", fmt.Sprint(len(enc)))
+		if r.GetBody != nil {
+			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(enc)), nil }
+		}
+		return nil
+	}
+	r.Body = s.compressing(body)
+	r.ContentLength = -1
+	r.Header.Del("Content-Length")
+	if orig := r.GetBody; orig != nil {
+		r.GetBody = func() (io.ReadCloser, error) {
+			b, err := orig()
+			if err != nil {
+				return nil, err
+			}
+			return s.compressing(b), nil
+		}
+	}
+	return nil
+}
+
+// compressTo writes src compressed to dst.
+func (s *transportState) compressTo(dst io.Writer, src io.Reader) error {
+	e, err := s.upload.Get(dst)
+	if err != nil {
+		return err
+	}
+	defer s.upload.Put(e)
+	buf := s.uploadBuf.Get()
+	defer s.uploadBuf.Put(buf)
+	if _, err := io.CopyBuffer(e, src, (*buf)[:cap(*buf)]); err != nil {
+		return err
+	}
+	return e.Close()
+}
+
+// compressing returns a body that reads src compressed, pulled through a
+// pooled encoder as the body is read: no goroutine, nothing to leak.
+func (s *transportState) compressing(src io.ReadCloser) io.ReadCloser {
+	return &compressingBody{s: s, src: src}
+}
+
+// compressingBody compresses its source as it is read. net/http may Close
+// it while a Read is blocked (when the response arrives first); Close
+// closes the source, which ends the Read, then gives the encoder back.
+type compressingBody struct {
+	s   *transportState
+	src io.ReadCloser
+
+	mu     sync.Mutex // guards the fields below and serialises Read
+	enc    *pool.Encoder
+	buf    *[]byte      // input read from src
+	out    bytes.Buffer // compressed bytes not yet returned
+	done   bool         // the stream is complete in out
+	err    error        // sticky: the source's failure
+	closed bool
+}
+
+func (c *compressingBody) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.out.Len() == 0 {
+		switch {
+		case c.closed:
+			return 0, http.ErrBodyReadAfterClose
+		case c.err != nil:
+			return 0, c.err
+		case c.done:
+			return 0, io.EOF
+		}
+		c.fill()
+	}
+	return c.out.Read(p)
+}
+
+// fill reads one chunk of the source and compresses it into out, finishing
+// the stream at the source's end.
+func (c *compressingBody) fill() {
+	if c.enc == nil {
+		e, err := c.s.upload.Get(&c.out)
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.enc, c.buf = e, c.s.uploadBuf.Get()
+	}
+	in := (*c.buf)[:cap(*c.buf)]
+	n, err := c.src.Read(in)
+	if n > 0 {
+		if _, werr := c.enc.Write(in[:n]); werr != nil {
+			c.err = werr
+		}
+	}
+	switch {
+	case c.err != nil:
+	case err == io.EOF:
+		c.err = c.enc.Close()
+		c.done = c.err == nil
+		c.release()
+	case err != nil:
+		c.err = err
+		c.release()
+	}
+}
+
+func (c *compressingBody) release() {
+	if c.enc != nil {
+		c.s.upload.Put(c.enc)
+		c.s.uploadBuf.Put(c.buf)
+		c.enc, c.buf = nil, nil
+	}
+}
+
+// Close closes the source and gives the encoder back.
+func (c *compressingBody) Close() error {
+	err := c.src.Close()
+	c.mu.Lock()
+	c.closed = true
+	c.release()
+	c.mu.Unlock()
+	return err
+}

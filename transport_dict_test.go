@@ -1,0 +1,355 @@
+package squeeze_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	brrr "github.com/molecule-man/go-brrr"
+
+	"github.com/squeezehttp/squeeze"
+)
+
+// encodeDCZ returns body as a dcz stream with dict (RFC 9842 §4): the
+// skippable-frame header carrying the dictionary's SHA-256, then a zstd
+// frame compressed with dict as a raw dictionary.
+// It panics on an encoder error, which only a bug in the test can cause.
+func encodeDCZ(dict, body []byte) []byte {
+	sum := sha256.Sum256(dict)
+	out := append([]byte{0x5e, 0x2a, 0x4d, 0x18, 0x20, 0, 0, 0}, sum[:]...)
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderDictRaw(0, dict), zstd.WithWindowSize(1<<20))
+	must(err)
+	return e.EncodeAll(body, out)
+}
+
+// encodeDCB returns body as a dcb stream with dict (RFC 9842 §5).
+func encodeDCB(dict, body []byte) []byte {
+	sum := sha256.Sum256(dict)
+	var buf bytes.Buffer
+	buf.Write([]byte{0xff, 0x44, 0x43, 0x42})
+	buf.Write(sum[:])
+	pd, err := brrr.PrepareDictionary(dict)
+	must(err)
+	w, err := brrr.NewWriterOptions(&buf, 5, brrr.WriterOptions{Dictionaries: []*brrr.PreparedDictionary{pd}})
+	must(err)
+	_, err = w.Write(body)
+	must(err)
+	must(w.Close())
+	return buf.Bytes()
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// pollJSON returns version n of a polled JSON document: each version
+// differs from the last in a few fields only.
+func pollJSON(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"items":[`)
+	for i := range 200 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		price := 100 + i
+		if i%50 == n%50 {
+			price += n
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"product %d","price":%d,"tags":["squeeze","dictionary"]}`, i, i, price)
+	}
+	fmt.Fprintf(&b, `],"version":%d}`, n)
+	return []byte(b.String())
+}
+
+// dictServer is a hand-written RFC 9842 server standing in for squeeze's
+// own (WithDictionaryMatch, being built separately): every response offers
+// itself as a dictionary with the header fields in useAs and caching,
+// and a request that offers a dictionary the server served before gets a
+// delta in coding (dcz or dcb) when its Accept-Encoding lists it.
+type dictServer struct {
+	*httptest.Server
+	coding  string
+	useAs   string
+	caching string
+	corrupt bool // send the delta under another dictionary's hash
+
+	mu       sync.Mutex
+	n        int
+	served   map[string][]byte // by Available-Dictionary value
+	requests []http.Header
+	wire     int // response body bytes sent
+}
+
+func newDictServer(t *testing.T, coding, useAs, caching string) *dictServer {
+	t.Helper()
+	s := &dictServer{coding: coding, useAs: useAs, caching: caching, served: map[string][]byte{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func availableDictionary(dict []byte) string {
+	sum := sha256.Sum256(dict)
+	return ":" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+}
+
+func (s *dictServer) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, r.Header.Clone())
+	s.n++
+	body := pollJSON(s.n)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Vary", "Accept-Encoding, Available-Dictionary")
+	if s.useAs != "" {
+		h.Set("Use-As-Dictionary", s.useAs)
+	}
+	if s.caching != "" {
+		h.Set("Cache-Control", s.caching)
+	}
+	s.served[availableDictionary(body)] = body
+	out := body
+	dict, ok := s.served[r.Header.Get("Available-Dictionary")]
+	if ok && strings.Contains(r.Header.Get("Accept-Encoding"), s.coding) {
+		if s.corrupt {
+			dict = append(bytes.Clone(dict), 'x')
+		}
+		h.Set("Content-Encoding", s.coding)
+		if s.coding == "dcz" {
+			out = encodeDCZ(dict, body)
+			if s.corrupt {
+				copy(out[8:], make([]byte, 32)) // a hash of nothing served
+			}
+		} else {
+			out = encodeDCB(dict, body)
+		}
+	}
+	s.wire += len(out)
+	_, _ = w.Write(out)
+}
+
+func (s *dictServer) request(i int) http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[i]
+}
+
+// poll GETs path through tr and returns the decoded body.
+func poll(t *testing.T, tr http.RoundTripper, url string, hdr ...string) ([]byte, error) {
+	t.Helper()
+	return readAll(t, get(t, tr, "GET", url, hdr...))
+}
+
+func TestTransportPollsWithDictionaries(t *testing.T) {
+	for _, coding := range []string{"dcz", "dcb"} {
+		t.Run(coding, func(t *testing.T) {
+			srv := newDictServer(t, coding, `match="/api/*", id="poll"`, "max-age=3600")
+			tr := newTransport(t, &squeeze.Transport{DictionaryStoreSize: 1 << 20})
+			for i := 1; i <= 4; i++ {
+				got, err := poll(t, tr, srv.URL+"/api/products")
+				if err != nil {
+					t.Fatalf("poll %d: %v", i, err)
+				}
+				if want := pollJSON(i); !bytes.Equal(got, want) {
+					t.Fatalf("poll %d decoded to %d bytes, want %d", i, len(got), len(want))
+				}
+				h := srv.request(i - 1)
+				if i == 1 {
+					if h.Get("Available-Dictionary") != "" || h.Get("Accept-Encoding") != "zstd, br, gzip" {
+						t.Fatalf("first request offered a dictionary: %v", h)
+					}
+					continue
+				}
+				if got, want := h.Get("Available-Dictionary"), availableDictionary(pollJSON(i-1)); got != want {
+					t.Fatalf("poll %d: Available-Dictionary %q, want %q (the previous answer)", i, got, want)
+				}
+				if h.Get("Dictionary-ID") != `"poll"` || h.Get("Accept-Encoding") != "zstd, br, gzip, dcb, dcz" {
+					t.Fatalf("poll %d: Dictionary-ID %q, Accept-Encoding %q", i, h.Get("Dictionary-ID"), h.Get("Accept-Encoding"))
+				}
+			}
+			if plain := 4 * len(pollJSON(4)); srv.wire > plain/3 {
+				t.Errorf("%d bytes on the wire for 4 polls, want well under the %d plain bytes", srv.wire, plain)
+			}
+		})
+	}
+}
+
+func TestTransportRefusesDeltaForAnotherDictionary(t *testing.T) {
+	for _, coding := range []string{"dcz", "dcb"} {
+		t.Run(coding, func(t *testing.T) {
+			srv := newDictServer(t, coding, `match="/*"`, "max-age=60")
+			tr := newTransport(t, &squeeze.Transport{DictionaryStoreSize: 1 << 20})
+			if _, err := poll(t, tr, srv.URL+"/a"); err != nil {
+				t.Fatal(err)
+			}
+			srv.mu.Lock()
+			srv.corrupt = true
+			srv.mu.Unlock()
+			_, err := poll(t, tr, srv.URL+"/a")
+			if !errors.Is(err, squeeze.ErrInvalidBody) {
+				t.Fatalf("error %v, want one matching ErrInvalidBody", err)
+			}
+		})
+	}
+}
+
+// Responses that must not become dictionaries, and requests that must not
+// offer one: the second request carries no Available-Dictionary.
+func TestTransportOffersNoDictionary(t *testing.T) {
+	tests := []struct {
+		name    string
+		useAs   string
+		caching string
+		second  string   // path of the second request
+		hdr     []string // its header fields
+		store   int64
+	}{
+		{"no Use-As-Dictionary", "", "max-age=60", "/api/x", nil, 1 << 20},
+		{"no freshness", `match="/api/*"`, "", "/api/x", nil, 1 << 20},
+		{"no-store", `match="/api/*"`, "no-store, max-age=60", "/api/x", nil, 1 << 20},
+		{"no-cache", `match="/api/*"`, "no-cache, max-age=60", "/api/x", nil, 1 << 20},
+		{"type other than raw", `match="/api/*", type=other`, "max-age=60", "/api/x", nil, 1 << 20},
+		{"match not a string", `match=api`, "max-age=60", "/api/x", nil, 1 << 20},
+		{"match of another origin", `match="https://elsewhere.example/api/*"`, "max-age=60", "/api/x", nil, 1 << 20},
+		{"URLPattern syntax it does not match", `match="/api/:id"`, "max-age=60", "/api/x", nil, 1 << 20},
+		{"match-dest for browsers", `match="/api/*", match-dest=("script")`, "max-age=60", "/api/x", nil, 1 << 20},
+		{"path does not match", `match="/api/*"`, "max-age=60", "/other", nil, 1 << 20},
+		{"caller set Accept-Encoding", `match="/api/*"`, "max-age=60", "/api/x", []string{"Accept-Encoding", "gzip"}, 1 << 20},
+		{"dictionaries off", `match="/api/*"`, "max-age=60", "/api/x", nil, 0},
+		{"larger than the store", `match="/api/*"`, "max-age=60", "/api/x", nil, 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newDictServer(t, "dcz", tt.useAs, tt.caching)
+			tr := newTransport(t, &squeeze.Transport{DictionaryStoreSize: tt.store})
+			if _, err := poll(t, tr, srv.URL+"/api/first"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := poll(t, tr, srv.URL+tt.second, tt.hdr...); err != nil {
+				t.Fatal(err)
+			}
+			if h := srv.request(1); h.Get("Available-Dictionary") != "" || strings.Contains(h.Get("Accept-Encoding"), "dcz") {
+				t.Fatalf("second request offered a dictionary: %v", h)
+			}
+		})
+	}
+}
+
+// Age counts against max-age: a response already older than its max-age is
+// not fresh, so it is not stored (no clock is involved).
+func TestTransportStoresOnlyFreshResponses(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		caching []string
+		stored  bool
+	}{
+		{"max-age", []string{"Cache-Control", "max-age=60"}, true},
+		{"max-age used up by Age", []string{"Cache-Control", "max-age=60", "Age", "61"}, false},
+		{"Expires after Date", []string{"Date", "Mon, 02 Jan 2006 15:04:05 GMT", "Expires", "Mon, 02 Jan 2006 16:04:05 GMT"}, true},
+		{"Expires before Date", []string{"Date", "Mon, 02 Jan 2006 15:04:05 GMT", "Expires", "Mon, 02 Jan 2006 14:04:05 GMT"}, false},
+		{"max-age wins over Expires", []string{"Cache-Control", "max-age=0", "Date", "Mon, 02 Jan 2006 15:04:05 GMT", "Expires", "Mon, 02 Jan 2006 16:04:05 GMT"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var offered []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				offered = append(offered, r.Header.Get("Available-Dictionary"))
+				mu.Unlock()
+				w.Header().Set("Use-As-Dictionary", `match="/*"`)
+				for i := 0; i+1 < len(tt.caching); i += 2 {
+					w.Header().Set(tt.caching[i], tt.caching[i+1])
+				}
+				_, _ = w.Write(pollJSON(1))
+			}))
+			defer srv.Close()
+			tr := newTransport(t, &squeeze.Transport{DictionaryStoreSize: 1 << 20})
+			for range 2 {
+				if _, err := poll(t, tr, srv.URL+"/x"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if got := offered[1] != ""; got != tt.stored {
+				t.Fatalf("stored: %v, want %v", got, tt.stored)
+			}
+		})
+	}
+}
+
+// A body closed before its end is not stored: the dictionary would be cut.
+func TestTransportStoresOnlyCompleteBodies(t *testing.T) {
+	srv := newDictServer(t, "dcz", `match="/*"`, "max-age=60")
+	tr := newTransport(t, &squeeze.Transport{DictionaryStoreSize: 1 << 20})
+	resp := get(t, tr, "GET", srv.URL+"/a")
+	_, _ = resp.Body.Read(make([]byte, 10))
+	_ = resp.Body.Close()
+	if _, err := poll(t, tr, srv.URL+"/a"); err != nil {
+		t.Fatal(err)
+	}
+	if h := srv.request(1); h.Get("Available-Dictionary") != "" {
+		t.Fatalf("a cut body became a dictionary: %v", h)
+	}
+}
+
+// dictionaryOffers serves pollJSON(1), pollJSON(2)... each offered as a
+// dictionary for its own path followed by anything, requests paths through
+// a Transport with the given store size, and returns for each request its
+// path and Available-Dictionary.
+func dictionaryOffers(t *testing.T, store int64, paths ...string) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var offered []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		offered = append(offered, r.URL.Path+" "+r.Header.Get("Available-Dictionary"))
+		w.Header().Set("Use-As-Dictionary", fmt.Sprintf(`match=%q`, r.URL.Path+"*"))
+		w.Header().Set("Cache-Control", "max-age=60")
+		_, _ = w.Write(pollJSON(len(offered)))
+	}))
+	defer srv.Close()
+	tr := newTransport(t, &squeeze.Transport{DictionaryStoreSize: store})
+	for _, p := range paths {
+		if _, err := poll(t, tr, srv.URL+p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return offered
+}
+
+func TestTransportDictionaryStoreIsLRUWithinBudget(t *testing.T) {
+	size := int64(len(pollJSON(1)))
+	got := dictionaryOffers(t, 2*size+size/2, "/a", "/b", "/a", "/c", "/b") // room for two
+	// /a stored (1); /b stored (2); /a offers 1 and is replaced by 3; /c
+	// evicts the least recently used, /b; /b then offers nothing.
+	want := []string{"/a ", "/b ", "/a " + availableDictionary(pollJSON(1)), "/c ", "/b "}
+	if !slices.Equal(got, want) {
+		t.Errorf("requests offered\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestTransportOffersLongestMatchingPattern(t *testing.T) {
+	got := dictionaryOffers(t, 1<<20, "/a", "/ab", "/abc", "/ax")
+	// /ab matches only /a* (1); /abc matches /a* and /ab* (2): the
+	// longer wins; /ax matches only /a*.
+	want := []string{"/a ", "/ab " + availableDictionary(pollJSON(1)), "/abc " + availableDictionary(pollJSON(2)), "/ax " + availableDictionary(pollJSON(1))}
+	if !slices.Equal(got, want) {
+		t.Errorf("requests offered\n%q\nwant\n%q", got, want)
+	}
+}
