@@ -186,6 +186,60 @@ func TestTransportPollsWithDictionaries(t *testing.T) {
 	}
 }
 
+// TestTransportPollsSqueezeWithDictionaries runs both ends of RFC 9842 as
+// squeeze implements them: a Transport polling a JSON endpoint behind a
+// Middleware with WithDictionaryMatch gets deltas against the previous
+// answer from its second request on, over HTTP/1.1 and HTTP/2.
+func TestTransportPollsSqueezeWithDictionaries(t *testing.T) {
+	for _, coding := range []string{squeeze.DCZ, squeeze.DCB} {
+		t.Run(coding, func(t *testing.T) {
+			var mu sync.Mutex
+			var events []squeeze.Event
+			n := 0
+			m := newMiddleware(t, squeeze.WithDictionaryMatch("/api/*"),
+				squeeze.WithEncodings(coding, squeeze.Zstd, squeeze.Brotli, squeeze.Gzip),
+				squeeze.WithObserver(func(e squeeze.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }))
+			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				n++
+				body := pollJSON(n)
+				mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Cache-Control", "max-age=3600")
+				_, _ = w.Write(body)
+			}))
+			forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+				mu.Lock()
+				n, events = 0, nil
+				mu.Unlock()
+				tr := newTransport(t, &squeeze.Transport{Base: c.Transport, DictionaryStoreSize: 1 << 20})
+				for i := 1; i <= 4; i++ {
+					got, err := poll(t, tr, srv.URL+"/api/products")
+					if err != nil {
+						t.Fatalf("poll %d: %v", i, err)
+					}
+					if want := pollJSON(i); !bytes.Equal(got, want) {
+						t.Fatalf("poll %d decoded to %d bytes, want %d", i, len(got), len(want))
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(events) != 4 {
+					t.Fatalf("%d responses observed, want 4", len(events))
+				}
+				for i, e := range events {
+					if delta := e.Coding == coding && e.Dictionary; delta != (i > 0) {
+						t.Errorf("poll %d went out as %q (dictionary %v)", i+1, e.Coding, e.Dictionary)
+					}
+					if i > 0 && e.Out > e.In/10 {
+						t.Errorf("poll %d: %d bytes on the wire for %d plain; a delta should be far smaller", i+1, e.Out, e.In)
+					}
+				}
+			})
+		})
+	}
+}
+
 func TestTransportRefusesDeltaForAnotherDictionary(t *testing.T) {
 	for _, coding := range []string{"dcz", "dcb"} {
 		t.Run(coding, func(t *testing.T) {
