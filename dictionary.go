@@ -463,7 +463,7 @@ type dictResponse struct {
 	pattern int
 	// varies is set when the path matches any pattern, that of a
 	// standalone dictionary included: the response varies on
-	// Available-Dictionary.
+	// Available-Dictionary. A writer has a dictResponse only then.
 	varies bool
 	// remember is set when the response carries Use-As-Dictionary from
 	// squeeze and is a GET: its plain body is collected in body.
@@ -480,10 +480,15 @@ type dictResponse struct {
 func (cw *responseWriter) beginDictionary(r *http.Request) {
 	s := cw.m.dicts
 	path := r.URL.EscapedPath()
-	cw.dict.pattern = s.matchIndex(path) + 1
-	cw.dict.varies = cw.dict.pattern > 0
+	pattern := s.matchIndex(path) + 1
+	varies := pattern > 0
 	for _, p := range s.standaloneMatch {
-		cw.dict.varies = cw.dict.varies || matchPath(p, path)
+		varies = varies || matchPath(p, path)
+	}
+	if varies {
+		// Allocated only on dictionary paths, to keep every other
+		// response's writer small.
+		cw.dict = &dictResponse{pattern: pattern, varies: true}
 	}
 	avail := r.Header["Available-Dictionary"]
 	if cw.ranged || len(avail) == 0 || len(s.codings) == 0 || !sameSite(r.Header["Sec-Fetch-Site"]) {
@@ -562,10 +567,11 @@ var htmlTypes = []typePattern{{typ: "text", sub: "html"}}
 // and the Link to standalone dictionaries on text/html.
 func (cw *responseWriter) dictionaryHeaders(h http.Header, f *facts) {
 	s := cw.m.dicts
-	if cw.dict.varies {
+	if cw.dict != nil {
 		addVaryTokens(h, "Accept-Encoding", "Available-Dictionary")
 	}
-	if p := cw.dict.pattern; p > 0 {
+	if cw.dict != nil && cw.dict.pattern > 0 {
+		p := cw.dict.pattern
 		method := cw.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
 			f.eligible && !f.encoded && !cw.ranged && len(h["Use-As-Dictionary"]) == 0 {
@@ -580,6 +586,12 @@ func (cw *responseWriter) dictionaryHeaders(h http.Header, f *facts) {
 		v := h["Link"]
 		h["Link"] = append(v[:len(v):len(v)], s.links...)
 	}
+}
+
+// remembering reports whether the response's plain body is to be
+// remembered as a dictionary.
+func (cw *responseWriter) remembering() bool {
+	return cw.dict != nil && cw.dict.remember
 }
 
 // teeDictionary collects the plain body of a response to remember, giving
@@ -597,7 +609,7 @@ func (cw *responseWriter) teeDictionary(p []byte) {
 // body encoded from the buffer is still there; any other was collected by
 // teeDictionary.
 func (cw *responseWriter) rememberDictionary() {
-	if !cw.dict.remember || cw.why == ReasonLength {
+	if !cw.remembering() || cw.why == ReasonLength {
 		return
 	}
 	body, owned := cw.dict.body, true

@@ -228,12 +228,13 @@ type responseWriter struct {
 	enc *pool.Encoder
 	out cappedBuffer
 
-	// dict is the dictionary state of the response (dictionary.go).
-	dict dictResponse
-	// wire is w, counting the body bytes sent, for the observer: encoders
-	// and the plain path write through it. elapsed is the time spent in
-	// the encoder, measured only when an observer is set.
-	wire    countingWriter
+	// dict is the dictionary state of a response to a path that matches
+	// a dictionary pattern (dictionary.go); nil on any other.
+	dict *dictResponse
+	// sent counts the body bytes the underlying writer took (see wire);
+	// elapsed is the time spent in the encoder, measured only when an
+	// observer is set.
+	sent    int64
 	elapsed time.Duration
 
 	// Backing arrays for the header values the middleware sets. They live
@@ -251,7 +252,7 @@ type afterStatus struct {
 
 func (m *Middleware) newResponseWriter(w http.ResponseWriter, r *http.Request) *responseWriter {
 	cw := &responseWriter{
-		m: m, w: w, hdr: fields{declared: -1}, wire: countingWriter{w: w},
+		m: m, w: w, hdr: fields{declared: -1},
 		head:   r.Method == http.MethodHead,
 		ranged: len(r.Header["Range"]) > 0,
 		req:    r,
@@ -344,12 +345,12 @@ func (cw *responseWriter) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 	}
-	if cw.dict.remember && (cw.state == statePlain || cw.state == stateEncoding) {
+	if cw.remembering() && (cw.state == statePlain || cw.state == stateEncoding) {
 		cw.teeDictionary(p) // a body to remember as a dictionary
 	}
 	switch cw.state {
 	case statePlain:
-		return cw.wire.Write(p)
+		return (*wire)(cw).Write(p)
 	case stateEncoding:
 		if cw.hdr.declared >= 0 && cw.written+int64(len(p)) > cw.hdr.declared && !cw.head {
 			return 0, http.ErrContentLength
@@ -433,7 +434,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		}
 	} else if v == sendEncoded {
 		o := cw.offer
-		enc, err := o.encoders.Get(&cw.wire)
+		enc, err := o.encoders.Get((*wire)(cw))
 		if err == nil {
 			cw.enc = enc
 			cw.setEncoded(h, o.coding)
@@ -519,7 +520,7 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) Reason {
 	cw.state = stateSent
 	cw.sendHeader(h)
 	cw.written = int64(len(body))
-	_, _ = cw.wire.Write(out)
+	_, _ = (*wire)(cw).Write(out)
 	return ReasonNone
 }
 
@@ -664,11 +665,11 @@ func (cw *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 	var err error
 	switch cw.state {
 	case statePlain:
-		if rf, ok := cw.w.(io.ReaderFrom); ok && !cw.dict.remember {
+		if rf, ok := cw.w.(io.ReaderFrom); ok && !cw.remembering() {
 			n, err = rf.ReadFrom(src)
-			cw.wire.n += n
+			cw.sent += n
 		} else {
-			n, err = cw.copyThrough(&cw.wire, src)
+			n, err = cw.copyThrough((*wire)(cw), src)
 		}
 	case stateEncoding:
 		n, err = cw.copyThrough(writeOnly{cw}, src)
@@ -746,7 +747,7 @@ func (cw *responseWriter) finish(completed bool) {
 		if cw.state == stateEncoding {
 			cw.endStream()
 		}
-		if cw.dict.remember {
+		if cw.remembering() {
 			cw.rememberDictionary()
 		}
 	}

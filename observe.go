@@ -100,17 +100,15 @@ func WithObserver(f func(Event)) Option {
 	}
 }
 
-// countingWriter passes writes on to w and counts the bytes it took, for
-// [Event].Out. It lives inside the per-response writer, so encoders can
-// write to it without an allocation.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
+// wire is the response writer seen as the destination of the body bytes
+// sent: encoders and the plain path write through it, and it counts what
+// the underlying writer took in sent, for [Event].Out. A conversion of the
+// per-response writer, it costs neither an allocation nor a field.
+type wire responseWriter
 
-func (c *countingWriter) Write(p []byte) (int, error) {
+func (c *wire) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	c.n += int64(n)
+	c.sent += int64(n)
 	return n, err
 }
 
@@ -131,7 +129,7 @@ func (cw *responseWriter) spent(t0 time.Time) {
 
 // report sends the response's Event to the observer.
 func (cw *responseWriter) report() {
-	e := Event{Kind: ResponseEvent, Coding: cw.encodingValue[0], Skipped: cw.why, Out: cw.wire.n, Elapsed: cw.elapsed}
+	e := Event{Kind: ResponseEvent, Coding: cw.encodingValue[0], Skipped: cw.why, Out: cw.sent, Elapsed: cw.elapsed}
 	if e.Coding == "" && e.Skipped == ReasonNone {
 		return // never decided: the handler panicked first
 	}
