@@ -3,16 +3,18 @@ package squeeze_test
 import (
 	"bytes"
 	"compress/gzip"
-	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // Adversarial review of the response-writer core. Every test here failed
@@ -274,4 +276,90 @@ func TestReviewHeadOfATinyBodyMatchesGet(t *testing.T) {
 	}
 }
 
-var _ = errors.New
+// Bug: responseWriter (middleware.go) has no lock, so a goroutine the
+// handler left behind can race finish: it passes the `cw.state ==
+// stateEncoding` check, then uses cw.enc while finish closes it and gives it
+// back to the pool (endStream, releaseEncoder), or after another response
+// has taken it. One encoder then runs in two goroutines: the zstd encoder
+// panics inside finish (slice bounds out of range in EncodeNoHist), and a
+// pooled encoder or buffer can carry the late bytes into another client's
+// response. The package promises that a goroutine outliving ServeHTTP gets
+// errFinished and "must never be able to write into a later client's
+// response"; that needs the state check and the use of the encoder and
+// buffer to be atomic with finish (a mutex), not just a state field. Run
+// with -race too: every iteration is also a reported data race.
+func TestReviewLeftoverGoroutineWritesFailWithoutHarm(t *testing.T) {
+	m := newMiddleware(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var panics []string
+	stop := make(chan struct{})
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop) }) }
+	defer wg.Wait()
+	defer halt()
+	note := func(where string, p any) {
+		mu.Lock()
+		defer mu.Unlock()
+		panics = append(panics, fmt.Sprintf("%s: %v", where, p))
+	}
+	leaky := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write(textBody(1, 40000)) // streaming through an encoder
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					note("leftover goroutine", p)
+				}
+			}()
+			for {
+				if _, err := w.Write([]byte("leftover bytes from an earlier response\n")); err != nil {
+					return
+				}
+				select {
+				case <-stop:
+					note("leftover goroutine", "still writing without an error 2s after its handler returned")
+					return
+				default:
+				}
+			}
+		}()
+	}))
+	clean := m.Handler(writeText("text/plain", textBody(2, 40000), 0))
+	for i := 0; i < 200; i++ {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					note("finishing the leaky response", p)
+				}
+			}()
+			record(leaky, request("GET", "zstd"))
+		}()
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					note("an unrelated response", p)
+				}
+			}()
+			res, raw := record(clean, request("GET", "zstd"))
+			got, err := testtool.TryDecode(res.Header.Get("Content-Encoding"), raw)
+			if err != nil || !bytes.Equal(got, textBody(2, 40000)) {
+				note("an unrelated response", fmt.Sprintf("body corrupted (%d bytes, %v)", len(got), err))
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second)
+	halt()
+	wg.Wait()
+	unrelated := 0
+	for _, p := range panics {
+		if strings.HasPrefix(p, "an unrelated response") {
+			unrelated++
+		}
+	}
+	if len(panics) > 0 {
+		t.Errorf("%d failures (%d of them in unrelated responses), first: %s", len(panics), unrelated, panics[0])
+	}
+}
