@@ -7,3 +7,5 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/klauspost/compress v1.20.4
 )
+
+require github.com/maypok86/otter/v2 v2.4.0 // indirect

@@ -37,6 +37,8 @@ type Middleware struct {
 	types               []string
 	maxDecompressedSize int64
 	decoders            map[string]*pool.Decoders
+	// cache, if any, keeps encoded bodies (cache.go).
+	cache *Cache
 }
 
 // New returns a Middleware configured by opts, or an error naming the first
@@ -63,6 +65,7 @@ func New(opts ...Option) (*Middleware, error) {
 		types:               c.contentTypes,
 		maxDecompressedSize: c.maxDecompressedSize,
 		decoders:            map[string]*pool.Decoders{},
+		cache:               c.cache,
 	}
 	for coding := range c.levels {
 		if !slices.Contains(c.encodings, coding) {
@@ -165,6 +168,9 @@ const (
 	stateEncoding
 	// stateSent means a whole body went out in one piece.
 	stateSent
+	// stateDiscarding means a stored encoding went out for a stream the
+	// cache knew by its ETag: the handler's body is read and discarded.
+	stateDiscarding
 	// stateHijacked means the handler took over the connection.
 	stateHijacked
 	// stateFinished means the handler returned; later writes fail.
@@ -213,6 +219,9 @@ type responseWriter struct {
 	buf *[]byte
 	enc *pool.Encoder
 	out cappedBuffer
+	// storing, set while a stream is being stored in the cache, tees the
+	// encoder's output (cache.go).
+	storing *cacheFill
 
 	// Backing arrays for the header values the middleware sets. They live
 	// as long as this per-response writer, so setting a header costs no
@@ -326,6 +335,8 @@ func (cw *responseWriter) Write(p []byte) (int, error) {
 		n, err := cw.enc.Write(p)
 		cw.written += int64(n)
 		return n, err
+	case stateDiscarding:
+		return len(p), nil
 	case stateHijacked:
 		return 0, http.ErrHijacked
 	case stateFinished:
@@ -392,12 +403,19 @@ func (cw *responseWriter) commit(v verdict, why reason, h http.Header, f *facts)
 	body := cw.buffered()
 	whole := f.event == atEnd && !f.trailers
 	if v == sendEncoded && whole {
-		if why = cw.sendWhole(h, body); why == reasonNone {
+		if why = cw.sendWhole(h, f, body); why == reasonNone {
 			return nil
 		}
 	} else if v == sendEncoded {
 		o := cw.m.offers[cw.offer]
-		enc, err := o.encoders.Get(cw.w)
+		// A stream the cache knows by its strong ETag goes out stored;
+		// the handler's body is then discarded (cache.go).
+		if stored := cw.cachedStream(h, f); stored != nil {
+			cw.releaseBuffer()
+			cw.sendEncodedBody(h, o.coding, stored, stateDiscarding)
+			return nil
+		}
+		enc, err := o.encoders.Get(cw.streamTo())
 		if err == nil {
 			cw.enc = enc
 			cw.setEncoded(h, o.coding)
@@ -408,6 +426,7 @@ func (cw *responseWriter) commit(v verdict, why reason, h http.Header, f *facts)
 			cw.sendHeader(h)
 			return cw.writeHeld()
 		}
+		cw.storing.drop()
 		why = reasonNoEncoder
 	}
 	cw.why = why
@@ -438,7 +457,7 @@ func (cw *responseWriter) writeHeld() error {
 // HEAD handler's declared but unwritten body sends the encoded header
 // without a length, which only the body could give (RFC 9110 §9.3.2).
 // Unless it sent the body, it returns why not.
-func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
+func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) reason {
 	o := cw.m.offers[cw.offer]
 	if len(body) == 0 && cw.head {
 		cw.setEncoded(h, o.coding)
@@ -449,6 +468,13 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
 	}
 	if len(body) < 2 {
 		return reasonNoGain
+	}
+	// The cache, if any, may hold this body's encoding; on a miss, key
+	// says where to store it (cache.go).
+	stored, key, store := cw.cachedWhole(h, f, body)
+	if stored != nil {
+		cw.sendEncodedBody(h, o.coding, stored, stateSent)
+		return reasonNone
 	}
 	// Anything not smaller than the input is no gain: cap the output there
 	// and let the encoder fail instead of growing the buffer. The output
@@ -464,6 +490,7 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
 	}
 	enc, err := o.encoders.Get(&cw.out)
 	if err != nil {
+		cw.storeWhole(&key, store, nil)
 		return reasonNoEncoder
 	}
 	_, err = enc.Write(body)
@@ -474,14 +501,22 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) reason {
 	out := cw.out.b
 	cw.out = cappedBuffer{}
 	if err != nil {
+		cw.storeWhole(&key, store, nil)
 		return reasonNoGain
 	}
-	cw.setEncoded(h, o.coding)
+	cw.storeWhole(&key, store, out)
+	cw.sendEncodedBody(h, o.coding, out, stateSent)
+	return reasonNone
+}
+
+// sendEncodedBody sends a whole encoded body, freshly encoded or stored,
+// with its Content-Length, and moves to state.
+func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []byte, state writerState) {
+	cw.setEncoded(h, coding)
 	cw.setLength(h, len(out))
-	cw.state = stateSent
+	cw.state = state
 	cw.sendHeader(h)
 	_, _ = cw.w.Write(out)
-	return reasonNone
 }
 
 // setEncoded sets the headers every encoded response carries.
@@ -561,6 +596,7 @@ func (cw *responseWriter) FlushError() error {
 		return errFinished
 	}
 	if cw.state == stateEncoding {
+		cw.storing.drop() // a flushed stream is not stored
 		if err := cw.enc.Flush(); err != nil {
 			return err
 		}
@@ -704,6 +740,7 @@ func (cw *responseWriter) finish(completed bool) {
 			cw.endStream()
 		}
 	}
+	cw.endFill(completed)
 	cw.releaseBuffer()
 	if cw.state != stateHijacked {
 		cw.state = stateFinished
@@ -716,7 +753,9 @@ func (cw *responseWriter) finish(completed bool) {
 // here mean the client went away; there is no one left to tell.
 func (cw *responseWriter) endStream() {
 	if cw.hdr.declared < 0 || cw.written == cw.hdr.declared || cw.head {
-		_ = cw.enc.Close()
+		if err := cw.enc.Close(); err == nil && cw.storing != nil {
+			cw.storing.closed = true // the stream ended whole: endFill stores it
+		}
 	} else {
 		_ = cw.enc.Flush()
 	}

@@ -58,6 +58,7 @@ type config struct {
 	bufferSize          int
 	contentTypes        []string
 	maxDecompressedSize int64
+	cache               *Cache
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.
