@@ -34,7 +34,15 @@ const maxUpload = squeeze.DefaultMaxDecompressedSize
 // recorder of the coding each response used. tick is the interval between
 // server-sent events.
 func newRouter(tick time.Duration) (http.Handler, error) {
-	compress, err := squeeze.New(squeeze.WithMaxDecompressedSize(maxUpload))
+	// The cache compresses each page, script and API answer once, and
+	// re-encodes the popular ones at the best level in the background. Its
+	// workers stop when the router is dropped (or at exit), since nothing
+	// else holds the cache.
+	cache, err := squeeze.NewCache(16 << 20)
+	if err != nil {
+		return nil, err
+	}
+	compress, err := squeeze.New(squeeze.WithMaxDecompressedSize(maxUpload), squeeze.WithCache(cache))
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +79,11 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 	})
 	r.Post("/upload", upload)
 	r.Get("/debug/codings", codings.serve)
+	r.Get("/debug/cache", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(cache.Stats())
+	})
 	return r, nil
 }
 
