@@ -2,9 +2,9 @@ package squeeze
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"runtime"
@@ -34,15 +34,24 @@ import (
 //     in Cache.bytes, and otter is bounded at maxBytes less one entry's
 //     limit, which leaves the headroom for stores in flight. A store that
 //     finds no room is skipped, never admitted over the bound.
-//   - Content keys are SHA-256 of the plain body. A hit must never serve
-//     another body's bytes, and a collision here would send one client's
-//     page to another. hash/maphash with a per-cache random seed is about
-//     20x faster, but its documentation disclaims collision resistance: it
-//     is built to spread keys, not to resist a client who submits bodies
-//     (form echoes, search pages) and watches for a wrong answer, and its
-//     64 bits give accidental collisions at 2^32 distinct bodies. Comparing
-//     plain bytes on a hit would cost a plain copy per entry. SHA-256 (with
-//     SHA-NI) costs ~1 µs at 2 KiB against the 10-60 µs encode it saves.
+//   - Content keys are hash/maphash with a per-cache random seed, and a hit
+//     compares the plain bytes, which a content entry keeps beside its
+//     encoding. A hit must never serve another body's bytes: a collision
+//     would send one client's page to another, or let a client whose
+//     reflected input collides with a popular page poison it. maphash is
+//     made to spread keys, and its documentation disclaims collision
+//     resistance: an attacker cannot see the seed, but nothing rules out
+//     seed-independent collisions, and 64 bits collide by chance at 2^32
+//     distinct bodies. So the hash only finds the candidate and the
+//     comparison decides; a collision is a miss that stores nothing. The
+//     alternative, SHA-256, needs no plain copy but costs 5x maphash plus
+//     the comparison (BenchmarkContentHash: 16 KiB in ~8 µs with SHA-NI
+//     against ~2 µs), which alone would hold a hit at 16 KiB under 5x the
+//     speed of a fresh zstd encode; the plain copy costs memory instead,
+//     counted in Bytes, and only for bodies within the buffer (32 KiB by
+//     default). It also spares upgrades a decode.
+//   - A response with a strong ETag, whole or streamed, is found by its
+//     validator and hashes nothing: the handler vouches for its bytes.
 //   - Identical concurrent misses are joined by a small in-flight map, not
 //     golang.org/x/sync/singleflight: the work to share is not a function
 //     the cache can call but the leader's whole response, fed by its
@@ -84,6 +93,9 @@ type cacheCore struct {
 	entries                                        atomic.Int64
 	hits, misses, stores, evictions                atomic.Int64
 	upgrades, upgradesDropped, storesSkipped, full atomic.Int64
+
+	// seed keys the content hash; see the top of this file.
+	seed maphash.Seed
 
 	mu      sync.Mutex
 	flights map[cacheKey]*flight
@@ -141,6 +153,7 @@ func NewCache(maxBytes int64) (*Cache, error) {
 		max:      maxBytes,
 		entryMax: maxBytes / entryFraction,
 		flights:  map[cacheKey]*flight{},
+		seed:     maphash.MakeSeed(),
 		jobs:     make(chan upgradeJob, upgradeQueue),
 		stop:     make(chan struct{}),
 	}
@@ -219,10 +232,10 @@ func WithCache(c *Cache) Option {
 	}
 }
 
-// cacheKey finds an entry: by content (sum set) or by validator (etag set).
+// cacheKey finds an entry: by content (etag empty) or by validator.
 type cacheKey struct {
-	// sum is the SHA-256 of the plain body, length its length.
-	sum    [sha256.Size]byte
+	// sum is the maphash of the plain body, length its length.
+	sum    uint64
 	length int
 	// coding and level are those of the Middleware's offer.
 	coding string
@@ -238,16 +251,19 @@ type cacheKey struct {
 // cacheEntry is immutable once stored: an upgrade stores a new entry.
 type cacheEntry struct {
 	body []byte // the encoded bytes
+	// plain is the plain body of an entry found by content, which a hit
+	// compares; nil for one found by validator.
+	plain []byte
 	// level is the level body was encoded at.
 	level  int
 	weight int64
 	hits   atomic.Int32
 }
 
-func newEntry(k *cacheKey, body []byte, level int) *cacheEntry {
-	w := int64(len(body) + entryOverhead + len(k.coding) + len(k.dictionary) +
+func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
+	w := int64(len(body) + len(plain) + entryOverhead + len(k.coding) + len(k.dictionary) +
 		len(k.host) + len(k.path) + len(k.query) + len(k.etag))
-	return &cacheEntry{body: body, level: level, weight: w}
+	return &cacheEntry{body: body, plain: plain, level: level, weight: w}
 }
 
 // flight is a miss being encoded, which identical misses wait for.
@@ -256,10 +272,15 @@ type flight struct{ done chan struct{} }
 // lookup returns the entry for k, counting a hit, or, after counting a
 // miss, nil and whether the caller leads the miss: then it must call end.
 // A miss identical to one in flight waits for it (or for the request's end)
-// and looks again.
-func (c *cacheCore) lookup(r *http.Request, k *cacheKey, best int) (e *cacheEntry, leader bool) {
+// and looks again. plain is the body looked up by content, which the
+// entry's must equal.
+func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int) (e *cacheEntry, leader bool) {
 	for {
 		if e, ok := c.store.GetIfPresent(*k); ok {
+			if e.plain != nil && !bytes.Equal(e.plain, plain) {
+				c.misses.Add(1) // a hash collision: the key is taken
+				return nil, false
+			}
 			c.hits.Add(1)
 			if e.hits.Add(1) == upgradeAfter && e.level < best {
 				c.enqueue(upgradeJob{key: *k, entry: e, best: best})
@@ -285,10 +306,10 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, best int) (e *cacheEntr
 }
 
 // end ends the flight for k that lookup made the caller lead, storing body
-// (which the cache then owns) unless it is nil.
-func (c *cacheCore) end(k *cacheKey, body []byte, level int) {
+// and plain (which the cache then owns) unless body is nil.
+func (c *cacheCore) end(k *cacheKey, body, plain []byte, level int) {
 	if body != nil {
-		c.add(k, newEntry(k, body, level))
+		c.add(k, newEntry(k, body, plain, level))
 	}
 	c.mu.Lock()
 	f := c.flights[*k]
@@ -383,13 +404,16 @@ func (c *cacheCore) upgrade(j upgradeJob, encoders map[string]writers.Encoder, d
 		}
 		encoders[coding] = enc
 	}
-	if err := dec.Reset(bytes.NewReader(j.entry.body)); err != nil {
-		return
-	}
-	plain, err := io.ReadAll(io.LimitReader(dec, c.max))
-	_ = dec.Reset(nil)
-	if err != nil {
-		return
+	plain := j.entry.plain
+	if plain == nil {
+		if err := dec.Reset(bytes.NewReader(j.entry.body)); err != nil {
+			return
+		}
+		plain, err = io.ReadAll(io.LimitReader(dec, c.max))
+		_ = dec.Reset(nil)
+		if err != nil {
+			return
+		}
 	}
 	out := capped{max: len(j.entry.body) - 1}
 	enc.Reset(&out)
@@ -410,7 +434,7 @@ func (c *cacheCore) upgrade(j upgradeJob, encoders map[string]writers.Encoder, d
 		return
 	}
 	body := bytes.Clone(out.b)
-	e := newEntry(&j.key, body, j.best)
+	e := newEntry(&j.key, body, j.entry.plain, j.best)
 	if !c.reserve(e.weight) {
 		return
 	}
@@ -476,7 +500,7 @@ func (f *cacheFill) Write(p []byte) (int, error) {
 func (f *cacheFill) drop() {
 	if f != nil && f.leading {
 		f.leading, f.buf = false, nil
-		f.c.end(&f.key, nil, 0)
+		f.c.end(&f.key, nil, nil, 0)
 	}
 }
 
@@ -490,54 +514,73 @@ func (cw *responseWriter) cacheUseless(h http.Header, f *facts) bool {
 		headerHasToken(h["Cache-Control"], "no-store") || headerHasToken(h["Cache-Control"], "private")
 }
 
-// cachedWhole looks body up by content. It returns the stored encoding on
-// a hit; on a miss that this response leads, the key to give to storeWhole
-// once body is encoded, with store set.
+// cachedWhole looks up a body that ended within the buffer: by validator
+// if it has a strong ETag, else by content. It returns the stored encoding
+// on a hit; on a miss that this response leads, the key to give to
+// storeWhole once body is encoded, with store set.
 func (cw *responseWriter) cachedWhole(h http.Header, f *facts, body []byte) (stored []byte, k cacheKey, store bool) {
 	if cw.cacheUseless(h, f) {
 		return nil, k, false
 	}
-	o := cw.m.offers[cw.offer]
-	k = cacheKey{sum: sha256.Sum256(body), length: len(body), coding: o.coding, level: o.encoders.Level()}
-	e, leader := cw.m.cache.lookup(cw.req, &k, bestLevel(o.coding))
+	var plain []byte
+	k, ok := cw.validatorKey(h)
+	if !ok {
+		o := cw.m.offers[cw.offer]
+		k = cacheKey{sum: maphash.Bytes(cw.m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level()}
+		plain = body
+	}
+	e, leader := cw.m.cache.lookup(cw.req, &k, plain, bestLevel(k.coding))
 	if e != nil {
 		return e.body, k, false
 	}
 	return nil, k, leader
 }
 
-// storeWhole stores out, the encoding of a whole body looked up as k, or
-// only ends the flight when out is nil (no gain). It copies out, which
-// lives in a pooled buffer. It does nothing unless store is set.
-func (cw *responseWriter) storeWhole(k *cacheKey, store bool, out []byte) {
+// storeWhole stores out, the encoding of body looked up as k, or only ends
+// the flight when out is nil (no gain). It copies out and, for a content
+// key, body: both live in a pooled buffer. It does nothing unless store is
+// set.
+func (cw *responseWriter) storeWhole(k *cacheKey, store bool, body, out []byte) {
 	if !store {
 		return
 	}
+	var plain []byte
 	if out != nil && int64(len(out)) <= cw.m.cache.entryMax {
 		out = bytes.Clone(out)
+		if k.etag == "" {
+			plain = bytes.Clone(body)
+		}
 	} else {
 		out = nil
 	}
-	cw.m.cache.end(k, out, k.level)
+	cw.m.cache.end(k, out, plain, k.level)
+}
+
+// validatorKey returns the key of a response to a GET with a strong ETag.
+func (cw *responseWriter) validatorKey(h http.Header) (cacheKey, bool) {
+	_, v := etagField(h)
+	if cw.req.Method != http.MethodGet || len(v) != 1 || !isStrongETag(trimOWS(v[0])) {
+		return cacheKey{}, false
+	}
+	o := cw.m.offers[cw.offer]
+	return cacheKey{
+		coding: o.coding, level: o.encoders.Level(),
+		host: cw.req.Host, path: cw.req.URL.Path, query: cw.req.URL.RawQuery, etag: trimOWS(v[0]),
+	}, true
 }
 
 // cachedStream looks an encoded stream up by validator. It returns the
 // stored encoding on a hit; on a miss of a response it may store, it sets
 // cw.storing to tee the stream into the cache, and returns nil.
 func (cw *responseWriter) cachedStream(h http.Header, f *facts) []byte {
-	if cw.req.Method != http.MethodGet || cw.cacheUseless(h, f) {
+	if cw.cacheUseless(h, f) {
 		return nil
 	}
-	_, v := etagField(h)
-	if len(v) != 1 || !isStrongETag(trimOWS(v[0])) {
+	k, ok := cw.validatorKey(h)
+	if !ok {
 		return nil
 	}
-	o := cw.m.offers[cw.offer]
-	k := cacheKey{
-		coding: o.coding, level: o.encoders.Level(),
-		host: cw.req.Host, path: cw.req.URL.Path, query: cw.req.URL.RawQuery, etag: trimOWS(v[0]),
-	}
-	e, leader := cw.m.cache.lookup(cw.req, &k, bestLevel(o.coding))
+	e, leader := cw.m.cache.lookup(cw.req, &k, nil, bestLevel(k.coding))
 	if e != nil {
 		return e.body
 	}
@@ -569,7 +612,7 @@ func (cw *responseWriter) endFill(completed bool) {
 		return
 	}
 	f.leading = false
-	f.c.end(&f.key, f.buf, f.level)
+	f.c.end(&f.key, f.buf, nil, f.level)
 }
 
 // bestLevel is the level upgrades encode at: the coding's highest (br 11,

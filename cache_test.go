@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -268,12 +269,16 @@ func TestCacheNeverStores(t *testing.T) {
 		}},
 		{"over the per-entry limit", "GET", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("ETag", `"big"`)
-			writeText("text/plain", randomBody(8, 1<<20), 4096)(w, r)
+			writeText("text/plain", textBody(8, 1<<20), 4096)(w, r)
 		}},
-		{"over the per-entry limit, whole", "GET", writeText("text/plain", randomBody(9, 30<<10), 0)},
+		{"over the per-entry limit, whole", "GET", writeText("text/plain", textBody(9, 16<<10), 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCache(t, 64<<10) // entries up to 8 KiB
+			maxBytes := int64(16 << 20)
+			if strings.HasPrefix(tc.name, "over the per-entry limit") {
+				maxBytes = 64 << 10 // entries up to 8 KiB, plain and encoded
+			}
+			c := newCache(t, maxBytes)
 			h := newMiddleware(t, squeeze.WithCache(c)).Handler(tc.handler)
 			for range 2 {
 				serve(h, tc.method, "gzip")
@@ -289,7 +294,7 @@ func TestCacheNeverStores(t *testing.T) {
 // stored in a cache that small: a body within the limit is.
 func TestCacheStoresWithinTheEntryLimit(t *testing.T) {
 	c := newCache(t, 64<<10)
-	h := newMiddleware(t, squeeze.WithCache(c)).Handler(writeText("text/plain", textBody(10, 16<<10), 0))
+	h := newMiddleware(t, squeeze.WithCache(c)).Handler(writeText("text/plain", textBody(10, 4<<10), 0))
 	for range 2 {
 		serve(h, "GET", "gzip")
 	}
@@ -450,18 +455,20 @@ func TestCacheConcurrentClientsGetTheirOwnBodies(t *testing.T) {
 	if squeeze.RaceEnabled {
 		rounds = 2 // 200 goroutines still, in the time the race detector leaves
 	}
-	// Bodies i%3 == 2 stream: only those with an ETag (even i) are
-	// looked up. The content key holds no host, so whole bodies miss only
-	// over the first protocol; streams miss once per server.
-	lookups, wholeKeys, streamKeys := 0, map[string]bool{}, map[string]bool{}
+	// Responses with an ETag (even i) are found by validator, whose key
+	// holds the host: they miss once per server. Whole bodies without one
+	// are found by content, which holds no host: they miss over the first
+	// protocol only. Streams without an ETag (odd i, i%3 == 2) are not
+	// looked up.
+	lookups, contentKeys, validatorKeys := 0, map[string]bool{}, map[string]bool{}
 	for g := range 200 {
 		for j := range rounds {
 			i, coding := (g+j*7)%12, allCodings[(g+j)%len(allCodings)]
 			switch {
-			case i%3 != 2:
-				wholeKeys[fmt.Sprint(i, coding)] = true
 			case i%2 == 0:
-				streamKeys[fmt.Sprint(i, coding)] = true
+				validatorKeys[fmt.Sprint(i, coding)] = true
+			case i%3 != 2:
+				contentKeys[fmt.Sprint(i, coding)] = true
 			default:
 				continue
 			}
@@ -494,9 +501,9 @@ func TestCacheConcurrentClientsGetTheirOwnBodies(t *testing.T) {
 		if got := s.Hits + s.Misses - before.Hits - before.Misses; got != int64(lookups) {
 			t.Errorf("%d lookups, want %d", got, lookups)
 		}
-		want := len(streamKeys)
+		want := len(validatorKeys)
 		if first {
-			want += len(wholeKeys)
+			want += len(contentKeys)
 		}
 		first = false
 		if misses := s.Misses - before.Misses; misses != int64(want) {

@@ -490,7 +490,7 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) reason
 	}
 	enc, err := o.encoders.Get(&cw.out)
 	if err != nil {
-		cw.storeWhole(&key, store, nil)
+		cw.storeWhole(&key, store, body, nil)
 		return reasonNoEncoder
 	}
 	_, err = enc.Write(body)
@@ -501,10 +501,10 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) reason
 	out := cw.out.b
 	cw.out = cappedBuffer{}
 	if err != nil {
-		cw.storeWhole(&key, store, nil)
+		cw.storeWhole(&key, store, body, nil)
 		return reasonNoGain
 	}
-	cw.storeWhole(&key, store, out)
+	cw.storeWhole(&key, store, body, out)
 	cw.sendEncodedBody(h, o.coding, out, stateSent)
 	return reasonNone
 }
