@@ -89,10 +89,10 @@ type cacheCore struct {
 
 	// bytes is the weight of the stored entries plus that of the stores
 	// reserved and not yet made; it never exceeds max.
-	bytes                                          atomic.Int64
-	entries                                        atomic.Int64
-	hits, misses, stores, evictions                atomic.Int64
-	upgrades, upgradesDropped, storesSkipped, full atomic.Int64
+	bytes                                    atomic.Int64
+	entries                                  atomic.Int64
+	hits, misses, stores, evictions          atomic.Int64
+	upgrades, upgradesDropped, storesSkipped atomic.Int64
 
 	// seed keys the content hash; see the top of this file.
 	seed maphash.Seed
