@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math"
 	"net/http"
 	"runtime"
 	"sync"
@@ -151,7 +152,7 @@ func NewCache(maxBytes int64) (*Cache, error) {
 	}
 	c := &cacheCore{
 		max:      maxBytes,
-		entryMax: maxBytes / entryFraction,
+		entryMax: min(maxBytes/entryFraction, math.MaxUint32), // otter weighs in uint32
 		flights:  map[cacheKey]*flight{},
 		seed:     maphash.MakeSeed(),
 		jobs:     make(chan upgradeJob, upgradeQueue),

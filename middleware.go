@@ -456,7 +456,9 @@ func (cw *responseWriter) writeHeld() error {
 // Content-Length if it came out smaller. It reports whether it sent it. A
 // HEAD handler's declared but unwritten body sends the encoded header
 // without a length, which only the body could give (RFC 9110 §9.3.2).
-// Unless it sent the body, it returns why not.
+// Unless it sent the body, it returns why not. With a cache, a hit sends
+// the stored encoding instead, and a miss stores what it encoded: the body
+// is whole, so a client that goes away cannot cut the entry short.
 func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) reason {
 	o := cw.m.offers[cw.offer]
 	if len(body) == 0 && cw.head {
