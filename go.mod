@@ -8,4 +8,4 @@ require (
 	github.com/klauspost/compress v1.20.4
 )
 
-require github.com/maypok86/otter/v2 v2.4.0 // indirect
+require github.com/maypok86/otter/v2 v2.4.0
