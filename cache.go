@@ -64,18 +64,20 @@ import (
 // Cache keeps encoded responses so that each distinct body is compressed
 // once, and re-encodes the entries that are hit often at the coding's best
 // level in the background. Give it to [New] with [WithCache]; one Cache may
-// be shared by several Middlewares and is safe for concurrent use. Close
-// stops its upgrade workers.
+// be shared by several Middlewares and is safe for concurrent use.
+// [Cache.Close] stops its upgrade workers.
 //
-// A body that ends within the buffer (see [WithBufferSize]) is found by a
-// SHA-256 of its bytes with its length, coding and level. A longer body is
-// found by the request's host, path and query with the response's strong
-// ETag and coding, as soon as the response is decided, so a large static
-// response is not encoded again: the handler's body is then read and
-// discarded. Weak ETags and streamed bodies without a strong ETag are not
-// cached, nor are responses other than 200, those with Set-Cookie or
-// Cache-Control no-store or private, flushed streams, responses cut short,
-// and bodies whose encoding is over an eighth of the cache.
+// A response to a GET with a strong ETag, of any size, is found by the
+// request's host, path and query with the tag and the coding, as soon as
+// the response is decided, so a large static response is not encoded
+// again: on a hit the handler's body is read and discarded. Any other body
+// that ends within the buffer (see [WithBufferSize]) is found by a seeded
+// hash of its bytes with its length, coding and level, and a hit compares
+// the bytes, so it never serves another body. Streams without a strong
+// ETag are not cached, nor are HEAD responses, statuses other than 200,
+// responses with Set-Cookie, Cache-Control no-store or private, or
+// trailers, flushed streams, responses cut short (a panic, a write error,
+// a length mismatch), and entries over an eighth of the cache.
 type Cache struct {
 	*cacheCore
 }
@@ -113,8 +115,8 @@ type CacheStats struct {
 	// was served from the cache, a miss was encoded.
 	Hits, Misses int64
 	// Stores counts the entries added; StoresSkipped the misses that were
-	// not stored because their encoding exceeded the per-entry limit or
-	// the cache had no room left for stores in flight.
+	// not stored because the entry exceeded the per-entry limit (an eighth
+	// of MaxBytes) or the cache had no room left for stores in flight.
 	Stores, StoresSkipped int64
 	// Evictions counts the entries removed to make room.
 	Evictions int64
@@ -123,8 +125,9 @@ type CacheStats struct {
 	// because the queue was full or the cache closed.
 	Upgrades, UpgradesDropped int64
 	// Entries and Bytes are what the cache holds now. Bytes counts the
-	// encoded bytes plus an estimate of each entry's bookkeeping, and never
-	// exceeds MaxBytes.
+	// encoded bytes, the plain bytes that entries found by content keep,
+	// and an estimate of each entry's bookkeeping; it never exceeds
+	// MaxBytes.
 	Entries, Bytes, MaxBytes int64
 }
 
@@ -142,10 +145,11 @@ const (
 	upgradeChunk = 64 << 10
 )
 
-// NewCache returns a Cache holding at most maxBytes of encoded bodies and
-// their bookkeeping. maxBytes must be positive; one entry may take at most
-// an eighth of it. It starts one upgrade worker per two cores (at least
-// one), which [Cache.Close] stops.
+// NewCache returns a Cache holding at most maxBytes of entries: encoded
+// bodies, the plain bytes of those found by content, and their
+// bookkeeping (see [CacheStats]). maxBytes must be positive; one entry may
+// take at most an eighth of it. It starts one upgrade worker per two cores
+// (at least one), which [Cache.Close] stops.
 func NewCache(maxBytes int64) (*Cache, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("squeeze: NewCache: maxBytes must be positive, got %d", maxBytes)
