@@ -10,3 +10,5 @@ require (
 )
 
 require github.com/molecule-man/go-brrr v1.3.1
+
+require github.com/maypok86/otter/v2 v2.4.0

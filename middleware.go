@@ -43,6 +43,8 @@ type Middleware struct {
 	// dicts is nil unless dictionaries are configured (dictionary.go).
 	dicts   *dictStore
 	observe func(Event) // WithObserver; nil when unset
+	// cache, if any, keeps encoded bodies (cache.go).
+	cache *Cache
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -70,6 +72,7 @@ func New(opts ...Option) (*Middleware, error) {
 		minSize: c.minSize,
 		types:   compileTypes(c.contentTypes),
 		observe: c.observe,
+		cache:   c.cache,
 	}
 	for _, coding := range writers.Codings() { // a fixed order: the same error every time
 		if level, ok := c.levels[coding]; ok && !slices.Contains(c.encodings, coding) {
@@ -178,6 +181,9 @@ const (
 	stateEncoding
 	// stateSent means a whole body went out in one piece.
 	stateSent
+	// stateDiscarding means a stored encoding went out for a stream the
+	// cache knew by its ETag: the handler's body is read and discarded.
+	stateDiscarding
 	// stateHijacked means the handler took over the connection.
 	stateHijacked
 	// stateFinished means the handler returned; later writes fail.
@@ -221,10 +227,12 @@ type responseWriter struct {
 	// identity, since byte ranges refer to the plain bytes.
 	ranged bool
 	// head is set for HEAD requests, whose body the handler need not write.
-	head  bool
-	state writerState
-	need  need
-	why   Reason
+	head bool
+	// cached is set when the body went out from the cache.
+	cached bool
+	state  writerState
+	need   need
+	why    Reason
 
 	// after is set when the handler asked for the header after choosing
 	// the status (see restoreHeader).
@@ -233,6 +241,9 @@ type responseWriter struct {
 	buf *[]byte
 	enc *pool.Encoder
 	out cappedBuffer
+	// storing, set while a stream is being stored in the cache, tees the
+	// encoder's output (cache.go).
+	storing *cacheFill
 
 	// dict is the dictionary state of a response to a path that matches
 	// a dictionary pattern (dictionary.go); nil on any other.
@@ -372,7 +383,7 @@ func (cw *responseWriter) write(p []byte) (int, error) {
 			return len(p), nil
 		}
 	}
-	if cw.remembering() && (cw.state == statePlain || cw.state == stateEncoding) {
+	if cw.remembering() && (cw.state == statePlain || cw.state == stateEncoding || cw.state == stateDiscarding) {
 		cw.teeDictionary(p) // a body to remember as a dictionary
 	}
 	switch cw.state {
@@ -387,6 +398,8 @@ func (cw *responseWriter) write(p []byte) (int, error) {
 		cw.spent(t0)
 		cw.written += int64(n)
 		return n, err
+	case stateDiscarding:
+		return len(p), nil
 	case stateHijacked:
 		return 0, http.ErrHijacked
 	case stateFinished:
@@ -464,12 +477,20 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 	body := cw.buffered()
 	whole := f.event == atEnd && !f.trailers
 	if v == sendEncoded && whole {
-		if why = cw.sendWhole(h, body); why == ReasonNone {
+		if why = cw.sendWhole(h, f, body); why == ReasonNone {
 			return nil
 		}
 	} else if v == sendEncoded {
 		o := cw.offer
-		enc, err := o.encoders.Get((*wire)(cw))
+		// A stream the cache knows by its strong ETag goes out stored;
+		// the handler's body is then discarded (cache.go).
+		if stored := cw.cachedStream(h, f); stored != nil {
+			cw.cached = true
+			cw.releaseBuffer()
+			cw.sendEncodedBody(h, o.coding, stored, stateDiscarding)
+			return nil
+		}
+		enc, err := o.encoders.Get(cw.streamTo())
 		if err == nil {
 			cw.enc = enc
 			cw.setEncoded(h, o.coding)
@@ -480,6 +501,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 			cw.sendHeader(h)
 			return cw.writeHeld()
 		}
+		cw.storing.drop()
 		why = ReasonNoEncoder
 	}
 	cw.why = why
@@ -510,7 +532,7 @@ func (cw *responseWriter) writeHeld() error {
 // HEAD handler's declared but unwritten body sends the encoded header
 // without a length, which only the body could give (RFC 9110 §9.3.2).
 // Unless it sent the body, it returns why not.
-func (cw *responseWriter) sendWhole(h http.Header, body []byte) Reason {
+func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) Reason {
 	o := cw.offer
 	if len(body) == 0 && cw.head && cw.hdr.declared >= 2 {
 		// The GET's body would have been long enough to encode: fewer
@@ -523,6 +545,15 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) Reason {
 	}
 	if len(body) < 2 {
 		return ReasonNoGain
+	}
+	// The cache, if any, may hold this body's encoding; on a miss, key
+	// says where to store it (cache.go).
+	stored, key, store := cw.cachedWhole(h, f, body)
+	if stored != nil {
+		cw.cached = true
+		cw.written = int64(len(body))
+		cw.sendEncodedBody(h, o.coding, stored, stateSent)
+		return ReasonNone
 	}
 	// Anything not smaller than the input is no gain: cap the output there
 	// and let the encoder fail instead of growing the buffer. The output
@@ -539,6 +570,7 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) Reason {
 	t0 := cw.clock()
 	enc, err := o.encoders.Get(&cw.out)
 	if err != nil {
+		cw.storeWhole(&key, store, body, nil)
 		return ReasonNoEncoder
 	}
 	_, err = enc.Write(body)
@@ -550,15 +582,23 @@ func (cw *responseWriter) sendWhole(h http.Header, body []byte) Reason {
 	out := cw.out.b
 	cw.out = cappedBuffer{}
 	if err != nil {
+		cw.storeWhole(&key, store, body, nil)
 		return ReasonNoGain
 	}
-	cw.setEncoded(h, o.coding)
-	cw.setLength(h, len(out))
-	cw.state = stateSent
-	cw.sendHeader(h)
+	cw.storeWhole(&key, store, body, out)
 	cw.written = int64(len(body))
-	_, _ = (*wire)(cw).Write(out)
+	cw.sendEncodedBody(h, o.coding, out, stateSent)
 	return ReasonNone
+}
+
+// sendEncodedBody sends a whole encoded body, freshly encoded or stored,
+// with its Content-Length, and moves to state.
+func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []byte, state writerState) {
+	cw.setEncoded(h, coding)
+	cw.setLength(h, len(out))
+	cw.state = state
+	cw.sendHeader(h)
+	_, _ = (*wire)(cw).Write(out)
 }
 
 // setEncoded sets the headers every encoded response carries.
@@ -640,6 +680,7 @@ func (cw *responseWriter) FlushError() error {
 		return errFinished
 	}
 	if cw.state == stateEncoding {
+		cw.storing.drop() // a flushed stream is not stored
 		t0 := cw.clock()
 		err := cw.enc.Flush()
 		cw.spent(t0)
@@ -850,6 +891,7 @@ func (cw *responseWriter) finish(completed bool) {
 			cw.rememberDictionary()
 		}
 	}
+	cw.endFill(completed)
 	cw.releaseBuffer()
 	if cw.state != stateHijacked {
 		if cw.m.observe != nil {
@@ -866,7 +908,9 @@ func (cw *responseWriter) finish(completed bool) {
 func (cw *responseWriter) endStream() {
 	t0 := cw.clock()
 	if cw.hdr.declared < 0 || cw.written == cw.hdr.declared || cw.head {
-		_ = cw.enc.Close()
+		if err := cw.enc.Close(); err == nil && cw.storing != nil {
+			cw.storing.closed = true // the stream ended whole: endFill stores it
+		}
 	} else {
 		_ = cw.enc.Flush()
 	}

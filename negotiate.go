@@ -12,6 +12,15 @@ type offer struct {
 	dict     *dictionary
 }
 
+// dictionaryID returns the identity of the offer's dictionary, its SHA-256
+// as a string, or "" when it has none.
+func (o *offer) dictionaryID() string {
+	if o.dict == nil {
+		return ""
+	}
+	return string(o.dict.hash[:])
+}
+
 // qUnnamed is the weight of a coding the Accept-Encoding field does not name.
 // Weights are qvalues in thousandths, 0..1000, so it sorts below every real
 // weight, including the refusal q=0.

@@ -75,10 +75,9 @@ type Event struct {
 	// response sent unencoded, except for [ReasonNoGain]: the time spent
 	// finding out.
 	Elapsed time.Duration
-	// Cached is set when the encoded bytes came from squeeze's cache
-	// rather than an encoder, once the cache exists; a cache hit is not a
-	// skip, so Coding is set and Skipped is ReasonNone. Until then it is
-	// always false.
+	// Cached is set when the encoded bytes came from the [Cache] rather
+	// than an encoder; a cache hit is not a skip, so Coding is set and
+	// Skipped is ReasonNone.
 	Cached bool
 	// Dictionary is set when the response was encoded with a compression
 	// dictionary (RFC 9842, dcz or dcb; see [WithDictionaryMatch]).
@@ -138,6 +137,7 @@ func (cw *responseWriter) report() {
 		e.In = e.Out
 	}
 	e.Dictionary = e.Coding != "" && cw.offer != nil && cw.offer.dict != nil
+	e.Cached = cw.cached
 	cw.m.observe(e)
 }
 

@@ -65,6 +65,7 @@ type config struct {
 	noRequestDecoding   bool
 	decoderMemory       int64
 	observe             func(Event)
+	cache               *Cache
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.

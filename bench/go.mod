@@ -10,6 +10,7 @@ require (
 	github.com/andybalholm/brotli v1.3.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/klauspost/compress v1.20.4
+	github.com/maypok86/otter/v2 v2.4.0
 	github.com/molecule-man/go-brrr v1.3.1
 	github.com/squeezehttp/squeeze v0.0.0
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da

@@ -37,7 +37,16 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 	// counters aggregates what squeeze reports of every response and
 	// decoded upload, for /debug/counters, /metrics and the page's chart.
 	counters := new(squeeze.Counters)
-	compress, err := squeeze.New(append(dictionaryOptions(), squeeze.WithMaxDecompressedSize(maxUpload), squeeze.WithObserver(counters.Observe))...)
+	// The cache compresses each page, script and API answer once, and
+	// re-encodes the popular ones at the best level in the background. Its
+	// workers stop when the router is dropped (or at exit), since nothing
+	// else holds the cache.
+	cache, err := squeeze.NewCache(16 << 20)
+	if err != nil {
+		return nil, err
+	}
+	compress, err := squeeze.New(append(dictionaryOptions(), squeeze.WithMaxDecompressedSize(maxUpload),
+		squeeze.WithObserver(counters.Observe), squeeze.WithCache(cache))...)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +94,11 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 	r.Get("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_ = counters.WritePrometheus(w) // an error means the client went away
+	})
+	r.Get("/debug/cache", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(cache.Stats())
 	})
 	return r, nil
 }

@@ -10,11 +10,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/squeezehttp/squeeze"
 )
 
 // waitLimit bounds every wait in these tests: external programs, reads from
@@ -478,5 +481,39 @@ func TestCountersEndpointsAgreeWithTheResponses(t *testing.T) {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// The demo serves repeated pages from its cache and shows the counters.
+// The first response sets the demo's client cookie, and a response with
+// Set-Cookie is never cached: it counts neither as a hit nor as a miss.
+func TestDebugCacheCountsHits(t *testing.T) {
+	srv := startServer(t, time.Hour)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: &http.Transport{DisableCompression: true}, Jar: jar, Timeout: waitLimit}
+	for range 4 {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/products", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	res, err := c.Get(srv.URL + "/debug/cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var stats squeeze.CacheStats
+	if err := json.NewDecoder(res.Body).Decode(&stats); err != nil {
+		t.Fatal(err)
+	}
+	if stats.Hits != 2 || stats.Misses != 1 || stats.Entries != 1 {
+		t.Errorf("/debug/cache after four identical requests: %+v, want 2 hits, 1 miss, 1 entry", stats)
 	}
 }
