@@ -79,8 +79,8 @@ func matchTypes(patterns []typePattern, ct string) bool {
 	}
 	ct = trimOWS(ct)
 	typ, sub, ok := strings.Cut(ct, "/")
-	if !ok || typ == "" || sub == "" || strings.IndexByte(sub, '/') >= 0 {
-		return false // not a media type
+	if !ok || !isToken(typ) || !isToken(sub) {
+		return false // not a media type (RFC 9110 §8.3.1)
 	}
 	for _, p := range patterns {
 		if p.typ != "*" && !equalFold(p.typ, typ) {

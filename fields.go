@@ -82,3 +82,13 @@ func isTokenChar(c byte) bool {
 	}
 	return c < 128 && tokenCharsHi&(1<<(c-64)) != 0
 }
+
+// isToken reports whether s is a non-empty RFC 9110 §5.6.2 token.
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isTokenChar(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}

@@ -2,6 +2,7 @@ package squeeze
 
 import (
 	"path"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -73,13 +74,16 @@ func FuzzContentType(f *testing.F) {
 			return // path.Match reads these as syntax; they are literal here
 		}
 		mediaType, _, _ := strings.Cut(ct, ";")
-		mediaType = strings.ToLower(strings.TrimSpace(mediaType))
+		mediaType = strings.ToLower(strings.Trim(mediaType, " \t"))
 		if strings.Contains(mediaType, "*") {
 			return // a wildcard in the value itself is no media type
 		}
 		typ, sub, ok := strings.Cut(mediaType, "/")
 		want, _ := path.Match(p, mediaType)
-		want = want && ok && typ != "" && sub != ""
+		// A type and a subtype are tokens: ASCII letters, digits and
+		// !#$%&'*+-.^_`|~ (RFC 9110 §8.3.1, §5.6.2).
+		tokenRE := regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+		want = want && ok && tokenRE.MatchString(typ) && tokenRE.MatchString(sub)
 		if _, suffix, isSuffix := strings.Cut(p, "/*+"); isSuffix && want {
 			want = len(sub) > len(suffix)+1 // a name must precede "+suffix"
 		}
