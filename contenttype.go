@@ -54,7 +54,9 @@ func isTypePatternText(s string) bool {
 // matching a response's type costs no parsing of the patterns.
 type typePattern struct {
 	typ string // "*" for any
-	sub string // "*" for any; "+json" for a structured suffix
+	sub string // "*" for any; the suffix with its "+" ("+json") when suffix is set
+	// suffix is set for a structured-suffix pattern, "type/*+suffix".
+	suffix bool
 }
 
 // compileTypes takes the lower-case patterns apart.
@@ -62,11 +64,11 @@ func compileTypes(patterns []string) []typePattern {
 	out := make([]typePattern, 0, len(patterns))
 	for _, p := range patterns {
 		typ, sub, _ := strings.Cut(p, "/")
-		sub = strings.TrimPrefix(sub, "*") // "*+json" → "+json"; "*" → ""
-		if sub == "" {
-			sub = "*"
+		tp := typePattern{typ: typ, sub: sub}
+		if rest, ok := strings.CutPrefix(sub, "*+"); ok {
+			tp.sub, tp.suffix = "+"+rest, true
 		}
-		out = append(out, typePattern{typ: typ, sub: sub})
+		out = append(out, tp)
 	}
 	return out
 }
@@ -89,7 +91,7 @@ func matchTypes(patterns []typePattern, ct string) bool {
 		switch {
 		case p.sub == "*":
 			return true
-		case p.sub[0] == '+':
+		case p.suffix:
 			if len(sub) > len(p.sub) && equalFold(sub[len(sub)-len(p.sub):], p.sub) {
 				return true
 			}

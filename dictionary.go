@@ -558,7 +558,7 @@ func explicitCoding(acceptEncoding []string, codings []string) string {
 }
 
 // htmlTypes is the pattern the Link to standalone dictionaries goes with.
-var htmlTypes = []typePattern{{typ: "text", sub: "html"}}
+var htmlTypes = compileTypes([]string{"text/html"})
 
 // dictionaryHeaders makes the header edits of dictionaries, from commit:
 // Vary on a path that matches a pattern, Use-As-Dictionary on a body to
