@@ -1008,7 +1008,15 @@ func (w *fileWriter) WriteHeader(code int) {
 		w.status = code
 	}
 	if w.encoded {
-		delete(w.Header(), "Accept-Ranges")
+		h := w.Header()
+		delete(h, "Accept-Ranges")
+		if code != http.StatusOK && code != http.StatusNotModified {
+			// A 412 (or any error) has no encoded body: its header must
+			// not describe one.
+			delete(h, "Content-Encoding")
+			delete(h, "Content-Length")
+			delete(h, "Etag")
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
