@@ -250,12 +250,12 @@ func BenchmarkObserverVersusFloor(b *testing.B) {
 					continue
 				}
 				b.Run("body="+body.Name, func(b *testing.B) {
-					b.Run("observer=none", func(b *testing.B) { benchVersusFloor(b, floor, plain, body, false) })
-					b.Run("observer=counters", func(b *testing.B) { benchVersusFloor(b, floor, observed, body, false) })
+					b.Run("observer=none", func(b *testing.B) { benchVersusFloor(b, []*Impl{floor, plain}, body, false) })
+					b.Run("observer=counters", func(b *testing.B) { benchVersusFloor(b, []*Impl{floor, observed}, body, false) })
 					// squeeze unobserved in the floor's place: x-floor is
 					// then the observed squeeze's speed relative to itself
 					// unobserved, paired so that machine drift cancels.
-					b.Run("observer=counters-vs-none", func(b *testing.B) { benchVersusFloor(b, plain, observed, body, false) })
+					b.Run("observer=counters-vs-none", func(b *testing.B) { benchVersusFloor(b, []*Impl{plain, observed}, body, false) })
 				})
 			}
 		})
