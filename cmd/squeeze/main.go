@@ -49,6 +49,12 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stdout)))
 }
 
+// say writes to w. Output that cannot be written (a closed pipe) is no
+// reason to stop writing siblings: the exit status reports the work.
+func say(w io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(w, format, args...)
+}
+
 // isTerminal reports whether f is a character device, such as a terminal.
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
@@ -76,18 +82,18 @@ every compressible file in each DIR where they are smaller.
 func run(args []string, stdout, stderr io.Writer, tty bool) int {
 	if len(args) == 0 || args[0] != "precompress" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "help") {
-			fmt.Fprint(stdout, usage)
+			say(stdout, "%s", usage)
 			return exitOK
 		}
-		fmt.Fprint(stderr, usage)
+		say(stderr, "%s", usage)
 		if len(args) > 0 {
-			fmt.Fprintf(stderr, "squeeze: unknown command %q\n", args[0])
+			say(stderr, "squeeze: unknown command %q\n", args[0])
 		}
 		return exitUsage
 	}
 	fl := flag.NewFlagSet("squeeze precompress", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	fl.Usage = func() { fmt.Fprint(stderr, usage); fl.PrintDefaults() }
+	fl.Usage = func() { say(stderr, "%s", usage); fl.PrintDefaults() }
 	codingList := fl.String("codings", "br,zstd,gzip", "the `codings` to write siblings in, comma-separated")
 	minSize := fl.Int64("min", squeeze.DefaultMinSize, "the smallest file, in `bytes`, to precompress")
 	if err := fl.Parse(args[1:]); err != nil {
@@ -101,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer, tty bool) int {
 		c = strings.TrimSpace(c)
 		canon, ok := writers.Canonical(c)
 		if _, has := extensions[canon]; !ok || !has {
-			fmt.Fprintf(stderr, "squeeze precompress: -codings: %q is not one of br, zstd, gzip\n", c)
+			say(stderr, "squeeze precompress: -codings: %q is not one of br, zstd, gzip\n", c)
 			return exitUsage
 		}
 		if !slices.Contains(codings, canon) {
@@ -109,7 +115,7 @@ func run(args []string, stdout, stderr io.Writer, tty bool) int {
 		}
 	}
 	if fl.NArg() == 0 {
-		fmt.Fprint(stderr, "squeeze precompress: no DIR given\n")
+		say(stderr, "squeeze precompress: no DIR given\n")
 		fl.Usage()
 		return exitUsage
 	}
@@ -117,11 +123,11 @@ func run(args []string, stdout, stderr io.Writer, tty bool) int {
 	for _, dir := range fl.Args() {
 		st, err := os.Stat(dir)
 		if err != nil {
-			fmt.Fprintf(stderr, "squeeze precompress: %v\n", err)
+			say(stderr, "squeeze precompress: %v\n", err)
 			return exitFail
 		}
 		if !st.IsDir() {
-			fmt.Fprintf(stderr, "squeeze precompress: %s is not a directory\n", dir)
+			say(stderr, "squeeze precompress: %s is not a directory\n", dir)
 			return exitUsage
 		}
 	}
@@ -175,7 +181,7 @@ func (p *precompressor) run(dirs []string) int {
 			return nil
 		})
 		if err != nil {
-			fmt.Fprintf(p.errs, "squeeze precompress: %v\n", err)
+			say(p.errs, "squeeze precompress: %v\n", err)
 			return exitFail
 		}
 	}
@@ -325,7 +331,7 @@ func decodesTo(sib, coding string, sum [32]byte, size int64) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	dec, err := writers.NewDecoder(coding)
 	if err != nil || dec.Reset(f) != nil {
 		return false
@@ -363,9 +369,9 @@ func (p *precompressor) fail(err error) {
 	defer p.mu.Unlock()
 	p.failed++
 	if p.tty {
-		fmt.Fprint(p.out, "\r\033[K")
+		say(p.out, "\r\033[K")
 	}
-	fmt.Fprintf(p.errs, "squeeze precompress: %v\n", err)
+	say(p.errs, "squeeze precompress: %v\n", err)
 }
 
 // progress reports a file done: its lines, and on a terminal a status line
@@ -375,30 +381,30 @@ func (p *precompressor) progress(name string, lines []string) {
 	defer p.mu.Unlock()
 	p.done++
 	if p.tty {
-		fmt.Fprintf(p.out, "\r\033[K[%d/%d] %s", p.done, p.total, name)
+		say(p.out, "\r\033[K[%d/%d] %s", p.done, p.total, name)
 		return
 	}
 	for _, l := range lines {
-		fmt.Fprintln(p.out, l)
+		say(p.out, "%s\n", l)
 	}
 }
 
 // summary prints the totals per coding, the bytes saved and the time.
 func (p *precompressor) summary() {
 	if p.tty {
-		fmt.Fprint(p.out, "\r\033[K")
+		say(p.out, "\r\033[K")
 	}
 	var saved int64
 	for _, c := range p.codings {
 		cs := p.stats[c]
 		if cs.files == 0 {
-			fmt.Fprintf(p.out, "%-4s no sibling written (%d up to date, %d not smaller)\n", c, cs.upToDate, cs.notSmaller)
+			say(p.out, "%-4s no sibling written (%d up to date, %d not smaller)\n", c, cs.upToDate, cs.notSmaller)
 			continue
 		}
 		saved += cs.plain - cs.wire
-		fmt.Fprintf(p.out, "%-4s %d written: %d -> %d bytes (%.1f%%) in %v; %d up to date, %d not smaller\n",
+		say(p.out, "%-4s %d written: %d -> %d bytes (%.1f%%) in %v; %d up to date, %d not smaller\n",
 			c, cs.files, cs.plain, cs.wire, 100*float64(cs.wire)/float64(cs.plain), cs.elapsed.Round(time.Millisecond), cs.upToDate, cs.notSmaller)
 	}
-	fmt.Fprintf(p.out, "%d files, %d bytes saved, %d siblings up to date, %d errors, in %v\n",
+	say(p.out, "%d files, %d bytes saved, %d siblings up to date, %d errors, in %v\n",
 		p.total, saved, p.skipped, p.failed, time.Since(p.start).Round(time.Millisecond))
 }
