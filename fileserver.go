@@ -475,7 +475,7 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 				http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
 				return
 			}
-			q.ev.Skipped = ReasonNoGain
+			q.ev.Skipped, q.ev.Cached = ReasonNoGain, false
 			q.servePlain(f, meta)
 			return
 		}
