@@ -262,7 +262,10 @@ type cacheEntry struct {
 	// level is the level body was encoded at.
 	level  int
 	weight int64
-	hits   atomic.Int32
+	// final marks a file server's representation that no later encoding
+	// is to improve (see fileReps).
+	final bool
+	hits  atomic.Int32
 }
 
 func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
@@ -628,4 +631,43 @@ func bestLevel(coding string) int {
 		return 0
 	}
 	return r.Max
+}
+
+// fileReps is a Cache as the store of a file server's representations
+// (filestore.go): a Middleware with a Cache keeps what its FileServer
+// encodes there, under the same budget and eviction as its responses. An
+// entry is keyed by the SHA-256 of the plain bytes, under a host no request
+// can name, so it never meets a response's; its level is the coding's best,
+// so the cache's own upgrades leave it to the file server's.
+type fileReps struct{ c *cacheCore }
+
+func (f fileReps) key(k repKey) cacheKey {
+	ck := cacheKey{coding: k.coding, host: "\x00file", etag: string(k.plain[:])}
+	if k.dict != ([32]byte{}) {
+		ck.dictionary = string(k.dict[:])
+	}
+	return ck
+}
+
+func (f fileReps) load(k repKey) (rep, bool) {
+	e, ok := f.c.store.GetIfPresent(f.key(k))
+	if !ok {
+		f.c.misses.Add(1)
+		return rep{}, false
+	}
+	f.c.hits.Add(1)
+	return rep{data: e.body, best: e.final}, true
+}
+
+func (f fileReps) store(k repKey, r rep) {
+	ck := f.key(k)
+	e := newEntry(&ck, r.data, nil, bestLevel(k.coding))
+	e.final = r.best
+	if !f.c.reserve(e.weight) {
+		return
+	}
+	if _, added := f.c.store.Set(ck, e); added {
+		f.c.entries.Add(1)
+	}
+	f.c.stores.Add(1)
 }

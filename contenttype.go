@@ -101,3 +101,13 @@ func matchTypes(patterns []typePattern, ct string) bool {
 	}
 	return false
 }
+
+// Compresses reports whether m compresses responses of the media type ct
+// (parameters allowed), as [WithContentTypes] configured it. The command
+// squeeze precompress asks the defaults which files to precompress.
+func (m *Middleware) Compresses(ct string) bool {
+	if m.buffers == nil {
+		m = defaultMiddleware()
+	}
+	return matchTypes(m.types, ct)
+}

@@ -478,37 +478,45 @@ type dictResponse struct {
 // Available-Dictionary naming a held dictionary, a path matching that
 // dictionary's pattern, and a same-origin (or direct) request (RFC 9842 §9).
 func (cw *responseWriter) beginDictionary(r *http.Request) {
-	s := cw.m.dicts
-	path := r.URL.EscapedPath()
-	pattern := s.matchIndex(path) + 1
-	varies := pattern > 0
-	for _, p := range s.standaloneMatch {
-		varies = varies || matchPath(p, path)
-	}
+	o, pattern, varies := cw.m.dicts.begin(r, r.URL.EscapedPath(), cw.ranged)
 	if varies {
 		// Allocated only on dictionary paths, to keep every other
 		// response's writer small.
 		cw.dict = &dictResponse{pattern: pattern, varies: true}
 	}
+	if o != nil {
+		cw.offer = o
+	}
+}
+
+// begin is beginDictionary for a request to path (escaped): it returns the
+// dictionary offer the client may get, or nil, the index plus one of the
+// WithDictionaryMatch pattern path matches (0 for none), and whether the
+// response varies on Available-Dictionary. The file server calls it with
+// the path the request arrived with, before any prefix was stripped.
+func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, pattern int, varies bool) {
+	pattern = s.matchIndex(path) + 1
+	varies = pattern > 0
+	for _, p := range s.standaloneMatch {
+		varies = varies || matchPath(p, path)
+	}
 	avail := r.Header["Available-Dictionary"]
-	if cw.ranged || len(avail) == 0 || len(s.codings) == 0 || !sameSite(r.Header["Sec-Fetch-Site"]) {
-		return
+	if ranged || len(avail) == 0 || len(s.codings) == 0 || !sameSite(r.Header["Sec-Fetch-Site"]) {
+		return nil, pattern, varies
 	}
 	coding := explicitCoding(r.Header["Accept-Encoding"], s.codings)
 	if coding == "" {
-		return
+		return nil, pattern, varies
 	}
 	hash, ok := parseAvailableDictionary(avail)
 	if !ok {
-		return
+		return nil, pattern, varies
 	}
 	d := s.lookup(hash)
 	if d == nil || !matchPath(d.pattern, path) {
-		return
+		return nil, pattern, varies
 	}
-	if o := s.offerFor(d, coding); o != nil {
-		cw.offer = o
-	}
+	return s.offerFor(d, coding), pattern, varies
 }
 
 // sameSite reports whether Sec-Fetch-Site allows a dictionary: absent (not

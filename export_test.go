@@ -1,5 +1,7 @@
 package squeeze
 
+import "net/http"
+
 // RaceEnabled exposes raceEnabled to the black-box tests in package
 // squeeze_test: the allocation test only counts without the race detector.
 const RaceEnabled = raceEnabled
@@ -19,4 +21,13 @@ func TransportBudgetIdle(t *Transport) bool {
 	}
 	s.dec.budget.Release(s.dec.memory)
 	return true
+}
+
+// WaitFileServer waits for the background encodings of h, a handler from
+// FileServer, to end.
+func WaitFileServer(h http.Handler) { h.(*fileServer).upgrades.Wait() }
+
+// SetFileServerLog replaces the logger of h, a handler from FileServer.
+func SetFileServerLog(h http.Handler, logf func(format string, args ...any)) {
+	h.(*fileServer).logf = logf
 }

@@ -517,3 +517,29 @@ func TestDebugCacheCountsHits(t *testing.T) {
 		t.Errorf("/debug/cache after four identical requests: %+v, want 2 hits, 1 miss, 1 entry", stats)
 	}
 }
+
+// TestStaticFilesAreTheEmbeddedSiblings checks that /static/ sends the
+// siblings go generate made, byte for byte, and that each still decodes to
+// its file (FileServer would otherwise fall back to encoding).
+func TestStaticFilesAreTheEmbeddedSiblings(t *testing.T) {
+	srv := startServer(t, time.Hour)
+	tr := &http.Transport{DisableCompression: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr, Timeout: waitLimit}
+	for _, name := range []string{"app.js", "app.css", "index.html", "dict.js"} {
+		for coding, ext := range map[string]string{"br": ".br", "zstd": ".zst", "gzip": ".gz"} {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/static/"+name, nil)
+			req.Header.Set("Accept-Encoding", coding)
+			res, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.Header.Get("Content-Encoding") != coding || !bytes.Equal(body, embedded(t, name+ext)) {
+				t.Errorf("%s %s: Content-Encoding %q, %d bytes; want the embedded %s%s (run go generate in example/ after editing static/)",
+					name, coding, res.Header.Get("Content-Encoding"), len(body), name, ext)
+			}
+		}
+	}
+}

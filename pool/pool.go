@@ -79,7 +79,8 @@ func NewEncoders(coding string, level int) (*Encoders, error) {
 // Content-Encoding header field for what they write.
 func (p *Encoders) Coding() string { return p.coding }
 
-// Level returns the level of the pool's encoders, on the codec's own scale.
+// Level returns the level of the pool's encoders, or 0 for a pool made by
+// [NewEncodersFunc].
 func (p *Encoders) Level() int { return p.level }
 
 // Get returns an encoder writing to w, taken from the pool or built anew.

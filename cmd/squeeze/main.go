@@ -1,0 +1,410 @@
+// Command squeeze precompresses static files for [squeeze.Middleware.FileServer].
+//
+// Usage:
+//
+//	squeeze precompress [-codings br,zstd,gzip] [-min 1024] DIR...
+//
+// precompress walks each DIR and writes, next to every file whose type the
+// middleware compresses by default (HTML, CSS, JavaScript, JSON, SVG, ...)
+// and which is at least -min bytes, a sibling per coding at the best level:
+// name.br (brotli quality 11), name.zst (zstd level 19) and name.gz (gzip
+// level 9), each only where it is smaller than the file. A sibling newer
+// than its file that decodes to it is up to date and left alone; a stale
+// one that would no longer be smaller is removed. Directories and files
+// whose names start with "." are skipped. It prints what it did, and the
+// bytes saved and the time taken at the end; on a terminal it shows its
+// progress on one line instead.
+//
+// It is made for go generate, so that an embed.FS ships the siblings:
+//
+//	//go:generate go run github.com/squeezehttp/squeeze/cmd/squeeze precompress static
+//
+// Exit status: 0 when every file was handled, 1 when some could not be
+// read or written (each is reported), 2 for a usage error.
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/writers"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stdout)))
+}
+
+// say writes to w. Output that cannot be written (a closed pipe) is no
+// reason to stop writing siblings: the exit status reports the work.
+func say(w io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(w, format, args...)
+}
+
+// isTerminal reports whether f is a character device, such as a terminal.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// sibling extensions by coding, in the order they are written.
+var extensions = map[string]string{squeeze.Brotli: ".br", squeeze.Zstd: ".zst", squeeze.Gzip: ".gz"}
+
+const usage = `usage: squeeze precompress [-codings br,zstd,gzip] [-min bytes] DIR...
+
+precompress writes .br, .zst and .gz siblings at the best levels next to
+every compressible file in each DIR where they are smaller.
+`
+
+// run is the command with its arguments, output and whether stdout is a
+// terminal; it returns the exit status.
+func run(args []string, stdout, stderr io.Writer, tty bool) int {
+	if len(args) == 0 || args[0] != "precompress" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "help") {
+			say(stdout, "%s", usage)
+			return exitOK
+		}
+		say(stderr, "%s", usage)
+		if len(args) > 0 {
+			say(stderr, "squeeze: unknown command %q\n", args[0])
+		}
+		return exitUsage
+	}
+	fl := flag.NewFlagSet("squeeze precompress", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() { say(stderr, "%s", usage); fl.PrintDefaults() }
+	codingList := fl.String("codings", "br,zstd,gzip", "the `codings` to write siblings in, comma-separated")
+	minSize := fl.Int64("min", squeeze.DefaultMinSize, "the smallest file, in `bytes`, to precompress")
+	if err := fl.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	var codings []string
+	for _, c := range strings.Split(*codingList, ",") {
+		c = strings.TrimSpace(c)
+		canon, ok := writers.Canonical(c)
+		if _, has := extensions[canon]; !ok || !has {
+			say(stderr, "squeeze precompress: -codings: %q is not one of br, zstd, gzip\n", c)
+			return exitUsage
+		}
+		if !slices.Contains(codings, canon) {
+			codings = append(codings, canon)
+		}
+	}
+	if fl.NArg() == 0 {
+		say(stderr, "squeeze precompress: no DIR given\n")
+		fl.Usage()
+		return exitUsage
+	}
+	p := &precompressor{codings: codings, minSize: *minSize, out: stdout, errs: stderr, tty: tty, start: time.Now()}
+	for _, dir := range fl.Args() {
+		st, err := os.Stat(dir)
+		if err != nil {
+			say(stderr, "squeeze precompress: %v\n", err)
+			return exitFail
+		}
+		if !st.IsDir() {
+			say(stderr, "squeeze precompress: %s is not a directory\n", dir)
+			return exitUsage
+		}
+	}
+	return p.run(fl.Args())
+}
+
+// precompressor is one run of precompress.
+type precompressor struct {
+	codings []string
+	minSize int64
+	out     io.Writer
+	errs    io.Writer
+	tty     bool
+	start   time.Time
+
+	mu      sync.Mutex
+	done    int
+	total   int
+	failed  int
+	stats   map[string]*codingStats
+	skipped int // siblings up to date
+}
+
+// codingStats sums what one coding did.
+type codingStats struct {
+	files       int   // siblings written
+	plain, wire int64 // bytes of the files and of their siblings
+	elapsed     time.Duration
+	upToDate    int
+	notSmaller  int
+}
+
+func (p *precompressor) run(dirs []string) int {
+	var files []string
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(name string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			base := e.Name()
+			if e.IsDir() {
+				if name != dir && strings.HasPrefix(base, ".") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !e.Type().IsRegular() || strings.HasPrefix(base, ".") || isSibling(base) {
+				return nil
+			}
+			files = append(files, name)
+			return nil
+		})
+		if err != nil {
+			say(p.errs, "squeeze precompress: %v\n", err)
+			return exitFail
+		}
+	}
+	p.total = len(files)
+	p.stats = map[string]*codingStats{}
+	for _, c := range p.codings {
+		p.stats[c] = &codingStats{}
+	}
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for name := range work {
+				p.file(name)
+			}
+		})
+	}
+	for _, name := range files {
+		work <- name
+	}
+	close(work)
+	wg.Wait()
+	p.summary()
+	if p.failed > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// isSibling reports whether a file name is that of a sibling.
+func isSibling(name string) bool {
+	for _, ext := range extensions {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// eligible reports whether the file name starting with head is of a type
+// the middleware compresses by default.
+func eligible(name string, head []byte) bool {
+	ct := mime.TypeByExtension(filepath.Ext(name))
+	if ct == "" {
+		ct = http.DetectContentType(head)
+	}
+	return defaults.Compresses(ct)
+}
+
+var defaults = squeeze.MustNew()
+
+// file precompresses one file.
+func (p *precompressor) file(name string) {
+	var lines []string
+	defer func() { p.progress(name, lines) }()
+	st, err := os.Stat(name)
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	if st.Size() < p.minSize {
+		return
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	if !eligible(name, data[:min(len(data), 512)]) {
+		return
+	}
+	sum := sha256.Sum256(data)
+	for _, coding := range p.codings {
+		line, err := p.sibling(name, st, data, sum, coding)
+		if err != nil {
+			p.fail(err)
+			continue
+		}
+		if line != "" {
+			lines = append(lines, line)
+		}
+	}
+}
+
+// sibling writes, keeps or removes the sibling of name for coding, and
+// returns a line saying what it did, or "" when nothing changed.
+func (p *precompressor) sibling(name string, st fs.FileInfo, data []byte, sum [32]byte, coding string) (string, error) {
+	cs := p.stats[coding]
+	sib := name + extensions[coding]
+	if sst, err := os.Stat(sib); err == nil && sst.ModTime().After(st.ModTime()) && decodesTo(sib, coding, sum, int64(len(data))) {
+		p.mu.Lock()
+		cs.upToDate++
+		p.skipped++
+		p.mu.Unlock()
+		return "", nil
+	}
+	t0 := time.Now()
+	enc, err := encode(coding, data)
+	elapsed := time.Since(t0)
+	if err != nil {
+		return "", fmt.Errorf("%s: %s: %w", name, coding, err)
+	}
+	if len(enc) >= len(data) {
+		p.mu.Lock()
+		cs.notSmaller++
+		p.mu.Unlock()
+		if err := os.Remove(sib); err == nil {
+			return fmt.Sprintf("%s: removed, as %s is no longer smaller", sib, coding), nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		return "", nil
+	}
+	if err := writeFile(sib, enc); err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	cs.files++
+	cs.plain += int64(len(data))
+	cs.wire += int64(len(enc))
+	cs.elapsed += elapsed
+	p.mu.Unlock()
+	return fmt.Sprintf("%s: %d -> %d bytes (%.1f%%) in %v", sib, len(data), len(enc), 100*float64(len(enc))/float64(len(data)), elapsed.Round(time.Millisecond)), nil
+}
+
+// encode returns data encoded with coding at squeeze's best level.
+func encode(coding string, data []byte) ([]byte, error) {
+	enc, err := writers.NewEncoder(coding, squeeze.BestLevel(coding))
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	enc.Reset(&out)
+	if _, err := enc.Write(data); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// decodesTo reports whether the sibling decodes to size bytes hashing to
+// sum.
+func decodesTo(sib, coding string, sum [32]byte, size int64) bool {
+	f, err := os.Open(sib)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = f.Close() }()
+	dec, err := writers.NewDecoder(coding)
+	if err != nil || dec.Reset(f) != nil {
+		return false
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(dec, size+1))
+	return err == nil && n == size && bytes.Equal(h.Sum(nil), sum[:])
+}
+
+// writeFile writes data to name through a temporary file renamed over it,
+// so that no reader sees half a sibling.
+func writeFile(name string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
+
+func (p *precompressor) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failed++
+	if p.tty {
+		say(p.out, "\r\033[K")
+	}
+	say(p.errs, "squeeze precompress: %v\n", err)
+}
+
+// progress reports a file done: its lines, and on a terminal a status line
+// rewritten in place.
+func (p *precompressor) progress(name string, lines []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+	if p.tty {
+		say(p.out, "\r\033[K[%d/%d] %s", p.done, p.total, name)
+		return
+	}
+	for _, l := range lines {
+		say(p.out, "%s\n", l)
+	}
+}
+
+// summary prints the totals per coding, the bytes saved and the time.
+func (p *precompressor) summary() {
+	if p.tty {
+		say(p.out, "\r\033[K")
+	}
+	var saved int64
+	for _, c := range p.codings {
+		cs := p.stats[c]
+		if cs.files == 0 {
+			say(p.out, "%-4s no sibling written (%d up to date, %d not smaller)\n", c, cs.upToDate, cs.notSmaller)
+			continue
+		}
+		saved += cs.plain - cs.wire
+		say(p.out, "%-4s %d written: %d -> %d bytes (%.1f%%) in %v; %d up to date, %d not smaller\n",
+			c, cs.files, cs.plain, cs.wire, 100*float64(cs.wire)/float64(cs.plain), cs.elapsed.Round(time.Millisecond), cs.upToDate, cs.notSmaller)
+	}
+	say(p.out, "%d files, %d bytes saved, %d siblings up to date, %d errors, in %v\n",
+		p.total, saved, p.skipped, p.failed, time.Since(p.start).Round(time.Millisecond))
+}

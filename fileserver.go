@@ -1,0 +1,1181 @@
+package squeeze
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/writers"
+)
+
+// siblingExts maps the codings a precompressed sibling may have to the
+// extension it has, in the order siblings are looked for.
+var siblingExts = [...]struct{ coding, ext string }{
+	{Brotli, ".br"},
+	{Zstd, ".zst"},
+	{Gzip, ".gz"},
+}
+
+// FileServer returns a handler that serves the files of fsys, as
+// [http.FileServer] does, with the Middleware's codings, content types and
+// dictionaries. It is a complete handler: do not wrap it in
+// [Middleware.Handler] (if it is wrapped, nothing is encoded twice, since
+// its encoded responses carry their Content-Encoding). Mount it with
+// [http.StripPrefix] as one mounts http.FileServer.
+//
+// Only GET and HEAD are answered (405 otherwise). For each file it picks a
+// representation by the same negotiation as [Middleware.Handler]:
+//
+//   - A sibling named after the file with ".br", ".zst" or ".gz" (such as
+//     the command squeeze precompress writes) is sent byte for byte when the
+//     client accepts its coding and the Middleware offers it. A sibling is
+//     decoded once and compared with the file (by SHA-256); one that does
+//     not decode to it is never served, and is logged once. A sibling whose
+//     file is missing is served all the same, and decoded for clients that
+//     accept none of the codings.
+//   - Otherwise a file of a type [WithContentTypes] allows and at least
+//     [WithMinSize] long is encoded on first use at the Middleware's level
+//     and kept (up to [DefaultFileStoreSize] bytes, least recently used
+//     first); a better encoding at the coding's best level replaces it in
+//     the background.
+//   - With [WithDictionaryMatch], every file whose URL path matches a
+//     pattern is a dictionary for the others on that pattern: a client
+//     naming one in Available-Dictionary gets the file as a dcz or dcb
+//     delta, computed once and kept.
+//
+// Every response carries a strong ETag made from the SHA-256 of the plain
+// bytes, suffixed per coding as the Middleware suffixes ("abc" and
+// "abc-br"), Content-Length, Vary: Accept-Encoding (and
+// Available-Dictionary where a dictionary pattern applies), Last-Modified
+// when fsys knows the modification time, and a Content-Type from the
+// extension, else sniffed, as [http.ServeContent] does. Conditional
+// requests get 304 or 412 and HEAD the header of the GET, through
+// http.ServeContent. Range requests are answered from the plain bytes
+// (206, multipart ranges, 416), never encoded.
+//
+// A directory is served as its index.html, else 404: there are no
+// listings; a directory's path without the final slash is redirected to
+// it. Paths with ".." elements get 400; a NUL, a backslash or an encoded
+// slash (%2F) gets 404. An [os.DirFS] tree is opened as an [os.Root], so
+// no symbolic link leads out of it; for other file systems that follow
+// links, pass (*os.Root).FS.
+//
+// Encoding at the best level runs on at most one goroutine per file
+// server, started for one representation and ending with it; a request
+// that finds it busy does not wait or queue, and a later request for the
+// same representation tries again. An idle file server runs nothing, so
+// it needs no Close.
+func (m *Middleware) FileServer(fsys fs.FS) http.Handler {
+	if m.buffers == nil {
+		m = defaultMiddleware()
+	}
+	return newFileServer(m, fsys)
+}
+
+// fileServer is the handler FileServer returns.
+type fileServer struct {
+	m    *Middleware
+	fsys fs.FS
+	// dir is set for an os.DirFS, which is opened as an os.Root on first
+	// use; rootFS is then that root's file system.
+	dir    string
+	rootMu sync.Mutex
+	rootFS fs.FS
+
+	reps repStore
+	// maxSize is the largest file encoded on the fly or decoded whole.
+	maxSize int64
+	logf    func(format string, args ...any)
+
+	mu       sync.Mutex
+	metas    map[string]*fileMeta      // by name in fsys
+	orphans  map[string]*orphanMeta    // by sibling name, for missing files
+	logged   map[string]bool           // messages logged, by key
+	verdicts map[siblingKey]*siblingOK // by sibling and file version
+	indexes  map[string]*dictIndex     // by pattern and URL prefix
+
+	// upgrading holds a token while a best-level encoding runs; upgrades
+	// counts them, so that tests can wait for them.
+	upgrading chan struct{}
+	upgrades  sync.WaitGroup
+	bestMu    sync.Mutex
+	best      map[string]*pool.Encoders // best-level encoders by coding
+}
+
+func newFileServer(m *Middleware, fsys fs.FS) *fileServer {
+	s := &fileServer{
+		m:         m,
+		fsys:      fsys,
+		maxSize:   DefaultFileStoreSize / 4,
+		logf:      log.Printf,
+		metas:     map[string]*fileMeta{},
+		orphans:   map[string]*orphanMeta{},
+		logged:    map[string]bool{},
+		verdicts:  map[siblingKey]*siblingOK{},
+		indexes:   map[string]*dictIndex{},
+		upgrading: make(chan struct{}, 1),
+		best:      map[string]*pool.Encoders{},
+	}
+	s.reps = s.storeFor(m)
+	if reflect.TypeOf(fsys) == reflect.TypeOf(os.DirFS(".")) {
+		s.dir = reflect.ValueOf(fsys).String()
+	}
+	return s
+}
+
+// storeFor returns where the file server keeps what it encodes: the
+// Middleware's [Cache] when it has one (cache.go), else a bounded store of
+// the file server's own.
+func (s *fileServer) storeFor(m *Middleware) repStore {
+	if m.cache != nil {
+		return fileReps{m.cache.cacheCore}
+	}
+	return newLRUStore(DefaultFileStoreSize)
+}
+
+// files returns the file system to read: fsys, or for an os.DirFS the
+// os.Root it names, opened on first use, which no symbolic link leads out
+// of. The root's descriptor stays open for the life of the process.
+func (s *fileServer) files() (fs.FS, error) {
+	if s.dir == "" {
+		return s.fsys, nil
+	}
+	s.rootMu.Lock()
+	defer s.rootMu.Unlock()
+	if s.rootFS == nil {
+		root, err := os.OpenRoot(s.dir)
+		if err != nil {
+			return nil, err
+		}
+		s.rootFS = root.FS()
+	}
+	return s.rootFS, nil
+}
+
+// fileMeta is what the file server knows of one version of a file.
+type fileMeta struct {
+	modtime time.Time
+	size    int64
+	hash    [32]byte
+	etag    string // strong, from the hash
+	ctype   string
+}
+
+// siblingKey names one sibling of one version of a file.
+type siblingKey struct {
+	name    string // the sibling's name in fsys
+	modtime time.Time
+	size    int64
+	plain   [32]byte
+}
+
+// siblingOK is the verdict on a sibling, reached once.
+type siblingOK struct {
+	once sync.Once
+	ok   bool
+}
+
+// request is what one request to the file server needs as it goes.
+type request struct {
+	s    *fileServer
+	fsys fs.FS
+	w    *fileWriter
+	r    *http.Request
+	name string // the plain file's name in fsys
+	// upath is the request's URL path as it arrived, escaped, before any
+	// prefix was stripped: dictionary patterns apply to it.
+	upath string
+	meta  *fileMeta
+	ev    Event
+	t0    time.Time
+}
+
+func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	upath := r.URL.Path
+	if !strings.HasPrefix(upath, "/") {
+		upath = "/" + upath
+	}
+	if containsDotDot(upath) {
+		http.Error(w, "invalid URL path", http.StatusBadRequest)
+		return
+	}
+	raw := strings.ToLower(r.URL.RawPath)
+	if strings.ContainsAny(upath, "\x00\\") || strings.Contains(raw, "%2f") || strings.Contains(raw, "%5c") {
+		http.NotFound(w, r)
+		return
+	}
+	fsys, err := s.files()
+	if err != nil {
+		s.logf("squeeze: FileServer: %v", err)
+		http.Error(w, "500 internal server error", http.StatusInternalServerError)
+		return
+	}
+	name := strings.TrimPrefix(path.Clean(upath), "/")
+	if name == "" {
+		name = "."
+	}
+	if !fs.ValidPath(name) {
+		http.NotFound(w, r)
+		return
+	}
+	q := &request{s: s, fsys: fsys, r: r, name: name, upath: originalPath(r)}
+	q.w = &fileWriter{ResponseWriter: w}
+	if s.m.observe != nil {
+		q.t0 = time.Now()
+		q.ev.Kind = ResponseEvent
+		defer q.report()
+	}
+	q.serve(strings.HasSuffix(upath, "/"))
+}
+
+// originalPath returns the escaped URL path r arrived with, before
+// [http.StripPrefix] or a router removed a prefix.
+func originalPath(r *http.Request) string {
+	if r.RequestURI != "" && r.RequestURI != "*" {
+		if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+			return u.EscapedPath()
+		}
+	}
+	return r.URL.EscapedPath()
+}
+
+// containsDotDot reports whether a path has a ".." element.
+func containsDotDot(v string) bool {
+	for _, e := range strings.FieldsFunc(v, func(c rune) bool { return c == '/' }) {
+		if e == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// serve answers the request. slash says the URL path ended with "/".
+func (q *request) serve(slash bool) {
+	f, err := q.fsys.Open(q.name)
+	if err == nil {
+		st, err := f.Stat()
+		switch {
+		case err != nil:
+			_ = f.Close()
+			q.fail(err)
+			return
+		case st.IsDir():
+			_ = f.Close()
+			if !slash {
+				// The relative form keeps any stripped prefix.
+				q.redirect(path.Base(q.r.URL.Path) + "/")
+				return
+			}
+			q.name = path.Join(q.name, "index.html")
+			if f, err = q.fsys.Open(q.name); err != nil {
+				q.fail(err)
+				return
+			}
+			if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
+				_ = f.Close()
+				q.fail(fs.ErrNotExist)
+				return
+			}
+		case !st.Mode().IsRegular():
+			_ = f.Close()
+			q.fail(fs.ErrNotExist)
+			return
+		case slash:
+			_ = f.Close()
+			q.fail(fs.ErrNotExist)
+			return
+		}
+		defer func() { _ = f.Close() }()
+		q.serveFile(f, st)
+		return
+	}
+	if !errors.Is(err, fs.ErrNotExist) || slash {
+		q.fail(err)
+		return
+	}
+	q.serveOrphan()
+}
+
+// fail answers with 403 for a permission error and 404 for anything else:
+// what a path that leads out of the tree gets is no different from a
+// missing file.
+func (q *request) fail(err error) {
+	q.ev.Skipped = ReasonStatus
+	if errors.Is(err, fs.ErrPermission) {
+		http.Error(q.w, "403 Forbidden", http.StatusForbidden)
+		return
+	}
+	http.NotFound(q.w, q.r)
+}
+
+func (q *request) redirect(to string) {
+	q.ev.Skipped = ReasonStatus
+	if q.r.URL.RawQuery != "" {
+		to += "?" + q.r.URL.RawQuery
+	}
+	q.w.Header().Set("Location", to)
+	q.w.WriteHeader(http.StatusMovedPermanently)
+}
+
+// meta returns what is known of the open file f with info st, reading it
+// once per version to hash it. f is left at its start.
+func (q *request) metaOf(name string, f fs.File, st fs.FileInfo) (*fileMeta, error) {
+	s := q.s
+	s.mu.Lock()
+	m := s.metas[name]
+	s.mu.Unlock()
+	if m != nil && m.modtime.Equal(st.ModTime()) && m.size == st.Size() {
+		return m, nil
+	}
+	h := sha256.New()
+	var head [512]byte
+	n, err := io.ReadFull(f, head[:])
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, err
+	}
+	h.Write(head[:n])
+	rest, err := io.Copy(h, f)
+	if err != nil {
+		return nil, err
+	}
+	if err := rewind(f); err != nil {
+		return nil, err
+	}
+	m = &fileMeta{modtime: st.ModTime(), size: int64(n) + rest}
+	h.Sum(m.hash[:0])
+	m.etag = `"` + hex.EncodeToString(m.hash[:16]) + `"`
+	m.ctype = typeOf(name, head[:n])
+	s.mu.Lock()
+	s.metas[name] = m
+	s.mu.Unlock()
+	return m, nil
+}
+
+// typeOf returns the content type of a file named name starting with head:
+// from the extension, else sniffed, as http.ServeContent does.
+func typeOf(name string, head []byte) string {
+	if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+		return ct
+	}
+	return http.DetectContentType(head)
+}
+
+// rewind seeks f back to its start.
+func rewind(f fs.File) error {
+	sk, ok := f.(io.Seeker)
+	if !ok {
+		return errors.New("squeeze: FileServer: file does not seek")
+	}
+	_, err := sk.Seek(0, io.SeekStart)
+	return err
+}
+
+// serveFile serves the regular file f, open on q.name, with info st.
+func (q *request) serveFile(f fs.File, st fs.FileInfo) {
+	meta, err := q.metaOf(q.name, f, st)
+	if err != nil {
+		q.s.logf("squeeze: FileServer: %s: %v", q.name, err)
+		http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+		return
+	}
+	q.meta = meta
+	q.ev.In = meta.size
+	s, m := q.s, q.s.m
+	eligible := matchTypes(m.types, meta.ctype)
+	encodable := eligible && meta.size >= int64(m.minSize) && meta.size <= s.maxSize
+
+	// The codings on offer for this file: all of the Middleware's when it
+	// can be encoded, else those with a good sibling.
+	var offersBuf [8]offer
+	offers := offersBuf[:0]
+	siblings := map[string]string{}
+	for _, o := range m.offers {
+		if name := s.sibling(q.fsys, q.name, meta, o.coding); name != "" {
+			siblings[o.coding] = name
+			offers = append(offers, o)
+		} else if encodable {
+			offers = append(offers, o)
+		}
+	}
+	ranged := len(q.r.Header["Range"]) > 0
+	var o *offer
+	if !ranged {
+		if i := negotiate(q.r.Header["Accept-Encoding"], offers); i >= 0 {
+			o = &offers[i]
+		}
+	}
+	dictPattern, dictVaries := 0, false
+	if d := m.dicts; d != nil {
+		q.primeDictionary(d)
+		var delta *offer
+		delta, dictPattern, dictVaries = d.begin(q.r, q.upath, ranged)
+		if delta != nil && encodable {
+			o = delta
+		}
+	}
+
+	h := q.w.Header()
+	h["Vary"] = []string{"Accept-Encoding"}
+	if dictVaries {
+		h["Vary"] = []string{"Accept-Encoding, Available-Dictionary"}
+	}
+	h["Content-Type"] = []string{meta.ctype}
+	if dictPattern > 0 && eligible {
+		h["Use-As-Dictionary"] = []string{m.dicts.useAs[dictPattern-1]}
+		if q.r.Method == http.MethodGet {
+			q.rememberDictionary(f, m.dicts.patterns[dictPattern-1])
+		}
+	}
+	if d := m.dicts; d != nil && len(d.links) > 0 && matchTypes(htmlTypes, meta.ctype) {
+		h["Link"] = d.links
+	}
+
+	switch {
+	case o == nil:
+		switch {
+		case ranged:
+			q.ev.Skipped = ReasonRange
+		case !eligible && len(siblings) == 0:
+			q.ev.Skipped = ReasonContentType
+		case meta.size < int64(m.minSize) && len(siblings) == 0:
+			q.ev.Skipped = ReasonTooSmall
+		default:
+			q.ev.Skipped = ReasonNotAccepted
+		}
+		q.servePlain(f, meta)
+	case siblings[o.coding] != "" && o.dict == nil:
+		q.serveSibling(siblings[o.coding], o.coding, meta)
+	default:
+		data, err := q.encoded(f, o)
+		if err != nil {
+			q.s.logf("squeeze: FileServer: %s: %v", q.name, err)
+			http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+			return
+		}
+		if data == nil {
+			if err := rewind(f); err != nil {
+				http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+				return
+			}
+			q.ev.Skipped, q.ev.Cached = ReasonNoGain, false
+			q.servePlain(f, meta)
+			return
+		}
+		q.ev.Dictionary = o.dict != nil
+		q.serveBytes(data, o.coding, meta)
+	}
+}
+
+// servePlain serves the plain bytes of f through http.ServeContent, which
+// answers Range and the preconditions.
+func (q *request) servePlain(f fs.File, meta *fileMeta) {
+	h := q.w.Header()
+	h["Etag"] = []string{meta.etag}
+	q.conditionalTags(meta, "")
+	rs, ok := f.(io.ReadSeeker)
+	if !ok {
+		http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+		return
+	}
+	http.ServeContent(q.w, q.r, q.name, meta.modtime, rs)
+}
+
+// serveSibling sends the sibling name, encoded with coding, byte for byte.
+func (q *request) serveSibling(name, coding string, meta *fileMeta) {
+	f, err := q.fsys.Open(name)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	rs, ok := f.(io.ReadSeeker)
+	if err != nil || !ok {
+		http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+		return
+	}
+	q.ev.Cached = true
+	q.serveEncoded(rs, st.Size(), coding, meta)
+}
+
+// serveBytes sends data, the file encoded with coding.
+func (q *request) serveBytes(data []byte, coding string, meta *fileMeta) {
+	q.serveEncoded(bytes.NewReader(data), int64(len(data)), coding, meta)
+}
+
+// serveEncoded sends the n bytes of body, the file encoded with coding,
+// with the headers of an encoded response.
+func (q *request) serveEncoded(body io.ReadSeeker, n int64, coding string, meta *fileMeta) {
+	h := q.w.Header()
+	h["Content-Encoding"] = []string{coding}
+	h["Content-Length"] = []string{fmt.Sprint(n)}
+	h["Etag"] = []string{codedTag(meta.etag, coding)}
+	q.w.encoded = true
+	q.ev.Coding = coding
+	q.conditionalTags(meta, coding)
+	// Range is never answered here, so http.ServeContent sends the whole
+	// body or a 304 or 412; it keeps the Content-Length set above.
+	http.ServeContent(q.w, q.r, q.name, meta.modtime, body)
+}
+
+// conditionalTags rewrites If-Match for http.ServeContent: it compares
+// strongly with this representation's tag, but a state-changing
+// precondition holds when the client names any representation of the
+// same bytes, in any coding. If-None-Match stays: it asks about this
+// representation, as the Middleware reads it.
+func (q *request) conditionalTags(meta *fileMeta, coding string) {
+	im := q.r.Header["If-Match"]
+	if len(im) == 0 {
+		return
+	}
+	want := meta.etag[1 : len(meta.etag)-1]
+	for _, line := range im {
+		for line != "" {
+			var elem string
+			elem, line = nextElement(line)
+			opaque, weak, ok := entityTag(elem)
+			if !ok || weak {
+				continue
+			}
+			if opaque == want || strings.HasPrefix(opaque, want+"-") {
+				r2 := q.r.Clone(q.r.Context())
+				tag := meta.etag
+				if coding != "" {
+					tag = codedTag(tag, coding)
+				}
+				r2.Header["If-Match"] = []string{tag}
+				q.r = r2
+				return
+			}
+		}
+	}
+}
+
+// encoded returns the file f, of version q.meta, encoded as o offers, from
+// the store or encoded now, or nil when the coding does not make it
+// smaller. A representation not yet at its best level is upgraded in the
+// background when the upgrader is free.
+func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
+	s := q.s
+	k := repKey{plain: q.meta.hash, coding: o.coding}
+	if o.dict != nil {
+		k.dict = o.dict.hash
+	}
+	if r, ok := s.reps.load(k); ok {
+		q.ev.Cached = true
+		if !r.best {
+			s.upgrade(q.fsys, q.name, q.meta, k)
+		}
+		return r.data, nil
+	}
+	plain, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	if sha256.Sum256(plain) != q.meta.hash {
+		return nil, errors.New("file changed while read")
+	}
+	var t0 time.Time
+	if s.m.observe != nil {
+		t0 = time.Now()
+	}
+	data, err := encodeWith(o.encoders, plain)
+	if !t0.IsZero() {
+		q.ev.Elapsed = time.Since(t0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Deltas stay at the Middleware's level; so does a coding whose best
+	// level is the one it used.
+	best := o.dict != nil || s.bestLevel(o.coding) == levelOfOffer(s.m, o.coding)
+	s.reps.store(k, rep{data: data, best: best || data == nil})
+	if !best && data != nil {
+		s.upgrade(q.fsys, q.name, q.meta, k)
+	}
+	return data, nil
+}
+
+// levelOfOffer returns the level of the Middleware's encoders for coding.
+func levelOfOffer(m *Middleware, coding string) int {
+	for _, o := range m.offers {
+		if o.coding == coding {
+			return o.encoders.Level()
+		}
+	}
+	return 0
+}
+
+// encodeWith encodes plain with an encoder from encoders, returning nil
+// when the result would not be smaller.
+func encodeWith(encoders *pool.Encoders, plain []byte) ([]byte, error) {
+	var out bytes.Buffer
+	enc, err := encoders.Get(&out)
+	if err != nil {
+		return nil, err
+	}
+	_, err = enc.Write(plain)
+	if err == nil {
+		err = enc.Close()
+	}
+	encoders.Put(enc)
+	if err != nil {
+		return nil, err
+	}
+	if out.Len() >= len(plain) {
+		return nil, nil
+	}
+	return bytes.Clone(out.Bytes()), nil
+}
+
+// bestLevel returns the level the background upgrade encodes coding at:
+// the coding's best (zstd 19, which klauspost/compress runs as its best).
+func (s *fileServer) bestLevel(coding string) int {
+	return BestLevel(coding)
+}
+
+// BestLevel returns the level squeeze's precompression uses for coding:
+// the highest the codec has ([writers.Levels]), except zstd at 19, as the
+// zstd command line's highest level without --ultra (klauspost/compress
+// runs 10 to 22 alike). It returns 0 for a coding it does not know.
+func BestLevel(coding string) int {
+	if coding == Zstd {
+		return 19
+	}
+	r, err := writers.Levels(coding)
+	if err != nil {
+		return 0
+	}
+	return r.Max
+}
+
+// upgrade encodes version meta of the file name at the best level of
+// k.coding on a goroutine of its own, unless one is running already: then
+// it does nothing, and a later request tries again. The goroutine ends
+// with the encoding.
+func (s *fileServer) upgrade(fsys fs.FS, name string, meta *fileMeta, k repKey) {
+	select {
+	case s.upgrading <- struct{}{}:
+	default:
+		return
+	}
+	s.upgrades.Add(1)
+	go func() {
+		defer func() {
+			<-s.upgrading
+			s.upgrades.Done()
+		}()
+		plain, err := fs.ReadFile(fsys, name)
+		if err != nil || sha256.Sum256(plain) != meta.hash {
+			return // changed or gone: the next request sees the new version
+		}
+		encoders, err := s.bestEncoders(k.coding)
+		if err != nil {
+			s.logf("squeeze: FileServer: %s at level %d: %v", k.coding, s.bestLevel(k.coding), err)
+			return
+		}
+		data, err := encodeWith(encoders, plain)
+		if err != nil {
+			return
+		}
+		if old, ok := s.reps.load(k); ok && old.data != nil && (data == nil || len(data) >= len(old.data)) {
+			data = old.data // the faster level did better: keep it
+		}
+		s.reps.store(k, rep{data: data, best: true})
+	}()
+}
+
+// bestEncoders returns the pool of best-level encoders of coding.
+func (s *fileServer) bestEncoders(coding string) (*pool.Encoders, error) {
+	s.bestMu.Lock()
+	defer s.bestMu.Unlock()
+	if e := s.best[coding]; e != nil {
+		return e, nil
+	}
+	e, err := pool.NewEncoders(coding, s.bestLevel(coding))
+	if err != nil {
+		return nil, err
+	}
+	s.best[coding] = e
+	return e, nil
+}
+
+// sibling returns the name of the sibling of name for coding if there is
+// one that decodes to version meta of the file, else "".
+func (s *fileServer) sibling(fsys fs.FS, name string, meta *fileMeta, coding string) string {
+	ext := siblingExt(coding)
+	if ext == "" {
+		return ""
+	}
+	sib := name + ext
+	st, err := fs.Stat(fsys, sib)
+	if err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	k := siblingKey{name: sib, modtime: st.ModTime(), size: st.Size(), plain: meta.hash}
+	s.mu.Lock()
+	v := s.verdicts[k]
+	if v == nil {
+		v = &siblingOK{}
+		s.verdicts[k] = v
+	}
+	s.mu.Unlock()
+	v.once.Do(func() {
+		sum, n, err := decodedHash(fsys, sib, coding, meta.size+1)
+		v.ok = err == nil && n == meta.size && sum == meta.hash
+		if !v.ok {
+			why := "decodes to other bytes than " + name
+			if err != nil {
+				why = "does not decode (" + err.Error() + ")"
+			}
+			s.logf("squeeze: FileServer: %s %s; serving %s without it", sib, why, name)
+		}
+	})
+	if !v.ok {
+		return ""
+	}
+	return sib
+}
+
+// siblingExt returns the extension of coding's siblings, or "".
+func siblingExt(coding string) string {
+	for _, se := range siblingExts {
+		if se.coding == coding {
+			return se.ext
+		}
+	}
+	return ""
+}
+
+// decodedHash decodes the file name with coding and returns the SHA-256
+// and length of what it decodes to, reading at most limit bytes of it.
+func decodedHash(fsys fs.FS, name, coding string, limit int64) (sum [32]byte, n int64, err error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return sum, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	dec, err := writers.NewDecoder(coding)
+	if err != nil {
+		return sum, 0, err
+	}
+	if err := dec.Reset(f); err != nil {
+		return sum, 0, err
+	}
+	h := sha256.New()
+	n, err = io.Copy(h, io.LimitReader(dec, limit))
+	if err != nil {
+		return sum, n, err
+	}
+	h.Sum(sum[:0])
+	return sum, n, nil
+}
+
+// serveOrphan serves a file that is missing but has siblings: the first
+// sibling that decodes is the reference for the others, and is decoded
+// for clients that accept none of them.
+func (q *request) serveOrphan() {
+	s, m := q.s, q.s.m
+	type found struct {
+		name, coding string
+		st           fs.FileInfo
+	}
+	var sibs []found
+	for _, se := range siblingExts {
+		if st, err := fs.Stat(q.fsys, q.name+se.ext); err == nil && st.Mode().IsRegular() {
+			sibs = append(sibs, found{q.name + se.ext, se.coding, st})
+		}
+	}
+	if len(sibs) == 0 {
+		q.fail(fs.ErrNotExist)
+		return
+	}
+	// The reference: the metadata of what the first decodable sibling
+	// decodes to, kept like a file's under the sibling's name.
+	var meta *fileMeta
+	var ref found
+	for _, sb := range sibs {
+		mt, err := s.orphanMeta(q.fsys, sb.name, sb.coding, sb.st)
+		if err == nil {
+			meta, ref = mt, sb
+			break
+		}
+		s.logOnce(sb.name, "squeeze: FileServer: %s does not decode: %v; not served", sb.name, err)
+	}
+	if meta == nil {
+		q.fail(fs.ErrNotExist)
+		return
+	}
+	q.meta = meta
+	q.ev.In = meta.size
+	var offersBuf [8]offer
+	offers := offersBuf[:0]
+	names := map[string]string{}
+	for _, o := range m.offers {
+		if o.coding == ref.coding {
+			names[o.coding] = ref.name
+		} else if sib := s.sibling(q.fsys, q.name, meta, o.coding); sib != "" {
+			names[o.coding] = sib
+		} else {
+			continue
+		}
+		offers = append(offers, o)
+	}
+	h := q.w.Header()
+	h["Vary"] = []string{"Accept-Encoding"}
+	h["Content-Type"] = []string{meta.ctype}
+	i := -1
+	if len(q.r.Header["Range"]) == 0 {
+		i = negotiate(q.r.Header["Accept-Encoding"], offers)
+	}
+	if i >= 0 {
+		q.serveSibling(names[offers[i].coding], offers[i].coding, meta)
+		return
+	}
+	q.ev.Skipped = ReasonNotAccepted
+	if len(q.r.Header["Range"]) > 0 {
+		q.ev.Skipped = ReasonRange
+	}
+	h["Etag"] = []string{meta.etag}
+	q.conditionalTags(meta, "")
+	rs := &decodingReader{fsys: q.fsys, name: ref.name, coding: ref.coding, size: meta.size}
+	defer rs.close()
+	http.ServeContent(q.w, q.r, q.name, meta.modtime, rs)
+}
+
+// orphanMeta is what a sibling of a missing file decodes to.
+type orphanMeta struct {
+	modtime time.Time
+	size    int64 // the sibling's
+	decoded *fileMeta
+}
+
+// orphanMeta returns the metadata of what the sibling name decodes to,
+// decoding it once per version of it.
+func (s *fileServer) orphanMeta(fsys fs.FS, name, coding string, st fs.FileInfo) (*fileMeta, error) {
+	s.mu.Lock()
+	o := s.orphans[name]
+	s.mu.Unlock()
+	if o != nil && o.modtime.Equal(st.ModTime()) && o.size == st.Size() {
+		return o.decoded, nil
+	}
+	rs := &decodingReader{fsys: fsys, name: name, coding: coding, size: -1}
+	defer rs.close()
+	var head [512]byte
+	h := sha256.New()
+	n, err := io.ReadFull(rs, head[:])
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, err
+	}
+	h.Write(head[:n])
+	rest, err := io.Copy(h, io.LimitReader(rs, s.maxSize))
+	if err != nil {
+		return nil, err
+	}
+	if rest == s.maxSize {
+		return nil, fmt.Errorf("decodes to more than %d bytes", s.maxSize)
+	}
+	plainName := strings.TrimSuffix(name, path.Ext(name))
+	d := &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, ctype: typeOf(plainName, head[:n])}
+	h.Sum(d.hash[:0])
+	d.etag = `"` + hex.EncodeToString(d.hash[:16]) + `"`
+	s.mu.Lock()
+	s.orphans[name] = &orphanMeta{modtime: st.ModTime(), size: st.Size(), decoded: d}
+	s.mu.Unlock()
+	return d, nil
+}
+
+// logOnce logs a message once per key.
+func (s *fileServer) logOnce(key, format string, args ...any) {
+	s.mu.Lock()
+	done := s.logged[key]
+	s.logged[key] = true
+	s.mu.Unlock()
+	if !done {
+		s.logf(format, args...)
+	}
+}
+
+// decodingReader reads the decoded bytes of the file name, and seeks by
+// decoding again, for http.ServeContent to answer ranges of a file that
+// exists only encoded. size is the decoded size, or -1 when unknown.
+type decodingReader struct {
+	fsys         fs.FS
+	name, coding string
+	size, pos    int64
+
+	f   fs.File
+	dec writers.Decoder
+}
+
+func (d *decodingReader) open() error {
+	d.close()
+	f, err := d.fsys.Open(d.name)
+	if err != nil {
+		return err
+	}
+	dec, err := writers.NewDecoder(d.coding)
+	if err == nil {
+		err = dec.Reset(f)
+	}
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	d.f, d.dec, d.pos = f, dec, 0
+	return nil
+}
+
+func (d *decodingReader) close() {
+	if d.f != nil {
+		_ = d.f.Close()
+		d.f, d.dec = nil, nil
+	}
+}
+
+func (d *decodingReader) Read(p []byte) (int, error) {
+	if d.f == nil {
+		if err := d.open(); err != nil {
+			return 0, err
+		}
+	}
+	n, err := d.dec.Read(p)
+	d.pos += int64(n)
+	return n, err
+}
+
+func (d *decodingReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		offset += d.pos
+	case io.SeekEnd:
+		if d.size < 0 {
+			return 0, errors.New("squeeze: decoded size unknown")
+		}
+		offset += d.size
+	}
+	if offset < 0 {
+		return 0, errors.New("squeeze: negative position")
+	}
+	if whence == io.SeekEnd && offset == d.size {
+		// http.ServeContent asks for the size; the next read starts over.
+		d.close()
+		d.pos = offset
+		return offset, nil
+	}
+	if d.f == nil || offset < d.pos {
+		if err := d.open(); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := io.CopyN(io.Discard, d, offset-d.pos); err != nil {
+		return 0, err
+	}
+	return offset, nil
+}
+
+// fileWriter is the ResponseWriter of one file response: it counts the
+// bytes sent for the observer, and drops the Accept-Ranges that
+// http.ServeContent sets on an encoded response, whose byte ranges it
+// does not serve.
+type fileWriter struct {
+	http.ResponseWriter
+	encoded bool
+	status  int
+	n       int64
+}
+
+func (w *fileWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	if w.encoded {
+		h := w.Header()
+		delete(h, "Accept-Ranges")
+		if code != http.StatusOK && code != http.StatusNotModified {
+			// A 412 (or any error) has no encoded body: its header must
+			// not describe one.
+			delete(h, "Content-Encoding")
+			delete(h, "Content-Length")
+			delete(h, "Etag")
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps sendfile for plain files.
+func (w *fileWriter) ReadFrom(src io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	var n int64
+	var err error
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(writeOnly{w.ResponseWriter}, src)
+	}
+	w.n += n
+	return n, err
+}
+
+// Unwrap returns the underlying ResponseWriter, for
+// [http.ResponseController].
+func (w *fileWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// report sends the request's Event to the observer.
+func (q *request) report() {
+	e := q.ev
+	e.Out = q.w.n
+	if !bodyAllowed(q.w.status) || q.w.status == http.StatusPartialContent || q.w.status >= 300 {
+		// A 304, 206 or an error: what was sent is not the file.
+		e.Coding, e.Dictionary, e.Cached = "", false, false
+		switch {
+		case q.w.status == http.StatusPartialContent:
+			e.Skipped = ReasonPartial
+		case !bodyAllowed(q.w.status) || e.Skipped == ReasonNone:
+			e.Skipped = ReasonStatus
+		}
+	}
+	if e.Coding == "" {
+		e.In = e.Out
+	}
+	if e.Coding != "" {
+		e.Skipped = ReasonNone
+	}
+	q.s.m.observe(e)
+}
+
+// dictIndex lists the files of fsys on one dictionary pattern, by hash.
+type dictIndex struct {
+	built  time.Time
+	byHash map[[32]byte]string
+}
+
+// reindexAfter is how long an index stands before a request naming an
+// unknown dictionary may walk the tree again.
+const reindexAfter = time.Second
+
+// primeDictionary makes sure the dictionary store holds the file the
+// request names in Available-Dictionary, when that is a file of fsys on
+// the same pattern as the requested one: after a restart the store is
+// empty, but a returning client still holds the previous version.
+func (q *request) primeDictionary(d *dictStore) {
+	hash, ok := parseAvailableDictionary(q.r.Header["Available-Dictionary"])
+	if !ok || len(d.codings) == 0 {
+		return
+	}
+	p := d.matchIndex(q.upath)
+	if p < 0 || d.lookup(hash) != nil {
+		return
+	}
+	esc := (&url.URL{Path: q.name}).EscapedPath()
+	if !strings.HasSuffix(q.upath, esc) {
+		return
+	}
+	prefix, pattern := q.upath[:len(q.upath)-len(esc)], d.patterns[p]
+	key := pattern + "\x00" + prefix
+	s := q.s
+	s.mu.Lock()
+	ix := s.indexes[key]
+	s.mu.Unlock()
+	name, found := "", false
+	if ix != nil {
+		name, found = ix.byHash[hash]
+	}
+	if !found && (ix == nil || time.Since(ix.built) > reindexAfter) {
+		ix = q.indexDictionaries(prefix, pattern, d.maxBody)
+		s.mu.Lock()
+		s.indexes[key] = ix
+		s.mu.Unlock()
+		name, found = ix.byHash[hash]
+	}
+	if !found {
+		return
+	}
+	data, err := fs.ReadFile(q.fsys, name)
+	if err == nil && sha256.Sum256(data) == hash {
+		d.remember(data, pattern, true)
+	}
+}
+
+// indexDictionaries walks fsys for the files whose URL path, prefix and
+// their name, matches pattern, and hashes each (once per version).
+func (q *request) indexDictionaries(prefix, pattern string, maxBody int64) *dictIndex {
+	ix := &dictIndex{built: time.Now(), byHash: map[[32]byte]string{}}
+	_ = fs.WalkDir(q.fsys, ".", func(name string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() || siblingCoding(name) != "" {
+			return nil
+		}
+		if !matchPath(pattern, prefix+(&url.URL{Path: name}).EscapedPath()) {
+			return nil
+		}
+		f, err := q.fsys.Open(name)
+		if err != nil {
+			return nil
+		}
+		defer func() { _ = f.Close() }()
+		st, err := f.Stat()
+		if err != nil || !st.Mode().IsRegular() || st.Size() > maxBody {
+			return nil
+		}
+		if m, err := q.metaOf(name, f, st); err == nil {
+			ix.byHash[m.hash] = name
+		}
+		return nil
+	})
+	return ix
+}
+
+// siblingCoding returns the coding of a sibling's extension, or "".
+func siblingCoding(name string) string {
+	for _, se := range siblingExts {
+		if strings.HasSuffix(name, se.ext) {
+			return se.coding
+		}
+	}
+	return ""
+}
+
+// rememberDictionary stores the plain bytes of f, version q.meta, as a
+// dictionary on pattern, unless the store holds them already.
+func (q *request) rememberDictionary(f fs.File, pattern string) {
+	d := q.s.m.dicts
+	if q.meta.size == 0 || q.meta.size > d.maxBody || d.lookup(q.meta.hash) != nil {
+		return
+	}
+	data, err := io.ReadAll(f)
+	if rewind(f) != nil || err != nil || sha256.Sum256(data) != q.meta.hash {
+		return
+	}
+	d.remember(data, pattern, true)
+}
