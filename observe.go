@@ -336,58 +336,22 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	p := promWriter{w: w}
 	cs, ds := &s.Compressor, &s.Decompressor
 	codings := sortedKeys(cs.Codings)
-	p.family("squeeze_compressor_compressed_total", "Responses sent with a content coding.")
-	for _, k := range codings {
-		p.sample("coding", k, float64(cs.Codings[k].Compressed))
-	}
-	p.family("squeeze_compressor_uncompressed_bytes_total", "Plain bytes of the responses sent encoded.")
-	for _, k := range codings {
-		p.sample("coding", k, float64(cs.Codings[k].TotalUncompressedBytes))
-	}
-	p.family("squeeze_compressor_compressed_bytes_total", "Encoded bytes of the responses sent encoded.")
-	for _, k := range codings {
-		p.sample("coding", k, float64(cs.Codings[k].TotalCompressedBytes))
-	}
-	p.family("squeeze_compressor_encode_seconds_total", "Time spent encoding responses.")
-	for _, k := range codings {
-		p.sample("coding", k, cs.Codings[k].EncodeSeconds)
-	}
-	p.family("squeeze_compressor_cached_total", "Encoded responses served from the cache.")
-	for _, k := range codings {
-		p.sample("coding", k, float64(cs.Codings[k].Cached))
-	}
-	p.family("squeeze_compressor_dictionary_total", "Responses encoded with a compression dictionary.")
-	for _, k := range codings {
-		p.sample("coding", k, float64(cs.Codings[k].Dictionary))
-	}
+	p.each("squeeze_compressor_compressed_total", "Responses sent with a content coding.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].Compressed) })
+	p.each("squeeze_compressor_uncompressed_bytes_total", "Plain bytes of the responses sent encoded.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].TotalUncompressedBytes) })
+	p.each("squeeze_compressor_compressed_bytes_total", "Encoded bytes of the responses sent encoded.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].TotalCompressedBytes) })
+	p.each("squeeze_compressor_encode_seconds_total", "Time spent encoding responses.", "coding", codings, func(k string) float64 { return cs.Codings[k].EncodeSeconds })
+	p.each("squeeze_compressor_cached_total", "Encoded responses served from the cache.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].Cached) })
+	p.each("squeeze_compressor_dictionary_total", "Responses encoded with a compression dictionary.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].Dictionary) })
 	reasons := sortedKeys(cs.Reasons)
-	p.family("squeeze_compressor_not_compressed_total", "Responses sent unencoded, by reason.")
-	for _, k := range reasons {
-		p.sample("reason", k, float64(cs.Reasons[k].NotCompressed))
-	}
-	p.family("squeeze_compressor_not_compressed_bytes_total", "Bytes of the responses sent unencoded, by reason.")
-	for _, k := range reasons {
-		p.sample("reason", k, float64(cs.Reasons[k].NotCompressedBytes))
-	}
+	p.each("squeeze_compressor_not_compressed_total", "Responses sent unencoded, by reason.", "reason", reasons, func(k string) float64 { return float64(cs.Reasons[k].NotCompressed) })
+	p.each("squeeze_compressor_not_compressed_bytes_total", "Bytes of the responses sent unencoded, by reason.", "reason", reasons, func(k string) float64 { return float64(cs.Reasons[k].NotCompressedBytes) })
 	p.family("squeeze_compressor_content_length_too_small_total", "Responses sent unencoded because they were below the minimum size.")
 	p.sample("", "", float64(cs.ContentLengthTooSmall))
 	codings = sortedKeys(ds.Codings)
-	p.family("squeeze_decompressor_decompressed_total", "Request bodies decoded.")
-	for _, k := range codings {
-		p.sample("coding", k, float64(ds.Codings[k].Decompressed))
-	}
-	p.family("squeeze_decompressor_uncompressed_bytes_total", "Decoded bytes of the request bodies, as the handler read them.")
-	for _, k := range codings {
-		p.sample("coding", k, float64(ds.Codings[k].TotalUncompressedBytes))
-	}
-	p.family("squeeze_decompressor_compressed_bytes_total", "Encoded bytes of the request bodies, as read from the client.")
-	for _, k := range codings {
-		p.sample("coding", k, float64(ds.Codings[k].TotalCompressedBytes))
-	}
-	p.family("squeeze_decompressor_decode_seconds_total", "Time spent decoding request bodies.")
-	for _, k := range codings {
-		p.sample("coding", k, ds.Codings[k].DecodeSeconds)
-	}
+	p.each("squeeze_decompressor_decompressed_total", "Request bodies decoded.", "coding", codings, func(k string) float64 { return float64(ds.Codings[k].Decompressed) })
+	p.each("squeeze_decompressor_uncompressed_bytes_total", "Decoded bytes of the request bodies, as the handler read them.", "coding", codings, func(k string) float64 { return float64(ds.Codings[k].TotalUncompressedBytes) })
+	p.each("squeeze_decompressor_compressed_bytes_total", "Encoded bytes of the request bodies, as read from the client.", "coding", codings, func(k string) float64 { return float64(ds.Codings[k].TotalCompressedBytes) })
+	p.each("squeeze_decompressor_decode_seconds_total", "Time spent decoding request bodies.", "coding", codings, func(k string) float64 { return ds.Codings[k].DecodeSeconds })
 	return p.err
 }
 
@@ -411,6 +375,14 @@ type promWriter struct {
 func (p *promWriter) family(name, help string) {
 	p.name = name
 	p.printf("# HELP %s %s\n# TYPE %s counter\n", name, escapeHelp(help), name)
+}
+
+// each writes a family with one sample per key, labelled label=key.
+func (p *promWriter) each(name, help, label string, keys []string, value func(k string) float64) {
+	p.family(name, help)
+	for _, k := range keys {
+		p.sample(label, k, value(k))
+	}
 }
 
 // sample writes one sample of the current family, with one label unless
