@@ -2,7 +2,9 @@ package writers_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"sync"
 	"testing"
 
 	"github.com/squeezehttp/squeeze/writers"
@@ -48,6 +50,23 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add([]byte("hello, hello, hello"), uint8(0), uint8(5), uint16(3))
 	f.Add([]byte{}, uint8(2), uint8(0), uint16(0))
 	f.Add(bytes.Repeat([]byte{0}, 1000), uint8(3), uint8(11), uint16(999))
+	// One encoder per coding and level, reused through Reset as a pool
+	// would: building a best-level zstd or br encoder for every input made
+	// each run slow enough, and its memory churn high enough, to stall the
+	// fuzzing workers past the end of -fuzztime.
+	var mu sync.Mutex
+	encoders := map[string]writers.Encoder{}
+	encoderFor := func(t *testing.T, coding string, level int) writers.Encoder {
+		mu.Lock()
+		defer mu.Unlock()
+		k := fmt.Sprintf("%s/%d", coding, level)
+		e, ok := encoders[k]
+		if !ok {
+			e = newEncoder(t, coding, level)
+			encoders[k] = e
+		}
+		return e
+	}
 	f.Fuzz(func(t *testing.T, data []byte, codingIdx, levelIdx uint8, split uint16) {
 		coding := codings[int(codingIdx)%len(codings)]
 		levels := validLevels(t, coding)
@@ -57,7 +76,7 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		at := int(split) % (len(data) + 1)
 		var out bytes.Buffer
-		e := newEncoder(t, coding, level)
+		e := encoderFor(t, coding, level)
 		e.Reset(&out)
 		if _, err := e.Write(data[:at]); err != nil {
 			t.Fatal(err)
