@@ -2,8 +2,6 @@ package squeeze_test
 
 import (
 	"bytes"
-	"compress/gzip"
-	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
@@ -14,41 +12,17 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // encodeRef compresses b for coding with the codec libraries used directly,
 // not through squeeze's writers: what an independent server would send.
 func encodeRef(t testing.TB, coding string, b []byte) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	var w io.WriteCloser
-	switch coding {
-	case "gzip", "x-gzip":
-		w = gzip.NewWriter(&buf)
-	case "deflate":
-		w = zlib.NewWriter(&buf)
-	case "zstd":
-		e, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w = e
-	case "br":
-		w = brotli.NewWriter(&buf)
-	default:
-		t.Fatalf("no encoder for %q", coding)
-	}
-	if _, err := w.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return testtool.Encode(t, coding, b)
 }
 
 // encodeStack applies codings in the order listed, as Content-Encoding

@@ -156,3 +156,35 @@ func DecodeDictionary(coding string, b, dict []byte) ([]byte, error) {
 	defer d.Close()
 	return io.ReadAll(d)
 }
+
+// Encode compresses b for coding ("gzip" or "x-gzip", "deflate", "zstd",
+// "br") with the codec libraries used directly, not through squeeze's
+// writers: what an independent peer would send.
+func Encode(tb testing.TB, coding string, b []byte) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	var w io.WriteCloser
+	switch coding {
+	case "gzip", "x-gzip":
+		w = gzip.NewWriter(&buf)
+	case "deflate":
+		w = zlib.NewWriter(&buf)
+	case "zstd":
+		e, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		w = e
+	case "br":
+		w = brotli.NewWriter(&buf)
+	default:
+		tb.Fatalf("testtool: no encoder for %q", coding)
+	}
+	if _, err := w.Write(b); err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
+}

@@ -2,14 +2,9 @@ package testtool_test
 
 import (
 	"bytes"
-	"compress/gzip"
-	"compress/zlib"
 	"io"
 	"strings"
 	"testing"
-
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/squeezehttp/squeeze/internal/testtool"
 )
@@ -17,31 +12,7 @@ import (
 // encode compresses b for coding with the libraries' own encoders.
 func encode(t *testing.T, coding string, b []byte) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	var w io.WriteCloser
-	switch coding {
-	case "gzip":
-		w = gzip.NewWriter(&buf)
-	case "deflate":
-		w = zlib.NewWriter(&buf)
-	case "zstd":
-		e, err := zstd.NewWriter(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w = e
-	case "br":
-		w = brotli.NewWriter(&buf)
-	default:
-		t.Fatalf("no encoder for %q", coding)
-	}
-	if _, err := w.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return testtool.Encode(t, coding, b)
 }
 
 func TestReferenceDecodersReadEachCoding(t *testing.T) {
