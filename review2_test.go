@@ -1,0 +1,294 @@
+package squeeze_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
+)
+
+// Adversarial review 2: cache x dictionaries x observer x FileServer.
+
+// etagChunks serves body as application/javascript with a strong ETag,
+// written in chunks of 4 KiB (so that the first 32 KiB are held in the
+// buffer before the response commits to a stream).
+func etagChunks(body []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/javascript")
+		w.Header().Set("ETag", fmt.Sprintf(`"%x"`, sha256.Sum256(body)))
+		writeChunks(w, body, 4096)
+	}
+}
+
+// A stream served from the cache by its ETag (the handler's body read and
+// discarded) must report In as the plain bytes the handler wrote, as the
+// miss did. What is wrong: in stateDiscarding, write (middleware.go, case
+// stateDiscarding) never adds to cw.written, and commit releases the held
+// buffer without counting it, so report (observe.go) sends In = 0 with
+// Out > 0: Counters then shows a "compression ratio" of infinity/zero.
+func TestReview2StreamHitEventCountsHandlerBytes(t *testing.T) {
+	body := textBody(11, 100<<10)
+	c := newCache(t, 64<<20)
+	var mu sync.Mutex
+	var evs []squeeze.Event
+	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithObserver(func(e squeeze.Event) {
+		mu.Lock()
+		evs = append(evs, e)
+		mu.Unlock()
+	})).Handler(etagChunks(body))
+	for range 2 {
+		rec := serveAt(h, "/app.js", "gzip")
+		checkBody(t, rec.Header(), rec.Body.Bytes(), body)
+	}
+	if st := c.Stats(); st.Hits != 1 {
+		t.Fatalf("Stats %+v: want the second response to be a hit", st)
+	}
+	if len(evs) != 2 {
+		t.Fatalf("%d events, want 2", len(evs))
+	}
+	miss, hit := evs[0], evs[1]
+	if !hit.Cached || hit.Coding != "gzip" {
+		t.Fatalf("hit event %+v: want Cached gzip", hit)
+	}
+	if hit.In != int64(len(body)) || hit.In != miss.In {
+		t.Errorf("stream hit Event.In = %d (miss had %d), want %d: the handler wrote the whole body", hit.In, miss.In, len(body))
+	}
+	if hit.Out != miss.Out {
+		t.Errorf("stream hit Event.Out = %d, miss %d: the same bytes went out", hit.Out, miss.Out)
+	}
+}
+
+// A dictionary remembered from a response served from the cache as a
+// stream hit must be the full body. What is wrong: commit's stream-hit
+// branch (middleware.go, "if stored := cw.cachedStream(h, f)") calls
+// releaseBuffer before the held bytes go through write, so teeDictionary
+// never sees the first buffer's worth of the body; rememberDictionary then
+// stores the tail only (no declared length) under the wrong hash, and the
+// client, which hashes the whole body it received, never gets a delta.
+// Two Middlewares share one Cache, as documented, so that the dictionary
+// Middleware's first response is a hit.
+func TestReview2DictionaryRememberedFromStreamHitIsWholeBody(t *testing.T) {
+	v1, v2 := versions(100 << 10)
+	c := newCache(t, 64<<20)
+	files := map[string][]byte{"/js/v1.js": v1, "/js/v2.js": v2}
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		etagChunks(files[r.URL.Path])(w, r)
+	}
+	plain := newMiddleware(t, squeeze.WithCache(c)).Handler(http.HandlerFunc(handler))
+	dict := newMiddleware(t, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*")).Handler(http.HandlerFunc(handler))
+
+	rec := serveAt(plain, "/js/v1.js", "gzip")
+	checkBody(t, rec.Header(), rec.Body.Bytes(), v1)
+	rec = serveAt(dict, "/js/v1.js", "gzip")
+	checkBody(t, rec.Header(), rec.Body.Bytes(), v1)
+	if rec.Header().Get("Use-As-Dictionary") == "" {
+		t.Fatal("no Use-As-Dictionary on /js/v1.js")
+	}
+	if st := c.Stats(); st.Hits != 1 {
+		t.Fatalf("Stats %+v: want the dictionary Middleware's response to be a stream hit", st)
+	}
+	// The client now holds v1 (it received all of it) and asks for v2.
+	rec = serveAt(dict, "/js/v2.js", chromeAE, "Available-Dictionary", availableFor(v1))
+	if ce := rec.Header().Get("Content-Encoding"); ce != squeeze.DCZ && ce != squeeze.DCB {
+		t.Fatalf("Content-Encoding %q, want a delta against v1: the body remembered from the stream hit was not v1", ce)
+	}
+	decodeDelta(t, rec.Header(), rec.Body.Bytes(), v1, v2)
+}
+
+// A request that joins the flight of an identical miss must not wait for
+// the leader's whole response. What is wrong: lookup (cache.go) makes an
+// identical miss wait on the flight until the leader's endFill, i.e. until
+// the leader's handler returns and its stream reached its client; a leader
+// whose client reads slowly (or whose handler is slow) holds every other
+// client of that URL and ETag, not even a header sent, for as long as it
+// lasts. One slow reader on a popular large asset stalls everyone.
+func TestReview2StalledLeaderDoesNotBlockIdenticalRequests(t *testing.T) {
+	body := textBody(12, 200<<10)
+	c := newCache(t, 64<<20)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h := newMiddleware(t, squeeze.WithCache(c)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/javascript")
+		w.Header().Set("ETag", `"big-v1"`)
+		if r.Header.Get("X-Stall") != "" {
+			_, _ = w.Write(body[:100<<10]) // past the buffer: a stream, leading the flight
+			once.Do(func() { close(started) })
+			<-release // the leader's client reads slowly
+			_, _ = w.Write(body[100<<10:])
+			return
+		}
+		_, _ = w.Write(body)
+	}))
+	leaderDone := make(chan struct{})
+	go func() {
+		defer close(leaderDone)
+		serveAt(h, "/big.js", "gzip", "X-Stall", "1")
+	}()
+	<-started
+	followerDone := make(chan *httptest.ResponseRecorder, 1)
+	go func() { followerDone <- serveAt(h, "/big.js", "gzip") }()
+	var rec *httptest.ResponseRecorder
+	select {
+	case rec = <-followerDone:
+	case <-time.After(5 * time.Second):
+		t.Errorf("an identical request still waits after 5 s for a stalled leader's stream")
+	}
+	close(release)
+	<-leaderDone
+	if rec == nil {
+		rec = <-followerDone
+	}
+	checkBody(t, rec.Header(), rec.Body.Bytes(), body)
+}
+
+// The Cache's Hits count responses served from it. What is wrong: the
+// FileServer's background upgrade (fileserver.go, upgrade: "s.reps.load(k)")
+// looks the representation up through fileReps.load (cache.go), which
+// counts a hit although no response was served; and fileReps.store counts
+// the replacement as one more store. After one GET of one file, Stats
+// say Hits 1, Stores 2, Entries 1.
+func TestReview2FileServerUpgradeIsNoCacheHit(t *testing.T) {
+	js := textBody(13, 20000)
+	c := newCache(t, 64<<20)
+	m := newMiddleware(t, squeeze.WithCache(c))
+	h, _ := fileServer(t, m, fstest.MapFS{"app.js": {Data: js}})
+	rec := serveAt(h, "/app.js", "br")
+	checkBody(t, rec.Header(), rec.Body.Bytes(), js)
+	squeeze.WaitFileServer(h)
+	st := c.Stats()
+	if st.Hits != 0 || st.Misses != 1 || st.Stores != st.Entries {
+		t.Errorf("after one GET served by encoding: Stats %+v, want Hits 0, Misses 1, Stores == Entries (1)", st)
+	}
+}
+
+// The example mounts a FileServer behind its own Middleware's Handler
+// (example/app.go, "behind compress.Handler, as here"); the observer must
+// still get exactly one Event per response. What is wrong: both the
+// FileServer (request.report) and the wrapping responseWriter (finish ->
+// report) send one, so Counters count each static response twice (once as
+// br, once as skipped "encoded").
+func TestReview2WrappedFileServerReportsOneEvent(t *testing.T) {
+	js := textBody(14, 20000)
+	var n atomic.Int32
+	var evs []squeeze.Event
+	var mu sync.Mutex
+	m := newMiddleware(t, squeeze.WithObserver(func(e squeeze.Event) {
+		n.Add(1)
+		mu.Lock()
+		evs = append(evs, e)
+		mu.Unlock()
+	}))
+	fsrv, _ := fileServer(t, m, fstest.MapFS{"app.js": {Data: js}})
+	h := m.Handler(fsrv)
+	rec := serveAt(h, "/app.js", "br")
+	checkBody(t, rec.Header(), rec.Body.Bytes(), js)
+	if got := n.Load(); got != 1 {
+		t.Errorf("%d events for one response, want 1: %+v", got, evs)
+	}
+}
+
+// A mixed workload under -race: whole bodies by content, streams by ETag,
+// dictionary deltas, HEAD, Range, and a FileServer, all sharing one Cache
+// and observed; every body must decode to what the handler wrote, and
+// there must be exactly one event per response.
+func TestReview2MixedWorkloadSharedCache(t *testing.T) {
+	v1, v2 := versions(60 << 10)
+	small := textBody(21, 8<<10)
+	js := textBody(22, 20000)
+	c := newCache(t, 8<<20)
+	var events atomic.Int64
+	m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*"),
+		squeeze.WithObserver(func(squeeze.Event) { events.Add(1) }))
+	files := map[string][]byte{"/js/v1.js": v1, "/js/v2.js": v2, "/small": small}
+	app := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := files[r.URL.Path]
+		w.Header().Set("Content-Type", "application/javascript")
+		if r.URL.Path != "/small" {
+			w.Header().Set("ETag", fmt.Sprintf(`"%x"`, sha256.Sum256(b)))
+		}
+		writeChunks(w, b, 4096)
+	}))
+	fsrv, _ := fileServer(t, m, fstest.MapFS{"app.js": {Data: js}, "js/v1.js": {Data: v1}, "js/v2.js": {Data: v2}})
+	// Prime v1 as a dictionary.
+	serveAt(app, "/js/v1.js", "gzip")
+	events.Store(0)
+
+	type job struct {
+		h      http.Handler
+		method string
+		path   string
+		ae     string
+		hdr    []string
+		want   []byte
+	}
+	jobs := []job{
+		{app, "GET", "/small", "br", nil, small},
+		{app, "GET", "/small", "zstd", nil, small},
+		{app, "GET", "/js/v2.js", "gzip", nil, v2},
+		{app, "GET", "/js/v2.js", chromeAE, []string{"Available-Dictionary", availableFor(v1)}, v2},
+		{app, "GET", "/js/v1.js", "br", nil, v1},
+		{app, "HEAD", "/js/v1.js", "br", nil, nil},
+		{app, "GET", "/js/v1.js", "br", []string{"Range", "bytes=0-99"}, nil},
+		{fsrv, "GET", "/app.js", "br", nil, js},
+		{fsrv, "GET", "/app.js", "zstd", nil, js},
+		{fsrv, "GET", "/js/v2.js", chromeAE, []string{"Available-Dictionary", availableFor(v1)}, v2},
+		{fsrv, "HEAD", "/app.js", "gzip", nil, nil},
+	}
+	const total = 330
+	var wg sync.WaitGroup
+	work := make(chan int)
+	errs := make(chan string, total)
+	for range 8 {
+		wg.Go(func() {
+			for i := range work {
+				j := jobs[i%len(jobs)]
+				rec := serveMethod(j.h, j.method, j.path, j.ae, j.hdr...)
+				if j.want == nil {
+					continue
+				}
+				ce := rec.Header().Get("Content-Encoding")
+				if ce == squeeze.DCZ || ce == squeeze.DCB {
+					got, err := decodeDictionary(ce, rec.Body.Bytes(), v1)
+					if err != nil || !bytes.Equal(got, j.want) {
+						errs <- fmt.Sprintf("%s %s %s: delta wrong (%v)", j.method, j.path, ce, err)
+					}
+					continue
+				}
+				got, err := tryDecode(ce, rec.Body.Bytes())
+				if err != nil || !bytes.Equal(got, j.want) {
+					errs <- fmt.Sprintf("%s %s %q: body wrong (%v)", j.method, j.path, ce, err)
+				}
+			}
+		})
+	}
+	for i := range total {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if st := c.Stats(); st.Bytes > st.MaxBytes || st.Bytes < 0 {
+		t.Errorf("Stats %+v: Bytes out of bounds", st)
+	}
+	if got := events.Load(); got != total {
+		t.Errorf("%d events for %d responses", got, total)
+	}
+}
+
+func tryDecode(ce string, b []byte) ([]byte, error) { return testtool.TryDecode(ce, b) }
+
+func decodeDictionary(ce string, b, dict []byte) ([]byte, error) {
+	return testtool.DecodeDictionary(ce, b, dict)
+}
