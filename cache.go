@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/maypok86/otter/v2"
 
@@ -274,15 +275,28 @@ func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
 	return &cacheEntry{body: body, plain: plain, level: level, weight: w}
 }
 
+// streamPatience is how long a request waits for an identical stream being
+// stored by another to make progress before it encodes its own.
+const streamPatience = time.Second
+
 // flight is a miss being encoded, which identical misses wait for.
-type flight struct{ done chan struct{} }
+type flight struct {
+	done chan struct{}
+	// progress counts the bytes a stream's leader has sent: followers
+	// wait for a leader that makes progress, not for a stalled one.
+	progress atomic.Int64
+}
 
 // lookup returns the entry for k, counting a hit, or, after counting a
 // miss, nil and whether the caller leads the miss: then it must call end.
-// A miss identical to one in flight waits for it (or for the request's end)
-// and looks again. plain is the body looked up by content, which the
-// entry's must equal.
-func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int) (e *cacheEntry, leader bool) {
+// A miss identical to one in flight waits for it (or for the request's
+// end) and looks again; with patience above zero, only while the leader
+// sends something at least that often, then it encodes for itself and
+// stores nothing. A whole body's leader encodes in memory at once, so its
+// followers wait; a stream's leader goes at its client's pace, and one
+// stalled reader must not hold back every other client of the URL. plain
+// is the body looked up by content, which the entry's must equal.
+func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int, patience time.Duration) (e *cacheEntry, leader bool) {
 	for {
 		if e, ok := c.store.GetIfPresent(*k); ok {
 			if e.plain != nil && !bytes.Equal(e.plain, plain) {
@@ -304,13 +318,48 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int)
 			return nil, true
 		}
 		c.mu.Unlock()
-		select {
-		case <-f.done:
-		case <-r.Context().Done():
+		if !c.wait(r, f, patience) {
 			c.misses.Add(1)
 			return nil, false
 		}
 	}
+}
+
+// wait waits for flight f to end, and reports whether it did: not when the
+// request ends first, nor, with patience above zero, when the leader sends
+// nothing for that long.
+func (c *cacheCore) wait(r *http.Request, f *flight, patience time.Duration) bool {
+	if patience <= 0 {
+		select {
+		case <-f.done:
+			return true
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	t := time.NewTimer(patience)
+	defer t.Stop()
+	for {
+		last := f.progress.Load()
+		select {
+		case <-f.done:
+			return true
+		case <-r.Context().Done():
+			return false
+		case <-t.C:
+			if f.progress.Load() == last {
+				return false // the leader is stalled
+			}
+			t.Reset(patience)
+		}
+	}
+}
+
+// flightOf returns the flight for k, which the caller leads.
+func (c *cacheCore) flightOf(k *cacheKey) *flight {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.flights[*k]
 }
 
 // end ends the flight for k that lookup made the caller lead, storing body
@@ -490,6 +539,15 @@ type cacheFill struct {
 	level   int
 	closed  bool
 	leading bool
+	// fl is the flight the fill leads, whose progress followers watch.
+	fl *flight
+}
+
+// advance records that the leading stream took n more plain bytes.
+func (f *cacheFill) advance(n int) {
+	if f != nil && f.fl != nil {
+		f.fl.progress.Add(int64(n))
+	}
 }
 
 func (f *cacheFill) Write(p []byte) (int, error) {
@@ -537,7 +595,7 @@ func (cw *responseWriter) cachedWhole(h http.Header, f *facts, body []byte) (sto
 		k = cacheKey{sum: maphash.Bytes(cw.m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
 		plain = body
 	}
-	e, leader := cw.m.cache.lookup(cw.req, &k, plain, bestLevel(k.coding))
+	e, leader := cw.m.cache.lookup(cw.req, &k, plain, bestLevel(k.coding), 0)
 	if e != nil {
 		return e.body, k, false
 	}
@@ -588,12 +646,12 @@ func (cw *responseWriter) cachedStream(h http.Header, f *facts) []byte {
 	if !ok {
 		return nil
 	}
-	e, leader := cw.m.cache.lookup(cw.req, &k, nil, bestLevel(k.coding))
+	e, leader := cw.m.cache.lookup(cw.req, &k, nil, bestLevel(k.coding), streamPatience)
 	if e != nil {
 		return e.body
 	}
 	if leader {
-		cw.storing = &cacheFill{c: cw.m.cache.cacheCore, key: k, dst: (*wire)(cw), level: k.level, leading: true}
+		cw.storing = &cacheFill{c: cw.m.cache.cacheCore, key: k, dst: (*wire)(cw), level: k.level, leading: true, fl: cw.m.cache.flightOf(&k)}
 	}
 	return nil
 }
@@ -668,6 +726,6 @@ func (f fileReps) store(k repKey, r rep) {
 	}
 	if _, added := f.c.store.Set(ck, e); added {
 		f.c.entries.Add(1)
+		f.c.stores.Add(1) // Stores counts entries added, not replaced
 	}
-	f.c.stores.Add(1)
 }

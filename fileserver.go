@@ -206,6 +206,11 @@ type request struct {
 }
 
 func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if cw, ok := w.(*responseWriter); ok && cw.m == s.m && cw.m.observe != nil {
+		// Wrapped in a Middleware's Handler after all: the file server
+		// reports this response, so the wrapper must not report it again.
+		cw.quiet()
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
@@ -584,7 +589,7 @@ func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
 	if r, ok := s.reps.load(k); ok {
 		q.ev.Cached = true
 		if !r.best {
-			s.upgrade(q.fsys, q.name, q.meta, k)
+			s.upgrade(q.fsys, q.name, q.meta, k, r.data)
 		}
 		return r.data, nil
 	}
@@ -611,7 +616,7 @@ func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
 	best := o.dict != nil || s.bestLevel(o.coding) == levelOfOffer(s.m, o.coding)
 	s.reps.store(k, rep{data: data, best: best || data == nil})
 	if !best && data != nil {
-		s.upgrade(q.fsys, q.name, q.meta, k)
+		s.upgrade(q.fsys, q.name, q.meta, k, data)
 	}
 	return data, nil
 }
@@ -672,8 +677,11 @@ func BestLevel(coding string) int {
 // upgrade encodes version meta of the file name at the best level of
 // k.coding on a goroutine of its own, unless one is running already: then
 // it does nothing, and a later request tries again. The goroutine ends
-// with the encoding.
-func (s *fileServer) upgrade(fsys fs.FS, name string, meta *fileMeta, k repKey) {
+// with the encoding. old is the representation stored now, which the
+// upgrade replaces only if it is smaller: passed in rather than looked up
+// again, so a store that counts its look-ups (a Cache) counts only the
+// requests'.
+func (s *fileServer) upgrade(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte) {
 	select {
 	case s.upgrading <- struct{}{}:
 	default:
@@ -698,8 +706,8 @@ func (s *fileServer) upgrade(fsys fs.FS, name string, meta *fileMeta, k repKey) 
 		if err != nil {
 			return
 		}
-		if old, ok := s.reps.load(k); ok && old.data != nil && (data == nil || len(data) >= len(old.data)) {
-			data = old.data // the faster level did better: keep it
+		if old != nil && (data == nil || len(data) >= len(old)) {
+			data = old // the faster level did better: keep it
 		}
 		s.reps.store(k, rep{data: data, best: true})
 	}()

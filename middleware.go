@@ -228,11 +228,12 @@ type responseWriter struct {
 	ranged bool
 	// head is set for HEAD requests, whose body the handler need not write.
 	head bool
-	// cached is set when the body went out from the cache.
-	cached bool
-	state  writerState
-	need   need
-	why    Reason
+	// cached is set when the body went out from the cache; silent when a
+	// FileServer behind the writer reports the response itself.
+	cached, silent bool
+	state          writerState
+	need           need
+	why            Reason
 
 	// after is set when the handler asked for the header after choosing
 	// the status (see restoreHeader).
@@ -397,8 +398,12 @@ func (cw *responseWriter) write(p []byte) (int, error) {
 		n, err := cw.enc.Write(p)
 		cw.spent(t0)
 		cw.written += int64(n)
+		cw.storing.advance(n) // identical requests waiting see progress
 		return n, err
 	case stateDiscarding:
+		// The stored encoding went out; the body still counts as the
+		// plain bytes sent, and still feeds a dictionary being kept.
+		cw.written += int64(len(p))
 		return len(p), nil
 	case stateHijacked:
 		return 0, http.ErrHijacked
@@ -486,9 +491,8 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		// the handler's body is then discarded (cache.go).
 		if stored := cw.cachedStream(h, f); stored != nil {
 			cw.cached = true
-			cw.releaseBuffer()
 			cw.sendEncodedBody(h, o.coding, stored, stateDiscarding)
-			return nil
+			return cw.writeHeld() // counted and teed like the rest of the body
 		}
 		enc, err := o.encoders.Get(cw.streamTo())
 		if err == nil {
