@@ -555,10 +555,20 @@ func TestCacheConcurrentIdenticalMissesEncodeOnce(t *testing.T) {
 }
 
 func TestCacheCloseLeavesNoGoroutine(t *testing.T) {
-	before := runtime.NumGoroutine()
+	// Counted by what they run, not by runtime.NumGoroutine, which other
+	// tests' servers and the runtime's cleanup goroutine move at random.
+	before := cacheWorkers()
 	c, err := squeeze.NewCache(16 << 20)
 	if err != nil {
 		t.Fatal(err)
+	}
+	started := cacheWorkers()
+	for i := 0; i < 200 && started <= before; i++ {
+		time.Sleep(10 * time.Millisecond)
+		started = cacheWorkers()
+	}
+	if started <= before {
+		t.Fatalf("NewCache started no upgrade worker (%d before, %d after)", before, started)
 	}
 	body := textBody(14, 20<<10)
 	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithEncodings("br")).Handler(writeText("text/plain", body, 0))
@@ -571,12 +581,29 @@ func TestCacheCloseLeavesNoGoroutine(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if after := waitGoroutines(before); after > before {
-		t.Errorf("goroutines: %d before NewCache, %d after Close", before, after)
+	after := cacheWorkers()
+	for i := 0; i < 200 && after > before; i++ {
+		time.Sleep(10 * time.Millisecond)
+		after = cacheWorkers()
+	}
+	if after > before {
+		t.Errorf("cache upgrade workers: %d before NewCache, %d after Close", before, after)
 	}
 	// A closed cache still serves.
 	res, raw := record(h, request("GET", "br"))
 	checkBody(t, res.Header, raw, body)
+}
+
+// cacheWorkers counts the goroutines running a Cache's upgrade loop.
+func cacheWorkers() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "squeeze.(*cacheCore).work(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 func TestCacheIsSharedByMiddlewares(t *testing.T) {
