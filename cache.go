@@ -277,13 +277,14 @@ func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
 
 // streamPatience is how long a request waits for an identical stream being
 // stored by another to make progress before it encodes its own.
-const streamPatience = time.Second
+const streamPatience = 2 * time.Second
 
 // flight is a miss being encoded, which identical misses wait for.
 type flight struct {
 	done chan struct{}
-	// progress counts the bytes a stream's leader has sent: followers
-	// wait for a leader that makes progress, not for a stalled one.
+	// progress counts the bytes a stream's leader has taken from its
+	// handler or sent to its client: followers wait for a leader that makes
+	// progress, not for a stalled one.
 	progress atomic.Int64
 }
 
@@ -552,6 +553,7 @@ func (f *cacheFill) advance(n int) {
 
 func (f *cacheFill) Write(p []byte) (int, error) {
 	n, err := f.dst.Write(p)
+	f.advance(n) // bytes reaching the client are progress too
 	if f.leading {
 		if err != nil || int64(len(f.buf)+n) > f.c.entryMax {
 			f.drop()

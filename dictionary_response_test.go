@@ -179,24 +179,6 @@ func TestDictionaryFallsBackToPlainCodings(t *testing.T) {
 	}
 }
 
-// serveAt records the response of h to a GET of path with ae and headers.
-func serveAt(h http.Handler, path, ae string, hdr ...string) *httptest.ResponseRecorder {
-	return serveMethod(h, http.MethodGet, path, ae, hdr...)
-}
-
-func serveMethod(h http.Handler, method, path, ae string, hdr ...string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(method, path, nil)
-	if ae != "" {
-		r.Header.Set("Accept-Encoding", ae)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		r.Header.Add(hdr[i], hdr[i+1])
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, r)
-	return rec
-}
-
 // remembered reports whether h holds body as a dictionary for path: whether
 // a request naming it gets a dcz response. It asks with POST, whose
 // response is never remembered itself.

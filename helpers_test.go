@@ -303,14 +303,23 @@ func fetch(t *testing.T, c *http.Client, url, ae string, hdr ...string) (*http.R
 
 var allCodings = []string{squeeze.Zstd, squeeze.Brotli, squeeze.Gzip, squeeze.Deflate}
 
-// serve records one response of h to a GET (or method) with ae.
+// serve records one response of h to a request with method and ae.
 func serve(h http.Handler, method, ae string, hdr ...string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(method, "/x", nil)
+	return serveMethod(h, method, "/x", ae, hdr...)
+}
+
+// serveAt records the response of h to a GET of path with ae and headers.
+func serveAt(h http.Handler, path, ae string, hdr ...string) *httptest.ResponseRecorder {
+	return serveMethod(h, http.MethodGet, path, ae, hdr...)
+}
+
+func serveMethod(h http.Handler, method, path, ae string, hdr ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, nil)
 	if ae != "" {
 		r.Header.Set("Accept-Encoding", ae)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
-		r.Header.Set(hdr[i], hdr[i+1])
+		r.Header.Add(hdr[i], hdr[i+1])
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)

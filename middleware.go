@@ -410,8 +410,10 @@ func (cw *responseWriter) write(p []byte) (int, error) {
 	case stateFinished:
 		return 0, errFinished
 	}
-	// stateSent: a body declared empty, or a HEAD body, has no room left.
-	return 0, http.ErrContentLength
+	// stateSent: a whole body goes out only as the handler returns, and
+	// finish holds mu until the state is stateFinished, so no write from
+	// outside sees it; answer as for a finished response.
+	return 0, errFinished
 }
 
 // sniffLen is how many bytes [http.DetectContentType] considers.

@@ -214,7 +214,14 @@ func TestGoClientReceivesEachEventAsItIsFlushed(t *testing.T) {
 func TestUploadAnswersWithDecodedSizeAndHash(t *testing.T) {
 	srv := startServer(t, time.Millisecond)
 	sample := uploadSample()
-	res, err := srv.Client().Post(srv.URL+"/upload", "text/plain", bytes.NewReader(sample))
+	checkUpload(t, srv.Client(), srv.URL, sample)
+}
+
+// checkUpload posts sample to the demo's /upload through c and checks that
+// the answer reports its decoded size and SHA-256.
+func checkUpload(t *testing.T, c *http.Client, base string, sample []byte) {
+	t.Helper()
+	res, err := c.Post(base+"/upload", "text/plain", bytes.NewReader(sample))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -24,22 +22,7 @@ func TestTransportUploadsToTheDemo(t *testing.T) {
 				sent = r.Header.Get("Content-Encoding")
 				return base.RoundTrip(r)
 			})}
-			c := &http.Client{Transport: tr}
-			res, err := c.Post(srv.URL+"/upload", "text/plain", bytes.NewReader(sample))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			var got struct {
-				Bytes  int64  `json:"bytes"`
-				SHA256 string `json:"sha256"`
-			}
-			if err := json.NewDecoder(res.Body).Decode(&got); err != nil {
-				t.Fatalf("status %d, decoding the answer: %v", res.StatusCode, err)
-			}
-			if got.Bytes != int64(len(sample)) || got.SHA256 != sha256Hex(sample) {
-				t.Errorf("upload answer = %+v, want %d bytes with sha256 %s", got, len(sample), sha256Hex(sample))
-			}
+			checkUpload(t, &http.Client{Transport: tr}, srv.URL, sample)
 			if sent != coding {
 				t.Errorf("the upload went out with Content-Encoding %q, want %s", sent, coding)
 			}
