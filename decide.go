@@ -142,7 +142,7 @@ type fields struct {
 }
 
 // readFields reads the fields decide needs from h.
-func (m *Middleware) readFields(h http.Header) fields {
+func (cw *responseWriter) readFields(h http.Header) fields {
 	f := fields{declared: -1, keys: len(h)}
 	for k, v := range h {
 		switch fieldName(k) {
@@ -165,7 +165,7 @@ func (m *Middleware) readFields(h http.Header) fields {
 			f.trailers = f.trailers || strings.HasPrefix(k, http.TrailerPrefix)
 		}
 	}
-	f.eligible = f.typed && matchTypes(m.types, f.contentType)
+	f.eligible = f.typed && cw.matchType(f.contentType)
 	return f
 }
 

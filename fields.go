@@ -73,7 +73,8 @@ func trimOWS(s string) string {
 
 // tokenCharsLo and tokenCharsHi have bit c (c-64 for Hi) set for each
 // tchar c of RFC 9110 §5.6.2: "!#$%&'*+-.^_`|~", digits and letters.
-const tokenCharsLo, tokenCharsHi = 0x03ff_6cfa_0000_0000, 0x57ff_ffff_c7ff_fffe
+// They are uint64, not int, so that the package builds where int is 32 bits.
+const tokenCharsLo, tokenCharsHi uint64 = 0x03ff_6cfa_0000_0000, 0x57ff_ffff_c7ff_fffe
 
 // isTokenChar reports whether c is an RFC 9110 §5.6.2 tchar.
 func isTokenChar(c byte) bool {

@@ -206,10 +206,10 @@ type request struct {
 }
 
 func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if cw, ok := w.(*responseWriter); ok && cw.m == s.m && cw.m.observe != nil {
+	if hw, ok := w.(*handlerWriter); ok && s.m.observe != nil {
 		// Wrapped in a Middleware's Handler after all: the file server
 		// reports this response, so the wrapper must not report it again.
-		cw.quiet()
+		hw.quiet(s.m)
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")

@@ -22,7 +22,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +44,8 @@ type Middleware struct {
 	observe func(Event) // WithObserver; nil when unset
 	// cache, if any, keeps encoded bodies (cache.go).
 	cache *Cache
+	// slots pools the per-response state (handle.go).
+	slots sync.Pool
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -145,14 +146,14 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		cw := m.newResponseWriter(w, r)
-		r = withPlainTags(r, cw.coding(), m.offers)
+		s, hw := m.open(w, r)
+		r = withPlainTags(r, s.cw.coding(), m.offers)
 		completed := false
-		defer func() { cw.finish(completed) }()
+		defer func() { m.close(s, completed) }()
 		if sd := m.dicts.standaloneFor(r); sd != nil {
-			sd.ServeHTTP(cw, r) // a WithDictionary path: squeeze serves it
+			sd.ServeHTTP(hw, r) // a WithDictionary path: squeeze serves it
 		} else {
-			next.ServeHTTP(cw, r)
+			next.ServeHTTP(hw, r)
 		}
 		completed = true
 	})
@@ -194,19 +195,15 @@ const (
 // example from a goroutine the handler left behind.
 var errFinished = errors.New("squeeze: write after the handler returned")
 
-// responseWriter is allocated per response rather than pooled: a handler
-// goroutine that outlives ServeHTTP must never be able to write into a later
-// client's response. The expensive parts (buffers, encoders) are pooled.
+// responseWriter is the state of one response. It is pooled (see slot):
+// handlers never see it, only the [handlerWriter] that stands for it while
+// the response lasts. The expensive parts (buffers, encoders) have pools of
+// their own.
 //
 // Its methods feed bytes to the verdict of decide; advance asks for one,
 // and commit makes the header edits that go with it and sends the header.
+// The slot's lock is held around every call into it.
 type responseWriter struct {
-	// mu serialises the handler's calls with finish, so that a goroutine
-	// the handler left running gets errFinished instead of writing into an
-	// encoder or a buffer that went back to its pool for another response.
-	// The handler's own calls never contend for it.
-	mu sync.Mutex
-
 	m *Middleware
 	w http.ResponseWriter
 	// req is the request as it arrived, whose If-None-Match tells which
@@ -255,10 +252,11 @@ type responseWriter struct {
 	sent    int64
 	elapsed time.Duration
 
-	// Backing arrays for the header values the middleware sets. They live
-	// as long as this per-response writer, so setting a header costs no
-	// allocation of its own.
-	encodingValue, varyValue, lengthValue [1]string
+	// face is the handlerWriter the handler was given; it holds the
+	// backing arrays of the header values the middleware sets. slot is
+	// the slot cw lives in, which keeps spare buffers.
+	face *handlerWriter
+	slot *slot
 }
 
 // afterStatus holds the header as it was when the status was chosen, since
@@ -268,15 +266,16 @@ type afterStatus struct {
 	snapshot, late http.Header
 }
 
-func (m *Middleware) newResponseWriter(w http.ResponseWriter, r *http.Request) *responseWriter {
-	cw := &responseWriter{
-		m: m, w: w, hdr: fields{declared: -1},
-		head:   r.Method == http.MethodHead,
-		ranged: len(r.Header["Range"]) > 0,
-		req:    r,
-	}
+// start readies cw, zero in its slot s, for the response to r on w. The
+// fields are set one by one: assigning a whole struct would copy it.
+func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r *http.Request, face *handlerWriter) {
+	cw.m, cw.slot, cw.face = m, s, face
+	cw.w, cw.req = w, r
+	cw.hdr.declared = -1
+	cw.head = r.Method == http.MethodHead
+	cw.ranged = len(r.Header["Range"]) > 0
 	if !cw.ranged {
-		if i := negotiate(r.Header["Accept-Encoding"], m.offers); i >= 0 {
+		if i := s.negotiate(r.Header["Accept-Encoding"], m.offers); i >= 0 {
 			cw.offer = &m.offers[i]
 		}
 	}
@@ -284,7 +283,6 @@ func (m *Middleware) newResponseWriter(w http.ResponseWriter, r *http.Request) *
 		// A dictionary the client holds may replace the offer.
 		cw.beginDictionary(r)
 	}
-	return cw
 }
 
 // coding returns the negotiated coding, or "" for identity.
@@ -295,10 +293,9 @@ func (cw *responseWriter) coding() string {
 	return cw.offer.coding
 }
 
-// Header returns the header map of the underlying writer.
-func (cw *responseWriter) Header() http.Header {
-	cw.mu.Lock()
-	defer cw.mu.Unlock()
+// header returns the header map of the underlying writer, and keeps a
+// snapshot of it if the status was chosen already (see restoreHeader).
+func (cw *responseWriter) header() http.Header {
 	h := cw.w.Header()
 	if cw.state == stateWaiting && cw.status != 0 {
 		if cw.after == nil {
@@ -311,23 +308,8 @@ func (cw *responseWriter) Header() http.Header {
 	return h
 }
 
-// Unwrap returns the underlying ResponseWriter, for [http.ResponseController].
-func (cw *responseWriter) Unwrap() http.ResponseWriter { return cw.w }
-
-// WriteHeader records the final status and decides what it can: the header
-// goes out once the verdict is known. 1xx responses go out at once. Like
-// net/http's, it panics on a code that is not three digits, there and
-// then, where the handler can see it.
-func (cw *responseWriter) WriteHeader(code int) {
-	if code < 100 || code > 999 {
-		panic(fmt.Sprintf("squeeze: invalid WriteHeader code %v", code))
-	}
-	cw.mu.Lock()
-	defer cw.mu.Unlock()
-	cw.writeHeader(code)
-}
-
-// writeHeader is WriteHeader with mu held.
+// writeHeader records the final status and decides what it can: the
+// header goes out once the verdict is known. 1xx responses go out at once.
 func (cw *responseWriter) writeHeader(code int) {
 	if cw.state != stateWaiting || cw.status != 0 {
 		// The first final status wins, as in net/http; 1xx after it are
@@ -339,7 +321,7 @@ func (cw *responseWriter) writeHeader(code int) {
 		return
 	}
 	cw.status = code
-	cw.hdr = cw.m.readFields(cw.w.Header())
+	cw.hdr = cw.readFields(cw.w.Header())
 	_ = cw.advance(atHeader, nil)
 }
 
@@ -350,14 +332,7 @@ func (cw *responseWriter) begin() {
 	}
 }
 
-// Write holds p back while the verdict waits, then passes the body on.
-func (cw *responseWriter) Write(p []byte) (int, error) {
-	cw.mu.Lock()
-	defer cw.mu.Unlock()
-	return cw.write(p)
-}
-
-// write is Write with mu held.
+// write holds p back while the verdict waits, then passes the body on.
 func (cw *responseWriter) write(p []byte) (int, error) {
 	if cw.state == stateWaiting {
 		cw.begin()
@@ -373,7 +348,7 @@ func (cw *responseWriter) write(p []byte) (int, error) {
 			}
 		} else {
 			if cw.buf == nil {
-				cw.buf = cw.m.buffers.Get()
+				cw.buf = cw.getBuffer()
 			}
 			*cw.buf = append(*cw.buf, p...)
 			if cw.need == needBytes && len(*cw.buf) >= sniffLen {
@@ -411,8 +386,8 @@ func (cw *responseWriter) write(p []byte) (int, error) {
 		return 0, errFinished
 	}
 	// stateSent: a whole body goes out only as the handler returns, and
-	// finish holds mu until the state is stateFinished, so no write from
-	// outside sees it; answer as for a finished response.
+	// finish runs under the slot's lock until the state is stateFinished,
+	// so no write from outside sees it; answer as for a finished response.
 	return 0, errFinished
 }
 
@@ -434,7 +409,7 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 	h := cw.w.Header()
 	if cw.after != nil && cw.after.snapshot != nil {
 		cw.restoreHeader(h)
-		cw.hdr = cw.m.readFields(h)
+		cw.hdr = cw.readFields(h)
 	} else if ev == atEnd && len(h) != cw.hdr.keys {
 		// Keys added after the status count only as prefixed trailers.
 		cw.hdr.trailers = cw.hdr.trailers || hasPrefixedTrailers(h)
@@ -454,7 +429,7 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 			// net/http does not sniff once Content-Encoding is set, so
 			// the plain bytes are sniffed here, before any encoded byte.
 			f.contentType, f.typed, f.sniffed = http.DetectContentType(sniff), true, true
-			f.eligible = matchTypes(cw.m.types, f.contentType)
+			f.eligible = cw.matchType(f.contentType)
 		}
 	}
 	v, why, need := cw.decide(&f)
@@ -567,8 +542,8 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) Reason
 	// measured, input and output 16 KiB apart in one buffer cost br and
 	// gzip 3-5% at 16 KiB (loads and stores whose addresses alias, most
 	// likely), more than the second buffer's Get and Put.
-	outBuf := cw.m.buffers.Get()
-	defer cw.m.buffers.Put(outBuf)
+	outBuf := cw.getBuffer()
+	defer cw.keepBuffer(outBuf)
 	cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
 	t0 := cw.clock()
 	enc, err := o.encoders.Get(&cw.out)
@@ -606,8 +581,8 @@ func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []by
 
 // setEncoded sets the headers every encoded response carries.
 func (cw *responseWriter) setEncoded(h http.Header, coding string) {
-	cw.encodingValue[0] = coding
-	h["Content-Encoding"] = cw.encodingValue[:]
+	cw.face.encodingValue[0] = coding
+	h["Content-Encoding"] = cw.face.encodingValue[:]
 	// Byte ranges would refer to the encoded bytes, which differ from one
 	// response to the next; RFC 9110 §14.1.2.
 	delete(h, "Accept-Ranges")
@@ -658,15 +633,10 @@ func (cw *responseWriter) sendHeader(h http.Header) {
 	}
 }
 
-// Flush commits the decision, sends what is buffered, flushes the encoder
+// flush commits the decision, sends what is buffered, flushes the encoder
 // so the client can decode everything written so far, then flushes the
 // underlying writer.
-func (cw *responseWriter) Flush() { _ = cw.FlushError() }
-
-// FlushError is Flush returning the error, for [http.ResponseController].
-func (cw *responseWriter) FlushError() error {
-	cw.mu.Lock()
-	defer cw.mu.Unlock()
+func (cw *responseWriter) flush() error {
 	if cw.state == stateWaiting {
 		cw.begin()
 	}
@@ -703,14 +673,12 @@ func (cw *responseWriter) FlushError() error {
 	return http.NewResponseController(cw.w).Flush()
 }
 
-// Hijack hands the connection to the handler when the underlying writer
+// hijack hands the connection to the handler when the underlying writer
 // supports it; when it does not (HTTP/2), nothing changes and the error
 // matches [http.ErrNotSupported]. As in net/http, a status the handler
 // chose, and the body it wrote, go out first; an encoded stream in progress
 // is abandoned.
-func (cw *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	cw.mu.Lock()
-	defer cw.mu.Unlock()
+func (cw *responseWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if cw.state == stateFinished {
 		return nil, nil, errFinished
 	}
@@ -750,38 +718,7 @@ func hijackerOf(w http.ResponseWriter) http.Hijacker {
 	}
 }
 
-// ReadFrom lets io.Copy reach the underlying writer's ReadFrom (sendfile)
-// when the response is sent plain. While the verdict waits, it fills the
-// buffer as writes would.
-func (cw *responseWriter) ReadFrom(src io.Reader) (int64, error) {
-	cw.mu.Lock()
-	total, err := cw.readHeld(src)
-	state := cw.state
-	direct := state == statePlain && !cw.remembering()
-	cw.mu.Unlock()
-	if err != nil || state == stateWaiting {
-		return total, err
-	}
-	var n int64
-	switch rf, ok := cw.w.(io.ReaderFrom); {
-	case direct && ok:
-		n, err = rf.ReadFrom(src)
-		cw.mu.Lock()
-		cw.sent += n
-		cw.mu.Unlock()
-	case state == stateHijacked:
-		err = http.ErrHijacked
-	case state == stateFinished:
-		err = errFinished
-	default:
-		// Through Write, a chunk at a time: each takes mu, so finish is
-		// never kept waiting for a copy.
-		n, err = cw.copyThrough(writeOnly{cw}, src)
-	}
-	return total + n, err
-}
-
-// readHeld, with mu held, takes what src gives into the buffer while the
+// readHeld takes what src gives into the buffer while the
 // verdict waits. A body that fills the buffer exactly is told from a longer
 // one by reading one byte more: only a longer one commits to a stream.
 func (cw *responseWriter) readHeld(src io.Reader) (int64, error) {
@@ -821,12 +758,6 @@ func readSome(src io.Reader, p []byte) (int, error) {
 	return 0, io.ErrNoProgress
 }
 
-// writeOnly hides every method of a writer but Write, so that io.Copy
-// does not call ReadFrom back.
-type writeOnly struct{ w io.Writer }
-
-func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
-
 // fill reads from src into the buffer until it is full or src ends. It
 // reports whether the buffer filled, in which case more may follow. A body
 // that goes past its declared length is cut there and reported as
@@ -834,7 +765,7 @@ func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 // returns nothing 100 times in a row.
 func (cw *responseWriter) fill(src io.Reader) (int, bool, error) {
 	if cw.buf == nil {
-		cw.buf = cw.m.buffers.Get()
+		cw.buf = cw.getBuffer()
 	}
 	b := *cw.buf
 	start := len(b)
@@ -862,11 +793,11 @@ func (cw *responseWriter) fill(src io.Reader) (int, bool, error) {
 	return len(b) - start, true, nil
 }
 
-// copyThrough copies src to dst through a pooled buffer rather than the
-// 32 KiB one io.Copy would allocate.
-func (cw *responseWriter) copyThrough(dst io.Writer, src io.Reader) (int64, error) {
-	buf := cw.m.buffers.Get()
-	defer cw.m.buffers.Put(buf)
+// copyThrough copies src to dst through a buffer from buffers rather than
+// the 32 KiB one io.Copy would allocate.
+func copyThrough(buffers *pool.Buffers, dst io.Writer, src io.Reader) (int64, error) {
+	buf := buffers.Get()
+	defer buffers.Put(buf)
 	return io.CopyBuffer(dst, src, (*buf)[:cap(*buf)])
 }
 
@@ -876,8 +807,6 @@ func (cw *responseWriter) copyThrough(dst io.Writer, src io.Reader) (int64, erro
 // the encoded stream is left without its end marker, so the client cannot
 // take the truncated body for a whole one.
 func (cw *responseWriter) finish(completed bool) {
-	cw.mu.Lock()
-	defer cw.mu.Unlock()
 	if !completed {
 		cw.releaseEncoder()
 	} else {
@@ -895,7 +824,10 @@ func (cw *responseWriter) finish(completed bool) {
 		}
 	}
 	cw.endFill(completed)
-	cw.releaseBuffer()
+	if cw.buf != nil {
+		cw.keepBuffer(cw.buf)
+		cw.buf = nil
+	}
 	if cw.state != stateHijacked {
 		if cw.m.observe != nil {
 			cw.report()
@@ -928,11 +860,38 @@ func (cw *responseWriter) releaseEncoder() {
 	}
 }
 
+// releaseBuffer gives the held-back buffer to the pool: the response goes
+// on as a stream, or the handler took the connection.
 func (cw *responseWriter) releaseBuffer() {
 	if cw.buf != nil {
 		cw.m.buffers.Put(cw.buf)
 		cw.buf = nil
 	}
+}
+
+// getBuffer returns an empty buffer: one the slot kept, or one from the
+// pool.
+func (cw *responseWriter) getBuffer() *[]byte {
+	for i, b := range cw.slot.spare {
+		if b != nil {
+			cw.slot.spare[i] = nil
+			return b
+		}
+	}
+	return cw.m.buffers.Get()
+}
+
+// keepBuffer empties b and keeps it in the slot for the next response, or
+// gives it to the pool if the slot has two already.
+func (cw *responseWriter) keepBuffer(b *[]byte) {
+	for i, spare := range cw.slot.spare {
+		if spare == nil {
+			*b = (*b)[:0]
+			cw.slot.spare[i] = b
+			return
+		}
+	}
+	cw.m.buffers.Put(b)
 }
 
 // errNoGain stops an encoder whose output would not be smaller than its
@@ -950,9 +909,10 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// setLength sets Content-Length to n.
 func (cw *responseWriter) setLength(h http.Header, n int) {
-	cw.lengthValue[0] = strconv.Itoa(n)
-	h["Content-Length"] = cw.lengthValue[:]
+	cw.face.lengthValue[0] = cw.face.digitsOf(n)
+	h["Content-Length"] = cw.face.lengthValue[:]
 }
 
 // addVary adds Accept-Encoding to Vary unless it, or "*", is there already.
@@ -961,8 +921,8 @@ func (cw *responseWriter) addVary(h http.Header) {
 	switch {
 	case headerHasToken(v, "accept-encoding") || headerHasToken(v, "*"):
 	case len(v) == 0:
-		cw.varyValue[0] = "Accept-Encoding"
-		h["Vary"] = cw.varyValue[:]
+		cw.face.varyValue[0] = "Accept-Encoding"
+		h["Vary"] = cw.face.varyValue[:]
 	default:
 		// A full slice forces append to copy: the handler may share its
 		// header values between responses.

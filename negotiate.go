@@ -42,6 +42,15 @@ const qUnnamed = -1
 // never costs it the codings it named correctly. negotiate does not allocate
 // for up to eight offers.
 func negotiate(acceptEncoding []string, offers []offer) int {
+	if len(acceptEncoding) == 1 && isToken(acceptEncoding[0]) {
+		// One bare coding, as Go's Transport sends ("gzip"): the list
+		// has a single element of weight 1, so an offer of it wins.
+		for i := range offers {
+			if codingIs(acceptEncoding[0], offers[i].coding) {
+				return i
+			}
+		}
+	}
 	var weightsBuf [8]int
 	weights := weightsBuf[:0]
 	if len(offers) > len(weightsBuf) {

@@ -99,14 +99,6 @@ func WithObserver(f func(Event)) Option {
 	}
 }
 
-// quiet stops the writer reporting its response to the observer: a
-// FileServer it wraps reports it.
-func (cw *responseWriter) quiet() {
-	cw.mu.Lock()
-	cw.silent = true
-	cw.mu.Unlock()
-}
-
 // wire is the response writer seen as the destination of the body bytes
 // sent: encoders and the plain path write through it, and it counts what
 // the underlying writer took in sent, for [Event].Out. A conversion of the
@@ -139,7 +131,7 @@ func (cw *responseWriter) report() {
 	if cw.silent {
 		return
 	}
-	e := Event{Kind: ResponseEvent, Coding: cw.encodingValue[0], Skipped: cw.why, Out: cw.sent, Elapsed: cw.elapsed}
+	e := Event{Kind: ResponseEvent, Coding: cw.face.encodingValue[0], Skipped: cw.why, Out: cw.sent, Elapsed: cw.elapsed}
 	if e.Coding == "" && e.Skipped == ReasonNone {
 		return // never decided: the handler panicked first
 	}

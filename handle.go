@@ -1,0 +1,293 @@
+package squeeze
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"unsafe"
+)
+
+// slot is a pooled responseWriter with the lock that serialises the
+// handler's calls with finish, and the generation that tells the
+// handlerWriter of the current response from those of earlier ones.
+//
+// Pooling the state saves its allocation (about 250 bytes, the largest
+// part of squeeze's fixed cost per response: see BENCHMARKS.md). What makes
+// it safe is that a handler never holds the slot: it holds a handlerWriter,
+// allocated per response, that names the generation it was made for. When
+// the response finishes, the generation moves on under the lock, so a
+// goroutine the handler left running finds its handlerWriter stale and gets
+// errFinished; it can never write into a later client's response, nor into
+// a pooled encoder or buffer.
+type slot struct {
+	mu  sync.Mutex
+	gen uint64
+	cw  responseWriter
+	// spare keeps up to two buffers from one response to the next (the
+	// body held back and its encoding), sparing the buffer pool two Gets
+	// and two Puts per response. A response that goes on as a stream
+	// gives its buffer to the pool at once, as before.
+	spare [2]*[]byte
+	// faces is the rest of a block of handlerWriters, carved one per
+	// response so that a block of faceBlock costs one allocation.
+	faces []handlerWriter
+
+	// The last content type matched and the last Accept-Encoding
+	// negotiated in this slot, with their answers. Handlers mostly declare
+	// the same few types and clients of one kind send the same field, so
+	// a repeat costs a string comparison; the answers depend on nothing
+	// else but the Middleware's configuration, which is fixed.
+	lastType     string
+	lastEligible bool
+	lastAccept   string
+	lastOffer    int
+}
+
+// faceBlock is how many handlerWriters are allocated at once. A
+// handlerWriter a goroutine keeps keeps its block alive, 80 bytes each.
+const faceBlock = 32
+
+// negotiate is [negotiate] for one field line, answered from the memo when
+// the line is the one negotiated last.
+func (s *slot) negotiate(acceptEncoding []string, offers []offer) int {
+	if len(acceptEncoding) != 1 {
+		return negotiate(acceptEncoding, offers)
+	}
+	if v := acceptEncoding[0]; v == s.lastAccept && v != "" {
+		return s.lastOffer
+	}
+	i := negotiate(acceptEncoding, offers)
+	s.lastAccept, s.lastOffer = acceptEncoding[0], i
+	return i
+}
+
+// matchType reports whether ct is a content type to compress, answered
+// from the slot's memo when it is the type matched last; it records the
+// answer there.
+func (cw *responseWriter) matchType(ct string) bool {
+	s := cw.slot
+	if s == nil {
+		return matchTypes(cw.m.types, ct)
+	}
+	if ct == s.lastType && ct != "" {
+		return s.lastEligible
+	}
+	ok := matchTypes(cw.m.types, ct)
+	s.lastType, s.lastEligible = ct, ok
+	return ok
+}
+
+// handlerWriter is the [http.ResponseWriter] a handler is given: one per
+// response, never reused, standing for the slot's responseWriter while its
+// generation is current. It also holds the backing arrays of the header
+// values the middleware sets, which must live as long as the header map
+// that points at them, not as long as the slot's use for this response.
+type handlerWriter struct {
+	s   *slot
+	gen uint64
+
+	encodingValue, varyValue, lengthValue [1]string
+	// digits holds the decimal digits of the Content-Length the
+	// middleware sets, which lengthValue's string refers to (see
+	// digitsOf).
+	digits [16]byte
+}
+
+// digitsOf returns n in decimal. The first call for a response returns a
+// string whose bytes are hw's digits, sparing the allocation strconv.Itoa
+// would make: hw serves one response and is never reused, so those bytes
+// never change once written, as a string's must not. Later calls (commit
+// makes none) and numbers of more than 16 digits allocate.
+func (hw *handlerWriter) digitsOf(n int) string {
+	if hw.lengthValue[0] != "" || n < 0 || uint64(n) >= 1e16 {
+		return strconv.Itoa(n)
+	}
+	i := len(hw.digits)
+	for {
+		i--
+		hw.digits[i] = byte('0' + n%10)
+		if n /= 10; n == 0 {
+			break
+		}
+	}
+	return unsafe.String(&hw.digits[i], len(hw.digits)-i)
+}
+
+// open takes a slot from the pool and readies it for the response to r on
+// w. The handler is to be given the handlerWriter; close ends the response.
+func (m *Middleware) open(w http.ResponseWriter, r *http.Request) (*slot, *handlerWriter) {
+	s, _ := m.slots.Get().(*slot)
+	if s == nil {
+		s = new(slot)
+	}
+	if len(s.faces) == 0 {
+		s.faces = make([]handlerWriter, faceBlock)
+	}
+	hw := &s.faces[0]
+	s.faces = s.faces[1:]
+	hw.s, hw.gen = s, s.gen
+	s.cw.start(m, s, w, r, hw)
+	return s, hw
+}
+
+// close finishes the response in s, moves the slot's generation on so that
+// its handlerWriter goes stale, clears the state, and puts the slot back.
+// It is called once per open.
+func (m *Middleware) close(s *slot, completed bool) {
+	s.mu.Lock()
+	s.cw.finish(completed)
+	s.gen++
+	s.cw = responseWriter{}
+	s.mu.Unlock()
+	m.slots.Put(s)
+}
+
+// lock locks the slot and returns its responseWriter if hw is current; if
+// the response finished, it returns nil with the slot unlocked.
+func (hw *handlerWriter) lock() *responseWriter {
+	hw.s.mu.Lock()
+	if hw.s.gen != hw.gen {
+		hw.s.mu.Unlock()
+		return nil
+	}
+	return &hw.s.cw
+}
+
+func (hw *handlerWriter) unlock() { hw.s.mu.Unlock() }
+
+// Header returns the header map of the underlying writer. After the
+// response finished, it returns an empty map that goes nowhere.
+func (hw *handlerWriter) Header() http.Header {
+	cw := hw.lock()
+	if cw == nil {
+		return http.Header{}
+	}
+	defer hw.unlock()
+	return cw.header()
+}
+
+// WriteHeader records the final status and decides what it can: the header
+// goes out once the verdict is known. 1xx responses go out at once. Like
+// net/http's, it panics on a code that is not three digits, there and then,
+// where the handler can see it.
+func (hw *handlerWriter) WriteHeader(code int) {
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("squeeze: invalid WriteHeader code %v", code))
+	}
+	cw := hw.lock()
+	if cw == nil {
+		return
+	}
+	defer hw.unlock()
+	cw.writeHeader(code)
+}
+
+// Write holds p back while the verdict waits, then passes the body on.
+func (hw *handlerWriter) Write(p []byte) (int, error) {
+	cw := hw.lock()
+	if cw == nil {
+		return 0, errFinished
+	}
+	defer hw.unlock()
+	return cw.write(p)
+}
+
+// Flush commits the decision, sends what is buffered, flushes the encoder
+// so the client can decode everything written so far, then flushes the
+// underlying writer.
+func (hw *handlerWriter) Flush() { _ = hw.FlushError() }
+
+// FlushError is Flush returning the error, for [http.ResponseController].
+func (hw *handlerWriter) FlushError() error {
+	cw := hw.lock()
+	if cw == nil {
+		return errFinished
+	}
+	defer hw.unlock()
+	return cw.flush()
+}
+
+// Hijack hands the connection to the handler when the underlying writer
+// supports it; when it does not (HTTP/2), nothing changes and the error
+// matches [http.ErrNotSupported]. As in net/http, a status the handler
+// chose, and the body it wrote, go out first; an encoded stream in progress
+// is abandoned.
+func (hw *handlerWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	cw := hw.lock()
+	if cw == nil {
+		return nil, nil, errFinished
+	}
+	defer hw.unlock()
+	return cw.hijack()
+}
+
+// Unwrap returns the underlying ResponseWriter, for
+// [http.ResponseController], or nil once the response finished.
+func (hw *handlerWriter) Unwrap() http.ResponseWriter {
+	cw := hw.lock()
+	if cw == nil {
+		return nil
+	}
+	defer hw.unlock()
+	return cw.w
+}
+
+// ReadFrom lets io.Copy reach the underlying writer's ReadFrom (sendfile)
+// when the response is sent plain. While the verdict waits, it fills the
+// buffer as writes would.
+func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
+	cw := hw.lock()
+	if cw == nil {
+		return 0, errFinished
+	}
+	total, err := cw.readHeld(src)
+	state := cw.state
+	direct := state == statePlain && !cw.remembering()
+	w, buffers := cw.w, cw.m.buffers
+	hw.unlock()
+	if err != nil || state == stateWaiting {
+		return total, err
+	}
+	var n int64
+	switch rf, ok := w.(io.ReaderFrom); {
+	case direct && ok:
+		// Unlocked: a long copy must not keep finish waiting. A handler
+		// that copies from one goroutine and returns from another is
+		// racing net/http too.
+		n, err = rf.ReadFrom(src)
+		if cw := hw.lock(); cw != nil {
+			cw.sent += n
+			hw.unlock()
+		}
+	case state == stateHijacked:
+		err = http.ErrHijacked
+	case state == stateFinished:
+		err = errFinished
+	default:
+		// Through Write, a chunk at a time: each takes the lock, so
+		// finish is never kept waiting for a copy.
+		n, err = copyThrough(buffers, writeOnly{hw}, src)
+	}
+	return total + n, err
+}
+
+// quiet stops the response being reported to m's observer if m is the
+// Middleware serving it: a FileServer of m that it wraps reports it.
+func (hw *handlerWriter) quiet(m *Middleware) {
+	if cw := hw.lock(); cw != nil {
+		if cw.m == m {
+			cw.silent = true
+		}
+		hw.unlock()
+	}
+}
+
+// writeOnly hides every method of a writer but Write, so that io.Copy
+// does not call ReadFrom back.
+type writeOnly struct{ w io.Writer }
+
+func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
