@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
+
+	"github.com/squeezehttp/squeeze/pool"
 )
 
 // slot is a pooled responseWriter with the lock that serialises the
@@ -87,7 +90,8 @@ func (cw *responseWriter) matchType(ct string) bool {
 // values the middleware sets, which must live as long as the header map
 // that points at them, not as long as the slot's use for this response.
 type handlerWriter struct {
-	s   *slot
+	// s is the slot while the response lasts, nil after.
+	s   atomic.Pointer[slot]
 	gen uint64
 
 	encodingValue, varyValue, lengthValue [1]string
@@ -129,35 +133,55 @@ func (m *Middleware) open(w http.ResponseWriter, r *http.Request) (*slot, *handl
 	}
 	hw := &s.faces[0]
 	s.faces = s.faces[1:]
-	hw.s, hw.gen = s, s.gen
+	hw.s.Store(s)
+	hw.gen = s.gen
 	s.cw.start(m, s, w, r, hw)
 	return s, hw
 }
 
 // close finishes the response in s, moves the slot's generation on so that
 // its handlerWriter goes stale, clears the state, and puts the slot back.
-// It is called once per open.
-func (m *Middleware) close(s *slot, completed bool) {
+// It is called once per open. If finish panics (an observer, or an
+// underlying writer aborting with [http.ErrAbortHandler]), the writer
+// still goes stale and the lock is still released, but the slot, in a
+// state no one checked, is left to the garbage collector.
+func (m *Middleware) close(s *slot, hw *handlerWriter, completed bool) {
 	s.mu.Lock()
+	finished := false
+	defer func() {
+		s.gen++
+		// The handlerWriter may outlive the response in a header map
+		// that points at its values: it must not keep the slot, and
+		// the slot's buffers, alive with it.
+		hw.s.Store(nil)
+		s.cw = responseWriter{}
+		s.mu.Unlock()
+		if finished {
+			m.slots.Put(s)
+		}
+	}()
 	s.cw.finish(completed)
-	s.gen++
-	s.cw = responseWriter{}
-	s.mu.Unlock()
-	m.slots.Put(s)
+	finished = true
 }
 
 // lock locks the slot and returns its responseWriter if hw is current; if
-// the response finished, it returns nil with the slot unlocked.
+// the response finished, it returns nil with the slot unlocked. A slot
+// loaded just before close cleared hw.s is told by its generation.
 func (hw *handlerWriter) lock() *responseWriter {
-	hw.s.mu.Lock()
-	if hw.s.gen != hw.gen {
-		hw.s.mu.Unlock()
+	s := hw.s.Load()
+	if s == nil {
 		return nil
 	}
-	return &hw.s.cw
+	s.mu.Lock()
+	if s.gen != hw.gen {
+		s.mu.Unlock()
+		return nil
+	}
+	return &s.cw
 }
 
-func (hw *handlerWriter) unlock() { hw.s.mu.Unlock() }
+// unlock unlocks the slot of a current hw, locked by lock.
+func (hw *handlerWriter) unlock() { hw.s.Load().mu.Unlock() }
 
 // Header returns the header map of the underlying writer. After the
 // response finished, it returns an empty map that goes nowhere.
@@ -240,15 +264,10 @@ func (hw *handlerWriter) Unwrap() http.ResponseWriter {
 // when the response is sent plain. While the verdict waits, it fills the
 // buffer as writes would.
 func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
-	cw := hw.lock()
-	if cw == nil {
+	total, state, direct, w, buffers, err := hw.readHeld(src)
+	if state == stateFinished && w == nil {
 		return 0, errFinished
 	}
-	total, err := cw.readHeld(src)
-	state := cw.state
-	direct := state == statePlain && !cw.remembering()
-	w, buffers := cw.w, cw.m.buffers
-	hw.unlock()
 	if err != nil || state == stateWaiting {
 		return total, err
 	}
@@ -273,6 +292,22 @@ func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
 		n, err = copyThrough(buffers, writeOnly{hw}, src)
 	}
 	return total + n, err
+}
+
+// readHeld is the part of ReadFrom done under the lock: what src gives
+// while the verdict waits goes into the buffer. The lock is released by a
+// defer, since src is the handler's and may panic. It returns the state
+// after, whether the rest may go to w's ReadFrom directly, w, and the
+// buffer pool; w is nil if the response had finished.
+func (hw *handlerWriter) readHeld(src io.Reader) (total int64, state writerState, direct bool, w http.ResponseWriter, buffers *pool.Buffers, err error) {
+	cw := hw.lock()
+	if cw == nil {
+		return 0, stateFinished, false, nil, nil, nil
+	}
+	defer hw.unlock()
+	total, err = cw.readHeld(src)
+	state = cw.state
+	return total, state, state == statePlain && !cw.remembering(), cw.w, cw.m.buffers, err
 }
 
 // quiet stops the response being reported to m's observer if m is the

@@ -149,7 +149,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		s, hw := m.open(w, r)
 		r = withPlainTags(r, s.cw.coding(), m.offers)
 		completed := false
-		defer func() { m.close(s, completed) }()
+		defer func() { m.close(s, hw, completed) }()
 		if sd := m.dicts.standaloneFor(r); sd != nil {
 			sd.ServeHTTP(hw, r) // a WithDictionary path: squeeze serves it
 		} else {
