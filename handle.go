@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/squeezehttp/squeeze/pool"
@@ -35,9 +34,11 @@ type slot struct {
 	// and two Puts per response. A response that goes on as a stream
 	// gives its buffer to the pool at once, as before.
 	spare [2]*[]byte
-	// faces is the rest of a block of handlerWriters, carved one per
-	// response so that a block of faceBlock costs one allocation.
-	faces []handlerWriter
+	// faces and values are the rest of blocks of handlerWriters and of
+	// headerValues, carved one of each per response, so that a block of
+	// faceBlock costs one allocation.
+	faces  []handlerWriter
+	values []headerValues
 
 	// The last content type matched and the last Accept-Encoding
 	// negotiated in this slot, with their answers. Handlers mostly declare
@@ -50,8 +51,10 @@ type slot struct {
 	lastOffer    int
 }
 
-// faceBlock is how many handlerWriters are allocated at once. A
-// handlerWriter a goroutine keeps keeps its block alive, 80 bytes each.
+// faceBlock is how many handlerWriters, and headerValues, are allocated at
+// once. A handlerWriter a goroutine keeps keeps its block (16 bytes each)
+// and its slot alive; a header map kept after its response keeps a block
+// of headerValues (64 bytes each), which points at nothing else.
 const faceBlock = 32
 
 // negotiate is [negotiate] for one field line, answered from the memo when
@@ -86,39 +89,41 @@ func (cw *responseWriter) matchType(ct string) bool {
 
 // handlerWriter is the [http.ResponseWriter] a handler is given: one per
 // response, never reused, standing for the slot's responseWriter while its
-// generation is current. It also holds the backing arrays of the header
-// values the middleware sets, which must live as long as the header map
-// that points at them, not as long as the slot's use for this response.
+// generation is current.
 type handlerWriter struct {
-	// s is the slot while the response lasts, nil after.
-	s   atomic.Pointer[slot]
+	s   *slot
 	gen uint64
+}
 
-	encodingValue, varyValue, lengthValue [1]string
-	// digits holds the decimal digits of the Content-Length the
-	// middleware sets, which lengthValue's string refers to (see
-	// digitsOf).
+// headerValues holds the backing arrays of the header values the
+// middleware sets on one response, which must live as long as the header
+// map that points at them, not as long as the slot's use for the response:
+// one per response, never reused.
+type headerValues struct {
+	encoding, vary, length [1]string
+	// digits holds the decimal digits of the Content-Length, which
+	// length's string refers to (see digitsOf).
 	digits [16]byte
 }
 
 // digitsOf returns n in decimal. The first call for a response returns a
-// string whose bytes are hw's digits, sparing the allocation strconv.Itoa
-// would make: hw serves one response and is never reused, so those bytes
+// string whose bytes are v's digits, sparing the allocation strconv.Itoa
+// would make: v serves one response and is never reused, so those bytes
 // never change once written, as a string's must not. Later calls (commit
 // makes none) and numbers of more than 16 digits allocate.
-func (hw *handlerWriter) digitsOf(n int) string {
-	if hw.lengthValue[0] != "" || n < 0 || uint64(n) >= 1e16 {
+func (v *headerValues) digitsOf(n int) string {
+	if v.length[0] != "" || n < 0 || uint64(n) >= 1e16 {
 		return strconv.Itoa(n)
 	}
-	i := len(hw.digits)
+	i := len(v.digits)
 	for {
 		i--
-		hw.digits[i] = byte('0' + n%10)
+		v.digits[i] = byte('0' + n%10)
 		if n /= 10; n == 0 {
 			break
 		}
 	}
-	return unsafe.String(&hw.digits[i], len(hw.digits)-i)
+	return unsafe.String(&v.digits[i], len(v.digits)-i)
 }
 
 // open takes a slot from the pool and readies it for the response to r on
@@ -130,12 +135,12 @@ func (m *Middleware) open(w http.ResponseWriter, r *http.Request) (*slot, *handl
 	}
 	if len(s.faces) == 0 {
 		s.faces = make([]handlerWriter, faceBlock)
+		s.values = make([]headerValues, faceBlock)
 	}
-	hw := &s.faces[0]
-	s.faces = s.faces[1:]
-	hw.s.Store(s)
-	hw.gen = s.gen
-	s.cw.start(m, s, w, r, hw)
+	hw, v := &s.faces[0], &s.values[0]
+	s.faces, s.values = s.faces[1:], s.values[1:]
+	hw.s, hw.gen = s, s.gen
+	s.cw.start(m, s, w, r, v)
 	return s, hw
 }
 
@@ -145,15 +150,11 @@ func (m *Middleware) open(w http.ResponseWriter, r *http.Request) (*slot, *handl
 // underlying writer aborting with [http.ErrAbortHandler]), the writer
 // still goes stale and the lock is still released, but the slot, in a
 // state no one checked, is left to the garbage collector.
-func (m *Middleware) close(s *slot, hw *handlerWriter, completed bool) {
+func (m *Middleware) close(s *slot, completed bool) {
 	s.mu.Lock()
 	finished := false
 	defer func() {
 		s.gen++
-		// The handlerWriter may outlive the response in a header map
-		// that points at its values: it must not keep the slot, and
-		// the slot's buffers, alive with it.
-		hw.s.Store(nil)
 		s.cw = responseWriter{}
 		s.mu.Unlock()
 		if finished {
@@ -165,13 +166,9 @@ func (m *Middleware) close(s *slot, hw *handlerWriter, completed bool) {
 }
 
 // lock locks the slot and returns its responseWriter if hw is current; if
-// the response finished, it returns nil with the slot unlocked. A slot
-// loaded just before close cleared hw.s is told by its generation.
+// the response finished, it returns nil with the slot unlocked.
 func (hw *handlerWriter) lock() *responseWriter {
-	s := hw.s.Load()
-	if s == nil {
-		return nil
-	}
+	s := hw.s
 	s.mu.Lock()
 	if s.gen != hw.gen {
 		s.mu.Unlock()
@@ -181,7 +178,7 @@ func (hw *handlerWriter) lock() *responseWriter {
 }
 
 // unlock unlocks the slot of a current hw, locked by lock.
-func (hw *handlerWriter) unlock() { hw.s.Load().mu.Unlock() }
+func (hw *handlerWriter) unlock() { hw.s.mu.Unlock() }
 
 // Header returns the header map of the underlying writer. After the
 // response finished, it returns an empty map that goes nowhere.

@@ -149,7 +149,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		s, hw := m.open(w, r)
 		r = withPlainTags(r, s.cw.coding(), m.offers)
 		completed := false
-		defer func() { m.close(s, hw, completed) }()
+		defer func() { m.close(s, completed) }()
 		if sd := m.dicts.standaloneFor(r); sd != nil {
 			sd.ServeHTTP(hw, r) // a WithDictionary path: squeeze serves it
 		} else {
@@ -252,11 +252,11 @@ type responseWriter struct {
 	sent    int64
 	elapsed time.Duration
 
-	// face is the handlerWriter the handler was given; it holds the
-	// backing arrays of the header values the middleware sets. slot is
-	// the slot cw lives in, which keeps spare buffers.
-	face *handlerWriter
-	slot *slot
+	// values holds the backing arrays of the header values the
+	// middleware sets. slot is the slot cw lives in, which keeps spare
+	// buffers.
+	values *headerValues
+	slot   *slot
 }
 
 // afterStatus holds the header as it was when the status was chosen, since
@@ -268,8 +268,8 @@ type afterStatus struct {
 
 // start readies cw, zero in its slot s, for the response to r on w. The
 // fields are set one by one: assigning a whole struct would copy it.
-func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r *http.Request, face *handlerWriter) {
-	cw.m, cw.slot, cw.face = m, s, face
+func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r *http.Request, values *headerValues) {
+	cw.m, cw.slot, cw.values = m, s, values
 	cw.w, cw.req = w, r
 	cw.hdr.declared = -1
 	cw.head = r.Method == http.MethodHead
@@ -581,8 +581,8 @@ func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []by
 
 // setEncoded sets the headers every encoded response carries.
 func (cw *responseWriter) setEncoded(h http.Header, coding string) {
-	cw.face.encodingValue[0] = coding
-	h["Content-Encoding"] = cw.face.encodingValue[:]
+	cw.values.encoding[0] = coding
+	h["Content-Encoding"] = cw.values.encoding[:]
 	// Byte ranges would refer to the encoded bytes, which differ from one
 	// response to the next; RFC 9110 §14.1.2.
 	delete(h, "Accept-Ranges")
@@ -911,8 +911,8 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 
 // setLength sets Content-Length to n.
 func (cw *responseWriter) setLength(h http.Header, n int) {
-	cw.face.lengthValue[0] = cw.face.digitsOf(n)
-	h["Content-Length"] = cw.face.lengthValue[:]
+	cw.values.length[0] = cw.values.digitsOf(n)
+	h["Content-Length"] = cw.values.length[:]
 }
 
 // addVary adds Accept-Encoding to Vary unless it, or "*", is there already.
@@ -921,8 +921,8 @@ func (cw *responseWriter) addVary(h http.Header) {
 	switch {
 	case headerHasToken(v, "accept-encoding") || headerHasToken(v, "*"):
 	case len(v) == 0:
-		cw.face.varyValue[0] = "Accept-Encoding"
-		h["Vary"] = cw.face.varyValue[:]
+		cw.values.vary[0] = "Accept-Encoding"
+		h["Vary"] = cw.values.vary[:]
 	default:
 		// A full slice forces append to copy: the handler may share its
 		// header values between responses.
