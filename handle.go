@@ -17,14 +17,15 @@ import (
 // handler's calls with finish, and the generation that tells the
 // handlerWriter of the current response from those of earlier ones.
 //
-// Pooling the state saves its allocation (about 250 bytes, the largest
-// part of squeeze's fixed cost per response: see BENCHMARKS.md). What makes
-// it safe is that a handler never holds the slot: it holds a handlerWriter,
-// allocated per response, that names the generation it was made for. When
-// the response finishes, the generation moves on under the lock, so a
-// goroutine the handler left running finds its handlerWriter stale and gets
-// errFinished; it can never write into a later client's response, nor into
-// a pooled encoder or buffer.
+// Pooling the state spares allocating it per response (232 bytes, whose
+// allocation was the largest single part of squeeze's fixed cost per
+// response: see BENCHMARKS.md). What makes it safe is that a handler never
+// holds the slot: it holds a handlerWriter, new for each response (16
+// bytes, carved from a block), that names the generation it was made for.
+// When the response finishes, the generation moves on under the lock, so
+// a goroutine the handler left running finds its handlerWriter stale and
+// gets errFinished; it can never write into a later client's response,
+// nor into a pooled encoder or buffer.
 type slot struct {
 	mu  sync.Mutex
 	gen uint64
