@@ -9,9 +9,11 @@
 # encoder's tables and window land in memory moves its speed by a few
 # percent for as long as the process lives (measured with perf: the same
 # fastEncL5.Encode took 3-4% longer for one pool's encoder than another's in
-# one process, and the order changed from one process to the next). Rounds
-# of one process (-count) share that luck; rounds of separate processes do
-# not, so their median is the figure to quote.
+# one process). Without help the layout is the same in every process of one
+# build, so benchVersusFloor allocates a random gap before each
+# implementation's encoder is built. Rounds of one process (-count) share
+# one layout; rounds of separate processes do not, so their median is the
+# figure to quote, and the one to compare two builds by.
 #
 # Environment: PROCS (6), BENCHTIME (1s), CPU (1).
 set -euo pipefail
