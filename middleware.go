@@ -257,6 +257,10 @@ type responseWriter struct {
 	// buffers.
 	values *headerValues
 	slot   *slot
+	// bare is set when the header held only Content-Type as the response
+	// was committed, an API handler's commonest: there is no Vary, ETag
+	// or Accept-Ranges to look up.
+	bare bool
 }
 
 // afterStatus holds the header as it was when the status was chosen, since
@@ -449,6 +453,8 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 	}
 	if cw.m.dicts != nil {
 		cw.dictionaryHeaders(h, f) // Vary, Use-As-Dictionary, Link
+	} else if _, ok := h["Content-Type"]; ok && len(h) == 1 {
+		cw.bare = true
 	}
 	if why.varies() || f.status == http.StatusNotModified && cw.notModifiedVaries(h) {
 		cw.addVary(h)
@@ -583,6 +589,9 @@ func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []by
 func (cw *responseWriter) setEncoded(h http.Header, coding string) {
 	cw.values.encoding[0] = coding
 	h["Content-Encoding"] = cw.values.encoding[:]
+	if cw.bare {
+		return
+	}
 	// Byte ranges would refer to the encoded bytes, which differ from one
 	// response to the next; RFC 9110 §14.1.2.
 	delete(h, "Accept-Ranges")
@@ -917,7 +926,10 @@ func (cw *responseWriter) setLength(h http.Header, n int) {
 
 // addVary adds Accept-Encoding to Vary unless it, or "*", is there already.
 func (cw *responseWriter) addVary(h http.Header) {
-	v := h["Vary"]
+	var v []string
+	if !cw.bare {
+		v = h["Vary"]
+	}
 	switch {
 	case headerHasToken(v, "accept-encoding") || headerHasToken(v, "*"):
 	case len(v) == 0:
