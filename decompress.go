@@ -153,11 +153,11 @@ func compressedLimit(limit int64) int64 {
 }
 
 // decodeRequest prepares r for the handler when its body carries a
-// Content-Encoding. It returns the request to pass on, a func to run when the
-// handler returns (nil when there is nothing to release), and false when it
-// has already answered: 415 for a coding it cannot undo or a stack deeper
-// than maxContentCodings, 413 for a declared length no body within the cap
-// could have.
+// Content-Encoding, whose field lines are values. It returns the request to
+// pass on, a func to run when the handler returns (nil when there is nothing
+// to release), and false when it has already answered: 415 for a coding it
+// cannot undo or a stack deeper than maxContentCodings, 413 for a declared
+// length no body within the cap could have.
 //
 // A request without a Body, or whose codings are all identity, only loses
 // the field. An empty body (http.NoBody or ContentLength 0, as servers
@@ -177,8 +177,7 @@ func compressedLimit(limit int64) int64 {
 //
 // A request without Content-Encoding, or any request when request decoding
 // is off (WithRequestDecoding), is returned as it is, without allocating.
-func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request) (*http.Request, func(), bool) {
-	values := r.Header["Content-Encoding"]
+func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request, values []string) (*http.Request, func(), bool) {
 	if len(values) == 0 || !m.decoding.enabled {
 		return r, nil, true
 	}

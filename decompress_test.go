@@ -38,7 +38,7 @@ import (
 // these tests pin decodeRequest without the response path.
 func decodeOnly(m *Middleware, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r, release, ok := m.decodeRequest(w, r)
+		r, release, ok := m.decodeRequest(w, r, r.Header["Content-Encoding"])
 		if !ok {
 			return
 		}
@@ -269,14 +269,14 @@ func TestDecodeRequestWithoutContentEncodingIsUntouched(t *testing.T) {
 	m := MustNew()
 	r := encodedRequest([]byte("plain"), 5)
 	rec := httptest.NewRecorder()
-	r2, release, ok := m.decodeRequest(rec, r)
+	r2, release, ok := m.decodeRequest(rec, r, r.Header["Content-Encoding"])
 	if r2 != r || release != nil || !ok {
 		t.Fatalf("decodeRequest = (%p, %v, %v), want (%p, nil, true)", r2, release != nil, ok, r)
 	}
 	if raceEnabled {
 		t.Skip("allocation counts are unreliable under -race")
 	}
-	if allocs := testing.AllocsPerRun(100, func() { m.decodeRequest(rec, r) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { m.decodeRequest(rec, r, r.Header["Content-Encoding"]) }); allocs != 0 {
 		t.Errorf("plain request: %v allocations, want 0", allocs)
 	}
 }
@@ -1261,7 +1261,7 @@ func TestDecodeRequestAllocationsDoNotGrowWithTheBody(t *testing.T) {
 				})
 				allocs[i] = testing.AllocsPerRun(200, func() {
 					src.Reset(body)
-					r2, release, ok := m.decodeRequest(rec, r)
+					r2, release, ok := m.decodeRequest(rec, r, r.Header["Content-Encoding"])
 					if !ok {
 						t.Fatal("refused")
 					}
@@ -1421,7 +1421,7 @@ func TestDecodeRequestNeverPoolsADecoderInUse(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPost, "/", pr)
 			r.Header.Set("Content-Encoding", coding)
 			m := MustNew()
-			r2, release, ok := m.decodeRequest(httptest.NewRecorder(), r)
+			r2, release, ok := m.decodeRequest(httptest.NewRecorder(), r, r.Header["Content-Encoding"])
 			if !ok {
 				t.Fatal("refused")
 			}
@@ -1569,7 +1569,7 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				src.Reset(body)
-				r2, release, ok := m.decodeRequest(rec, r)
+				r2, release, ok := m.decodeRequest(rec, r, r.Header["Content-Encoding"])
 				if !ok {
 					b.Fatal("refused")
 				}

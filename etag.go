@@ -73,8 +73,9 @@ func entityTag(elem string) (opaque string, weak, ok bool) {
 	return elem[1 : len(elem)-1], weak, true
 }
 
-// withPlainTags returns r with the plain form of every suffixed tag added
-// to its preconditions, next to the tag as sent, so that the handler (or
+// withPlainTags returns r, whose If-None-Match and If-Match field lines are
+// inm and im, with the plain form of every suffixed tag added to its
+// preconditions, next to the tag as sent, so that the handler (or
 // [http.ServeContent]) finds the tags it knows and a tag of its own that
 // happens to end like a suffix ("doc-pt-br") still matches as it is.
 //
@@ -86,8 +87,7 @@ func entityTag(elem string) (opaque string, weak, ok bool) {
 // every offered coding, for strong tags only, since it compares strongly.
 // The request is copied, with a cloned header, only when something is
 // added.
-func withPlainTags(r *http.Request, coding string, offers []offer) *http.Request {
-	inm, im := r.Header["If-None-Match"], r.Header["If-Match"]
+func withPlainTags(r *http.Request, inm, im []string, coding string, offers []offer) *http.Request {
 	if len(inm) == 0 && len(im) == 0 {
 		return r
 	}

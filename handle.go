@@ -127,9 +127,10 @@ func (v *headerValues) digitsOf(n int) string {
 	return unsafe.String(&v.digits[i], len(v.digits)-i)
 }
 
-// open takes a slot from the pool and readies it for the response to r on
-// w. The handler is to be given the handlerWriter; close ends the response.
-func (m *Middleware) open(w http.ResponseWriter, r *http.Request) (*slot, *handlerWriter) {
+// open takes a slot from the pool and readies it for the response to r,
+// whose fields q holds, on w. The handler is to be given the
+// handlerWriter; close ends the response.
+func (m *Middleware) open(w http.ResponseWriter, r *http.Request, q *requestFields) (*slot, *handlerWriter) {
 	s, _ := m.slots.Get().(*slot)
 	if s == nil {
 		s = new(slot)
@@ -141,7 +142,7 @@ func (m *Middleware) open(w http.ResponseWriter, r *http.Request) (*slot, *handl
 	hw, v := &s.faces[0], &s.values[0]
 	s.faces, s.values = s.faces[1:], s.values[1:]
 	hw.s, hw.gen = s, s.gen
-	s.cw.start(m, s, w, r, v)
+	s.cw.start(m, s, w, r, q, v)
 	return s, hw
 }
 

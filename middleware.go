@@ -135,19 +135,20 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		m = defaultMiddleware()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r, release, ok := m.decodeRequest(w, r)
+		q := readRequest(r.Header)
+		r, release, ok := m.decodeRequest(w, r, q.contentEncoding)
 		if !ok {
 			return
 		}
 		if release != nil {
 			defer release()
 		}
-		if isUpgrade(r) {
+		if isUpgrade(r, &q) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		s, hw := m.open(w, r)
-		r = withPlainTags(r, s.cw.coding(), m.offers)
+		s, hw := m.open(w, r, &q)
+		r = withPlainTags(r, q.ifNoneMatch, q.ifMatch, s.cw.coding(), m.offers)
 		completed := false
 		defer func() { m.close(s, completed) }()
 		if sd := m.dicts.standaloneFor(r); sd != nil {
@@ -159,16 +160,60 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 	})
 }
 
+// requestFields are the request header fields the middleware reads on
+// every request.
+type requestFields struct {
+	contentEncoding, upgrade, connection, ranges, acceptEncoding, ifNoneMatch, ifMatch []string
+}
+
+// smallHeader is the most keys a request header may have for readRequest
+// to walk it rather than look its fields up: a Go client's request has
+// three or four, a browser's a dozen or more.
+const smallHeader = 8
+
+// readRequest reads the fields the middleware needs from a request's
+// header: in one pass over a small map, where seven look-ups, each hashing
+// its key, would cost more; by look-up otherwise. Keys are canonical, as
+// net/http makes them.
+func readRequest(h http.Header) requestFields {
+	var q requestFields
+	if len(h) > smallHeader {
+		q.contentEncoding, q.upgrade, q.connection = h["Content-Encoding"], h["Upgrade"], h["Connection"]
+		q.ranges, q.acceptEncoding = h["Range"], h["Accept-Encoding"]
+		q.ifNoneMatch, q.ifMatch = h["If-None-Match"], h["If-Match"]
+		return q
+	}
+	for k, v := range h {
+		switch k {
+		case "Content-Encoding":
+			q.contentEncoding = v
+		case "Upgrade":
+			q.upgrade = v
+		case "Connection":
+			q.connection = v
+		case "Range":
+			q.ranges = v
+		case "Accept-Encoding":
+			q.acceptEncoding = v
+		case "If-None-Match":
+			q.ifNoneMatch = v
+		case "If-Match":
+			q.ifMatch = v
+		}
+	}
+	return q
+}
+
 // isUpgrade reports whether r asks to switch protocols (WebSocket, h2c) or
 // to tunnel: the response stream then is not an HTTP body at all.
-func isUpgrade(r *http.Request) bool {
+func isUpgrade(r *http.Request, q *requestFields) bool {
 	if r.Method == http.MethodConnect {
 		return true
 	}
-	if len(r.Header["Upgrade"]) == 0 {
+	if len(q.upgrade) == 0 {
 		return false
 	}
-	return headerHasToken(r.Header["Connection"], "upgrade")
+	return headerHasToken(q.connection, "upgrade")
 }
 
 type writerState uint8
@@ -272,14 +317,14 @@ type afterStatus struct {
 
 // start readies cw, zero in its slot s, for the response to r on w. The
 // fields are set one by one: assigning a whole struct would copy it.
-func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r *http.Request, values *headerValues) {
+func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r *http.Request, q *requestFields, values *headerValues) {
 	cw.m, cw.slot, cw.values = m, s, values
 	cw.w, cw.req = w, r
 	cw.hdr.declared = -1
 	cw.head = r.Method == http.MethodHead
-	cw.ranged = len(r.Header["Range"]) > 0
+	cw.ranged = len(q.ranges) > 0
 	if !cw.ranged {
-		if i := s.negotiate(r.Header["Accept-Encoding"], m.offers); i >= 0 {
+		if i := s.negotiate(q.acceptEncoding, m.offers); i >= 0 {
 			cw.offer = &m.offers[i]
 		}
 	}
