@@ -22,6 +22,18 @@ func (w *allocWriter) Header() http.Header         { return w.h }
 func (w *allocWriter) WriteHeader(int)             {}
 func (w *allocWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
 
+// reusedWriter returns an allocWriter and a func that serves req through
+// h into it, cleared first, so that repeated responses count only the
+// middleware's allocations.
+func reusedWriter(h http.Handler, req *http.Request) (*allocWriter, func()) {
+	w := &allocWriter{h: make(http.Header, 8)}
+	return w, func() {
+		clear(w.h)
+		w.n = 0
+		h.ServeHTTP(w, req)
+	}
+}
+
 func TestSteadyStateAllocations(t *testing.T) {
 	if squeeze.RaceEnabled {
 		t.Skip("sync.Pool drops Puts at random under -race")
@@ -64,13 +76,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 		} {
 			t.Run(coding+"/"+obs.name, func(t *testing.T) {
 				h := newMiddleware(t, append(obs.opts, squeeze.WithEncodings(coding))...).Handler(next)
-				req := request("GET", coding)
-				w := &allocWriter{h: make(http.Header, 8)}
-				serve := func() {
-					clear(w.h)
-					w.n = 0
-					h.ServeHTTP(w, req)
-				}
+				w, serve := reusedWriter(h, request("GET", coding))
 				serve()
 				if ce := w.h.Get("Content-Encoding"); ce != coding || w.n == 0 || w.n >= len(page) {
 					t.Fatalf("warm-up response: Content-Encoding %q, %d bytes; want %s and fewer than %d", ce, w.n, coding, len(page))

@@ -650,13 +650,7 @@ func TestCacheHitAllocations(t *testing.T) {
 				}
 				_, _ = w.Write(page)
 			}))
-			req := request("GET", "zstd")
-			w := &allocWriter{h: make(http.Header, 8)}
-			serve := func() {
-				clear(w.h)
-				w.n = 0
-				h.ServeHTTP(w, req)
-			}
+			_, serve := reusedWriter(h, request("GET", "zstd"))
 			serve()
 			serve()
 			if c.Stats().Hits != 1 {

@@ -191,29 +191,20 @@ func (m *Middleware) decodeRequest(w http.ResponseWriter, r *http.Request, value
 	n := 0
 	last := ""    // the last coding named: the first to undo
 	refusal := "" // why the codings cannot be undone
-list:
-	for _, v := range values {
-		for v != "" {
-			var token string
-			token, v = nextElement(v)
-			token = trimOWS(token)
-			if token == "" || strings.EqualFold(token, "identity") {
-				continue
-			}
-			last = token
-			coding, ok := writers.Canonical(token)
-			switch {
-			case !ok || m.decoding.decoders[coding] == nil:
-				refusal = "unsupported Content-Encoding"
-				break list
-			case n == len(codings):
-				refusal = "too many Content-Encoding layers"
-				break list
-			}
-			codings[n] = coding
-			last = coding
-			n++
+	for token := range contentCodings(values) {
+		last = token
+		coding, ok := writers.Canonical(token)
+		if !ok || m.decoding.decoders[coding] == nil {
+			refusal = "unsupported Content-Encoding"
+			break
 		}
+		if n == len(codings) {
+			refusal = "too many Content-Encoding layers"
+			break
+		}
+		codings[n] = coding
+		last = coding
+		n++
 	}
 	if last == "" {
 		// identity only: the body is already what it claims to be.

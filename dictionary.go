@@ -541,18 +541,10 @@ func explicitCoding(acceptEncoding []string, codings []string) string {
 	for i := range weights {
 		weights[i] = qUnnamed
 	}
-	for _, line := range acceptEncoding {
-		for line != "" {
-			var element string
-			element, line = nextElement(line)
-			token, q, ok := parseElement(element)
-			if !ok {
-				continue
-			}
-			for i, c := range codings {
-				if equalFold(token, c) {
-					weights[i] = mergeWeight(weights[i], q)
-				}
+	for token, q := range weightedTokens(acceptEncoding) {
+		for i, c := range codings {
+			if equalFold(token, c) {
+				weights[i] = mergeWeight(weights[i], q)
 			}
 		}
 	}

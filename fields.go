@@ -1,6 +1,9 @@
 package squeeze
 
-import "strings"
+import (
+	"iter"
+	"strings"
+)
 
 // This file holds the one reader of RFC 9110 comma-separated lists
 // (§5.6.1) that every header parser in the package shares: Accept-Encoding
@@ -39,6 +42,28 @@ func splitElement(line string, quotedPairs bool) (element, rest string) {
 		}
 	}
 	return line, ""
+}
+
+// contentCodings yields the codings the Content-Encoding field lines name,
+// in the order applied, each as written with the space around it trimmed;
+// empty elements and identity, which changes nothing, are skipped. Request
+// decoding and the Transport's response decoding both read the field so.
+func contentCodings(lines []string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, v := range lines {
+			for v != "" {
+				var token string
+				token, v = nextElement(v)
+				token = trimOWS(token)
+				if token == "" || strings.EqualFold(token, "identity") {
+					continue
+				}
+				if !yield(token) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // headerHasToken reports whether the comma-separated field lines contain

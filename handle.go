@@ -264,9 +264,6 @@ func (hw *handlerWriter) Unwrap() http.ResponseWriter {
 // buffer as writes would.
 func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
 	total, state, direct, w, buffers, err := hw.readHeld(src)
-	if state == stateFinished && w == nil {
-		return 0, errFinished
-	}
 	if err != nil || state == stateWaiting {
 		return total, err
 	}
@@ -283,8 +280,6 @@ func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
 		}
 	case state == stateHijacked:
 		err = http.ErrHijacked
-	case state == stateFinished:
-		err = errFinished
 	default:
 		// Through Write, a chunk at a time: each takes the lock, so
 		// finish is never kept waiting for a copy.
@@ -297,11 +292,11 @@ func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
 // while the verdict waits goes into the buffer. The lock is released by a
 // defer, since src is the handler's and may panic. It returns the state
 // after, whether the rest may go to w's ReadFrom directly, w, and the
-// buffer pool; w is nil if the response had finished.
+// buffer pool; errFinished if the response had finished.
 func (hw *handlerWriter) readHeld(src io.Reader) (total int64, state writerState, direct bool, w http.ResponseWriter, buffers *pool.Buffers, err error) {
 	cw := hw.lock()
 	if cw == nil {
-		return 0, stateFinished, false, nil, nil, nil
+		return 0, stateFinished, false, nil, nil, errFinished
 	}
 	defer hw.unlock()
 	total, err = cw.readHeld(src)

@@ -236,9 +236,10 @@ const (
 	stateFinished
 )
 
-// errFinished is returned by writes made after the handler returned, for
-// example from a goroutine the handler left behind.
-var errFinished = errors.New("squeeze: write after the handler returned")
+// errFinished is returned by writes, flushes, copies and hijacks made after
+// the handler returned, for example from a goroutine the handler left
+// behind.
+var errFinished = errors.New("squeeze: the response is finished: its handler has returned")
 
 // responseWriter is the state of one response. It is pooled (see slot):
 // handlers never see it, only the [handlerWriter] that stands for it while

@@ -1,6 +1,8 @@
 package squeeze
 
 import (
+	"iter"
+
 	"github.com/squeezehttp/squeeze/pool"
 )
 
@@ -61,24 +63,16 @@ func negotiate(acceptEncoding []string, offers []offer) int {
 	}
 	star, identity := qUnnamed, qUnnamed
 
-	for _, line := range acceptEncoding {
-		for line != "" {
-			var element string
-			element, line = nextElement(line)
-			token, q, ok := parseElement(element)
-			if !ok {
-				continue
-			}
-			switch {
-			case token == "*":
-				star = mergeWeight(star, q)
-			case equalFold(token, "identity"):
-				identity = mergeWeight(identity, q)
-			default:
-				for i := range offers {
-					if codingIs(token, offers[i].coding) {
-						weights[i] = mergeWeight(weights[i], q)
-					}
+	for token, q := range weightedTokens(acceptEncoding) {
+		switch {
+		case token == "*":
+			star = mergeWeight(star, q)
+		case equalFold(token, "identity"):
+			identity = mergeWeight(identity, q)
+		default:
+			for i := range offers {
+				if codingIs(token, offers[i].coding) {
+					weights[i] = mergeWeight(weights[i], q)
 				}
 			}
 		}
@@ -143,6 +137,23 @@ func mergeWeight(old, q int) int {
 		return 0
 	}
 	return max(old, q)
+}
+
+// weightedTokens yields each well-formed element of the Accept-Encoding
+// field lines as its token and weight (see parseElement); malformed
+// elements are skipped one by one.
+func weightedTokens(lines []string) iter.Seq2[string, int] {
+	return func(yield func(string, int) bool) {
+		for _, line := range lines {
+			for line != "" {
+				var element string
+				element, line = nextElement(line)
+				if token, q, ok := parseElement(element); ok && !yield(token, q) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // parseElement parses one list element, `coding [ OWS ";" OWS "q=" qvalue ]`

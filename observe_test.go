@@ -685,12 +685,10 @@ func BenchmarkObserver(b *testing.B) {
 		}{{"none", nil}, {"counters", []squeeze.Option{squeeze.WithObserver(counters.Observe)}}} {
 			b.Run("body="+body.name+"/observer="+obs.name, func(b *testing.B) {
 				h := newMiddleware(b, append(obs.opts, squeeze.WithEncodings(squeeze.Zstd))...).Handler(next)
-				req := request("GET", "zstd")
-				w := &allocWriter{h: make(http.Header, 8)}
+				_, serve := reusedWriter(h, request("GET", "zstd"))
 				b.ReportAllocs()
 				for b.Loop() {
-					clear(w.h)
-					h.ServeHTTP(w, req)
+					serve()
 				}
 			})
 		}

@@ -299,28 +299,20 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 	}
 	var codings [maxContentCodings]string
 	n := 0
-	for _, v := range resp.Header["Content-Encoding"] {
-		for v != "" {
-			var token string
-			token, v = nextElement(v)
-			token = trimOWS(token)
-			if token == "" || strings.EqualFold(token, "identity") {
-				continue
-			}
-			coding, ok := writers.Canonical(token)
-			switch {
-			case ok && s.dec.decoders[coding] != nil:
-			case dict != nil && (strings.EqualFold(token, DCZ) || strings.EqualFold(token, DCB)):
-				coding = strings.ToLower(token)
-			default:
-				return // a coding it cannot undo: the response as it came
-			}
-			if n == len(codings) {
-				return // too deep a stack
-			}
-			codings[n] = coding
-			n++
+	for token := range contentCodings(resp.Header["Content-Encoding"]) {
+		coding, ok := writers.Canonical(token)
+		switch {
+		case ok && s.dec.decoders[coding] != nil:
+		case dict != nil && (strings.EqualFold(token, DCZ) || strings.EqualFold(token, DCB)):
+			coding = strings.ToLower(token)
+		default:
+			return // a coding it cannot undo: the response as it came
 		}
+		if n == len(codings) {
+			return // too deep a stack
+		}
+		codings[n] = coding
+		n++
 	}
 	var capture *dictCapture
 	if s.dicts != nil {
