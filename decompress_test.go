@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1762,12 +1763,15 @@ func TestWithDecoderMemoryValidates(t *testing.T) {
 var brBomb = []byte{0xcf, 0xff, 0xff, 0xff, 'h', 'e', 'l', 'l', 'o'}
 
 // stalled starts a request whose body is head and then nothing, as from a
-// client that stopped sending, and returns once its decoder has read head.
-// stop makes the body fail, and waits for the handler to return.
+// client that stopped sending, and returns once its decoder has taken head
+// in and asked for more: by then it holds whatever head made it allocate,
+// so a measurement that follows does not see that allocation. stop makes
+// the body fail, and waits for the handler to return.
 func stalled(t *testing.T, h http.Handler, coding string, head []byte) (stop func()) {
 	t.Helper()
 	pr, pw := io.Pipe()
-	r := httptest.NewRequest(http.MethodPost, "/", pr)
+	body := &readCounter{r: pr, asked: make(chan struct{}, 64)}
+	r := httptest.NewRequest(http.MethodPost, "/", body)
 	r.Header.Set("Content-Encoding", coding)
 	done := make(chan struct{})
 	go func() {
@@ -1777,10 +1781,35 @@ func stalled(t *testing.T, h http.Handler, coding string, head []byte) (stop fun
 	if _, err := pw.Write(head); err != nil { // returns once read
 		t.Fatal(err)
 	}
+	// Every Read that took part of head has begun; wait for the next.
+	for seen := body.calls.Load(); body.calls.Load() <= seen; {
+		select {
+		case <-body.asked:
+		case <-done:
+			t.Fatal("the handler returned before asking for more of the body")
+		}
+	}
 	return func() {
 		pw.CloseWithError(errors.New("client gone"))
 		<-done
 	}
+}
+
+// readCounter counts the Read calls made on r, and signals each on asked
+// without blocking.
+type readCounter struct {
+	r     io.Reader
+	calls atomic.Int64
+	asked chan struct{}
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	c.calls.Add(1)
+	select {
+	case c.asked <- struct{}{}:
+	default:
+	}
+	return c.r.Read(p)
 }
 
 // TestDecodeRequestDecoderBudget: decoders are charged to the budget when
