@@ -186,18 +186,30 @@ func benchVersusFloor(b *testing.B, impls []*Impl, body Body, parallel bool) {
 			b.Fatalf("%s does not round-trip: %v", impl.Name, err)
 		}
 	}
+	// Where an implementation's frames land on the goroutine's stack
+	// matters as much, and nothing else varies it: a goroutine's stack
+	// ends on a page boundary, so a call path puts each frame at the same
+	// offset within a page in every process of one build. An encoder
+	// whose stack slots share their low 12 address bits with the heap
+	// tables it updates waits on false store-to-load dependencies (4K
+	// aliasing; measured: go-brrr's buildMetaBlockGreedy took 2.7x as long
+	// under squeeze as under the floor for the same input, its time on
+	// loads from the stack that follow stores into its histograms, and br
+	// at 16 KiB went from 0.99 of the floor to 0.95 by a change that only
+	// altered squeeze's frame sizes). So each implementation serves from
+	// its own random depth, drawn per process.
+	depths := make([]int, n)
+	for i := range depths {
+		depths[i] = rand.IntN(maxDepth + 1)
+	}
 	// round serves one response through each, starting with a different
 	// one each time, so that none always finds the caches as another left
 	// them.
 	round := func(w *ResponseWriter, r *http.Request, i int, spent []time.Duration) {
-		t0 := time.Now()
 		for k := range n {
 			j := (i + k) % n
 			w.Reset()
-			hs[j].ServeHTTP(w, r)
-			t1 := time.Now()
-			spent[j] += t1.Sub(t0)
-			t0 = t1
+			spent[j] += serveAt(depths[j], hs[j], w, r)
 		}
 	}
 	w, r := NewResponseWriter(false), NewRequest(coding)
@@ -240,6 +252,24 @@ func benchVersusFloor(b *testing.B, impls []*Impl, body Body, parallel bool) {
 		b.ReportMetric(ns/1e9/float64(b.N), name+"-sec/op")
 	}
 	b.ReportMetric(floorNs/1e9/float64(b.N), "floor-sec/op")
+}
+
+// maxDepth is the deepest serveAt recurses: its frames take 88 bytes on
+// amd64, so its depths span two 4 KiB pages.
+const maxDepth = 96
+
+// serveAt serves one response to r through h, depth frames further down
+// the stack than its caller, and returns how long h took (the descent not
+// included).
+//
+//go:noinline
+func serveAt(depth int, h http.Handler, w http.ResponseWriter, r *http.Request) time.Duration {
+	if depth > 0 {
+		return serveAt(depth-1, h, w, r)
+	}
+	t0 := time.Now()
+	h.ServeHTTP(w, r)
+	return time.Since(t0)
 }
 
 // BenchmarkObserverVersusFloor is the serial BenchmarkVersusFloor for
