@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"unsafe"
 
 	"github.com/squeezehttp/squeeze/pool"
 )
@@ -35,11 +34,19 @@ type slot struct {
 	// and two Puts per response. A response that goes on as a stream
 	// gives its buffer to the pool at once, as before.
 	spare [2]*[]byte
-	// faces and values are the rest of blocks of handlerWriters and of
-	// headerValues, carved one of each per response, so that a block of
-	// faceBlock costs one allocation.
-	faces  []handlerWriter
-	values []headerValues
+	// faces is the rest of a block of handlerWriters, carved one per
+	// response, so that a block of faceBlock costs one allocation.
+	faces []handlerWriter
+
+	// The header values the slot's responses were last given. A value
+	// slice handed to a header map is never written again, so responses
+	// share one while the value stays the same, as a handler may share
+	// its own (w.Header()["Content-Type"] = ct); a new value gets a new
+	// slice. A header map kept after its response (an access logger's)
+	// therefore never sees a later response's value, and pins a slice of
+	// one string, not the slot.
+	encoding, vary, length []string
+	lastLength             int
 
 	// The last content type matched and the last Accept-Encoding
 	// negotiated in this slot, with their answers. Handlers mostly declare
@@ -52,11 +59,37 @@ type slot struct {
 	lastOffer    int
 }
 
-// faceBlock is how many handlerWriters, and headerValues, are allocated at
-// once. A handlerWriter a goroutine keeps keeps its block (16 bytes each)
-// and its slot alive; a header map kept after its response keeps a block
-// of headerValues (64 bytes each), which points at nothing else.
+// faceBlock is how many handlerWriters are allocated at once. A
+// handlerWriter a goroutine keeps keeps its block (16 bytes each) and its
+// slot alive.
 const faceBlock = 32
+
+// encodingValue returns the Content-Encoding value coding, shared with
+// earlier responses that had the same one.
+func (s *slot) encodingValue(coding string) []string {
+	if len(s.encoding) == 0 || s.encoding[0] != coding {
+		s.encoding = []string{coding}
+	}
+	return s.encoding
+}
+
+// varyValue returns the Vary value Accept-Encoding, shared between the
+// slot's responses.
+func (s *slot) varyValue() []string {
+	if s.vary == nil {
+		s.vary = []string{"Accept-Encoding"}
+	}
+	return s.vary
+}
+
+// lengthValue returns the Content-Length value n, shared with earlier
+// responses of the same length: a page served again and again has one.
+func (s *slot) lengthValue(n int) []string {
+	if s.length == nil || s.lastLength != n {
+		s.length, s.lastLength = []string{strconv.Itoa(n)}, n
+	}
+	return s.length
+}
 
 // negotiate is [negotiate] for one field line, answered from the memo when
 // the line is the one negotiated last.
@@ -96,37 +129,6 @@ type handlerWriter struct {
 	gen uint64
 }
 
-// headerValues holds the backing arrays of the header values the
-// middleware sets on one response, which must live as long as the header
-// map that points at them, not as long as the slot's use for the response:
-// one per response, never reused.
-type headerValues struct {
-	encoding, vary, length [1]string
-	// digits holds the decimal digits of the Content-Length, which
-	// length's string refers to (see digitsOf).
-	digits [16]byte
-}
-
-// digitsOf returns n in decimal. The first call for a response returns a
-// string whose bytes are v's digits, sparing the allocation strconv.Itoa
-// would make: v serves one response and is never reused, so those bytes
-// never change once written, as a string's must not. Later calls (commit
-// makes none) and numbers of more than 16 digits allocate.
-func (v *headerValues) digitsOf(n int) string {
-	if v.length[0] != "" || n < 0 || uint64(n) >= 1e16 {
-		return strconv.Itoa(n)
-	}
-	i := len(v.digits)
-	for {
-		i--
-		v.digits[i] = byte('0' + n%10)
-		if n /= 10; n == 0 {
-			break
-		}
-	}
-	return unsafe.String(&v.digits[i], len(v.digits)-i)
-}
-
 // open takes a slot from the pool and readies it for the response to r,
 // whose fields q holds, on w. The handler is to be given the
 // handlerWriter; close ends the response.
@@ -137,12 +139,11 @@ func (m *Middleware) open(w http.ResponseWriter, r *http.Request, q *requestFiel
 	}
 	if len(s.faces) == 0 {
 		s.faces = make([]handlerWriter, faceBlock)
-		s.values = make([]headerValues, faceBlock)
 	}
-	hw, v := &s.faces[0], &s.values[0]
-	s.faces, s.values = s.faces[1:], s.values[1:]
+	hw := &s.faces[0]
+	s.faces = s.faces[1:]
 	hw.s, hw.gen = s, s.gen
-	s.cw.start(m, s, w, r, q, v)
+	s.cw.start(m, s, w, r, q)
 	return s, hw
 }
 

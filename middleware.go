@@ -298,11 +298,11 @@ type responseWriter struct {
 	sent    int64
 	elapsed time.Duration
 
-	// values holds the backing arrays of the header values the
-	// middleware sets. slot is the slot cw lives in, which keeps spare
-	// buffers.
-	values *headerValues
-	slot   *slot
+	// slot is the slot cw lives in, which keeps spare buffers and the
+	// header values it sets. encodedAs is the coding the response was
+	// sent in, "" for none.
+	slot      *slot
+	encodedAs string
 	// bare is set when the header held only Content-Type as the response
 	// was committed, an API handler's commonest: there is no Vary, ETag
 	// or Accept-Ranges to look up.
@@ -318,8 +318,8 @@ type afterStatus struct {
 
 // start readies cw, zero in its slot s, for the response to r on w. The
 // fields are set one by one: assigning a whole struct would copy it.
-func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r *http.Request, q *requestFields, values *headerValues) {
-	cw.m, cw.slot, cw.values = m, s, values
+func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r *http.Request, q *requestFields) {
+	cw.m, cw.slot = m, s
 	cw.w, cw.req = w, r
 	cw.hdr.declared = -1
 	cw.head = r.Method == http.MethodHead
@@ -633,8 +633,8 @@ func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []by
 
 // setEncoded sets the headers every encoded response carries.
 func (cw *responseWriter) setEncoded(h http.Header, coding string) {
-	cw.values.encoding[0] = coding
-	h["Content-Encoding"] = cw.values.encoding[:]
+	cw.encodedAs = coding
+	h["Content-Encoding"] = cw.slot.encodingValue(coding)
 	if cw.bare {
 		return
 	}
@@ -966,8 +966,7 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 
 // setLength sets Content-Length to n.
 func (cw *responseWriter) setLength(h http.Header, n int) {
-	cw.values.length[0] = cw.values.digitsOf(n)
-	h["Content-Length"] = cw.values.length[:]
+	h["Content-Length"] = cw.slot.lengthValue(n)
 }
 
 // addVary adds Accept-Encoding to Vary unless it, or "*", is there already.
@@ -979,8 +978,7 @@ func (cw *responseWriter) addVary(h http.Header) {
 	switch {
 	case headerHasToken(v, "accept-encoding") || headerHasToken(v, "*"):
 	case len(v) == 0:
-		cw.values.vary[0] = "Accept-Encoding"
-		h["Vary"] = cw.values.vary[:]
+		h["Vary"] = cw.slot.varyValue()
 	default:
 		// A full slice forces append to copy: the handler may share its
 		// header values between responses.

@@ -131,7 +131,7 @@ func (cw *responseWriter) report() {
 	if cw.silent {
 		return
 	}
-	e := Event{Kind: ResponseEvent, Coding: cw.values.encoding[0], Skipped: cw.why, Out: cw.sent, Elapsed: cw.elapsed}
+	e := Event{Kind: ResponseEvent, Coding: cw.encodedAs, Skipped: cw.why, Out: cw.sent, Elapsed: cw.elapsed}
 	if e.Coding == "" && e.Skipped == ReasonNone {
 		return // never decided: the handler panicked first
 	}
