@@ -38,15 +38,19 @@ type slot struct {
 	// response, so that a block of faceBlock costs one allocation.
 	faces []handlerWriter
 
-	// The header values the slot's responses were last given. A value
-	// slice handed to a header map is never written again, so responses
-	// share one while the value stays the same, as a handler may share
-	// its own (w.Header()["Content-Type"] = ct); a new value gets a new
-	// slice. A header map kept after its response (an access logger's)
-	// therefore never sees a later response's value, and pins a slice of
-	// one string, not the slot.
+	// The header values the slot's responses were last given. The
+	// middleware never writes a value slice it has handed to a header map,
+	// so responses share one while the value stays the same, as a handler
+	// may share its own (w.Header()["Content-Type"] = ct); a new value
+	// gets a new slice. A header map kept after its response (an access
+	// logger's) therefore never sees a later response's value, and pins a
+	// slice of one string, not the slot. Whoever else writes into a
+	// handed-out slice (h["Content-Length"][0] = ..., in place of Set)
+	// makes it differ from what the slot remembers, and it is not handed
+	// out again.
 	encoding, vary, length []string
 	lastLength             int
+	lengthText             string
 
 	// The last content type matched and the last Accept-Encoding
 	// negotiated in this slot, with their answers. Handlers mostly declare
@@ -76,7 +80,7 @@ func (s *slot) encodingValue(coding string) []string {
 // varyValue returns the Vary value Accept-Encoding, shared between the
 // slot's responses.
 func (s *slot) varyValue() []string {
-	if s.vary == nil {
+	if len(s.vary) == 0 || s.vary[0] != "Accept-Encoding" {
 		s.vary = []string{"Accept-Encoding"}
 	}
 	return s.vary
@@ -85,8 +89,9 @@ func (s *slot) varyValue() []string {
 // lengthValue returns the Content-Length value n, shared with earlier
 // responses of the same length: a page served again and again has one.
 func (s *slot) lengthValue(n int) []string {
-	if s.length == nil || s.lastLength != n {
-		s.length, s.lastLength = []string{strconv.Itoa(n)}, n
+	if len(s.length) == 0 || s.lastLength != n || s.length[0] != s.lengthText {
+		s.lengthText, s.lastLength = strconv.Itoa(n), n
+		s.length = []string{s.lengthText}
 	}
 	return s.length
 }
