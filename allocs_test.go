@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/squeezehttp/squeeze"
@@ -90,6 +91,49 @@ func TestSteadyStateAllocations(t *testing.T) {
 		if want := `"compressed":9601`; !strings.Contains(counters.String(), want) {
 			t.Errorf("the observer did not see every response: %s lacks %s", counters.String(), want)
 		}
+	}
+}
+
+// An API's responses differ in length from one to the next, and a slot
+// serves browsers and Go clients in turn: each new Content-Length comes
+// from a block of 32 (32 bytes each, digits included), and the slot keeps
+// a Content-Encoding value per coding.
+func TestSteadyStateAllocationsVaryingResponses(t *testing.T) {
+	if squeeze.RaceEnabled {
+		t.Skip("sync.Pool drops Puts at random under -race")
+	}
+	if testing.Short() {
+		t.Skip("allocation counts need warm pools")
+	}
+	const (
+		maxAllocs = 3.0 / 32 // a block of handlerWriters and one of lengths per 32 responses, with room for a pool refill
+		maxBytes  = 96       // a 16-byte handlerWriter and a 32-byte length, twice over
+	)
+	var pages [][]byte
+	for i := range 7 {
+		pages = append(pages, textBody(30+i, 4000+97*i))
+	}
+	ct := []string{"application/json"}
+	var next atomic.Int64
+	h := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd, squeeze.Gzip)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = ct
+		_, _ = w.Write(pages[next.Add(1)%int64(len(pages))])
+	}))
+	wz, serveZstd := reusedWriter(h, request("GET", squeeze.Zstd))
+	wg, serveGzip := reusedWriter(h, request("GET", squeeze.Gzip))
+	serve := func() {
+		serveZstd()
+		serveGzip()
+	}
+	serve()
+	if wz.h.Get("Content-Encoding") != squeeze.Zstd || wg.h.Get("Content-Encoding") != squeeze.Gzip || wz.h.Get("Content-Length") == wg.h.Get("Content-Length") {
+		t.Fatalf("warm-up responses: %v and %v; want zstd and gzip, of different lengths", wz.h, wg.h)
+	}
+	allocs, bytes := allocsPerResponse(1600, serve)
+	allocs, bytes = allocs/2, bytes/2
+	t.Logf("%.3f allocations, %.0f bytes per response", allocs, bytes)
+	if allocs > maxAllocs || bytes > maxBytes {
+		t.Errorf("%.3f allocations and %.0f bytes per response, want at most %.3f and %d", allocs, bytes, maxAllocs, maxBytes)
 	}
 }
 

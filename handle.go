@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/squeezehttp/squeeze/pool"
 )
@@ -28,15 +29,15 @@ import (
 type slot struct {
 	mu  sync.Mutex
 	gen uint64
-	cw  responseWriter
-	// spare keeps up to two buffers from one response to the next (the
-	// body held back and its encoding), sparing the buffer pool two Gets
-	// and two Puts per response. A response that goes on as a stream
-	// gives its buffer to the pool at once, as before.
-	spare [2]*[]byte
-	// faces is the rest of a block of handlerWriters, carved one per
-	// response, so that a block of faceBlock costs one allocation.
-	faces []handlerWriter
+	// The last content type matched and the last Accept-Encoding
+	// negotiated in this slot, with their answers. Handlers mostly declare
+	// the same few types and clients of one kind send the same field, so
+	// a repeat costs a string comparison; the answers depend on nothing
+	// else but the Middleware's configuration, which is fixed.
+	lastType     string
+	lastEligible bool
+	lastAccept   string
+	lastOffer    int
 
 	// The header values the slot's responses were last given. The
 	// middleware never writes a value slice it has handed to a header map,
@@ -48,19 +49,32 @@ type slot struct {
 	// handed-out slice (h["Content-Length"][0] = ..., in place of Set)
 	// makes it differ from what the slot remembers, and it is not handed
 	// out again.
-	encoding, vary, length []string
-	lastLength             int
-	lengthText             string
+	//
+	// encodings holds one slice per coding last used, as a slot serves
+	// browsers (br, zstd) and Go clients (gzip) in turn. A new length
+	// comes from lengths, the rest of a block of lengthFields, so that an
+	// API whose every response differs in length allocates once per
+	// lengthBlock responses.
+	encodings    [4][]string
+	nextEncoding int
+	vary         []string
+	length       []string
+	lengthText   string
+	lastLength   int
+	lengths      []lengthField
 
-	// The last content type matched and the last Accept-Encoding
-	// negotiated in this slot, with their answers. Handlers mostly declare
-	// the same few types and clients of one kind send the same field, so
-	// a repeat costs a string comparison; the answers depend on nothing
-	// else but the Middleware's configuration, which is fixed.
-	lastType     string
-	lastEligible bool
-	lastAccept   string
-	lastOffer    int
+	// spare keeps up to two buffers from one response to the next (the
+	// body held back and its encoding), sparing the buffer pool two Gets
+	// and two Puts per response. A response that goes on as a stream
+	// gives its buffer to the pool at once, as before.
+	spare [2]*[]byte
+	// faces is the rest of a block of handlerWriters, carved one per
+	// response, so that a block of faceBlock costs one allocation.
+	faces []handlerWriter
+
+	// cw comes last, so that the fields above, which every response
+	// reads, share the slot's first cache lines.
+	cw responseWriter
 }
 
 // faceBlock is how many handlerWriters are allocated at once. A
@@ -68,19 +82,36 @@ type slot struct {
 // slot alive.
 const faceBlock = 32
 
+// lengthField holds a Content-Length value: the backing array of its
+// []string, and the digits its string refers to. It serves one value and
+// is never reused, so the digits never change once written, as a
+// string's bytes must not.
+type lengthField struct {
+	value  [1]string
+	digits [16]byte
+}
+
+// lengthBlock is how many lengthFields are allocated at once.
+const lengthBlock = 32
+
 // encodingValue returns the Content-Encoding value coding, shared with
 // earlier responses that had the same one.
 func (s *slot) encodingValue(coding string) []string {
-	if len(s.encoding) == 0 || s.encoding[0] != coding {
-		s.encoding = []string{coding}
+	for _, v := range s.encodings {
+		if len(v) == 1 && v[0] == coding {
+			return v
+		}
 	}
-	return s.encoding
+	v := []string{coding}
+	s.encodings[s.nextEncoding] = v
+	s.nextEncoding = (s.nextEncoding + 1) % len(s.encodings)
+	return v
 }
 
 // varyValue returns the Vary value Accept-Encoding, shared between the
 // slot's responses.
 func (s *slot) varyValue() []string {
-	if len(s.vary) == 0 || s.vary[0] != "Accept-Encoding" {
+	if len(s.vary) != 1 || s.vary[0] != "Accept-Encoding" {
 		s.vary = []string{"Accept-Encoding"}
 	}
 	return s.vary
@@ -89,10 +120,27 @@ func (s *slot) varyValue() []string {
 // lengthValue returns the Content-Length value n, shared with earlier
 // responses of the same length: a page served again and again has one.
 func (s *slot) lengthValue(n int) []string {
-	if len(s.length) == 0 || s.lastLength != n || s.length[0] != s.lengthText {
-		s.lengthText, s.lastLength = strconv.Itoa(n), n
-		s.length = []string{s.lengthText}
+	if len(s.length) == 1 && s.lastLength == n && s.length[0] == s.lengthText {
+		return s.length
 	}
+	if n < 0 || uint64(n) >= 1e16 { // never for a body held in memory
+		return []string{strconv.Itoa(n)}
+	}
+	if len(s.lengths) == 0 {
+		s.lengths = make([]lengthField, lengthBlock)
+	}
+	f := &s.lengths[0]
+	s.lengths = s.lengths[1:]
+	i := len(f.digits)
+	for rest := n; ; {
+		i--
+		f.digits[i] = byte('0' + rest%10)
+		if rest /= 10; rest == 0 {
+			break
+		}
+	}
+	f.value[0] = unsafe.String(&f.digits[i], len(f.digits)-i)
+	s.length, s.lengthText, s.lastLength = f.value[:], f.value[0], n
 	return s.length
 }
 
