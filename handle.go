@@ -44,8 +44,9 @@ type slot struct {
 	// so responses share one while the value stays the same, as a handler
 	// may share its own (w.Header()["Content-Type"] = ct); a new value
 	// gets a new slice. A header map kept after its response (an access
-	// logger's) therefore never sees a later response's value, and pins a
-	// slice of one string, not the slot. Whoever else writes into a
+	// logger's) therefore never sees a later response's value, and pins
+	// no more than its values and their blocks (1 KiB of lengthFields),
+	// never the slot. Whoever else writes into a
 	// handed-out slice (h["Content-Length"][0] = ..., in place of Set)
 	// makes it differ from what the slot remembers, and it is not handed
 	// out again.
