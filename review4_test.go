@@ -1,0 +1,170 @@
+package squeeze_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/squeezehttp/squeeze"
+)
+
+// Tests from the fourth review: the header value slices a slot hands to
+// successive responses (handle.go, slot.encodingValue, varyValue,
+// lengthValue).
+
+// lowerInPlace is what a careless access logger (or a header-normalising
+// middleware) does to the header map of its own response once the response
+// is over: it rewrites the values where they are, the common Go idiom for
+// editing a slice it owns. Before 83b31d4..HEAD every value the middleware
+// set was the response's own, so this could touch no other response.
+func lowerInPlace(h http.Header) {
+	for _, v := range h {
+		for i := range v {
+			v[i] = strings.ToLower(v[i])
+		}
+	}
+}
+
+// Bug: a slot hands the same Content-Encoding, Vary and Content-Length
+// slices to every response it serves while the value stays the same, and
+// only checks, before handing one out again, whether someone wrote into
+// it. A write made into one response's own header map after another
+// response already got the same slice is not caught by that check: it
+// shows up in the other response's header map. Here response B is served
+// right after A, with the same body; B's owner then edits B's own map in
+// place (slices.DeleteFunc, which zeroes what it removes, or a plain
+// v[i] = ...), and A's kept map, an earlier response's, now shows B's
+// edits: "Vary: " empty and lower-cased values. This breaks the claim in
+// handle.go that a kept header map never sees a later response's value,
+// and equally lets an earlier response's owner rewrite a later response's
+// header. Every pair served back to back by one slot shows it; under -race
+// sync.Pool drops some Puts, hence the pairs.
+func TestReview4InPlaceEditOfOneResponseReachesAnother(t *testing.T) {
+	m := newMiddleware(t)
+	body := textBody(41, 4000)
+	h := m.Handler(writeText("text/plain", body, 0))
+	for round := range 40 {
+		a := serve(h, http.MethodGet, "gzip")
+		b := serve(h, http.MethodGet, "gzip")
+		want := http.Header{}
+		for _, k := range []string{"Content-Encoding", "Vary", "Content-Length"} {
+			want[k] = slices.Clone(a.Header()[k])
+		}
+		if want.Get("Content-Encoding") != "gzip" || want.Get("Content-Length") == "" || want.Get("Vary") != "Accept-Encoding" {
+			t.Fatalf("response A was not encoded whole: %v", a.Header())
+		}
+		// B's owner, done with B, edits B's own map.
+		bh := b.Header()
+		bh["Vary"] = slices.DeleteFunc(bh["Vary"], func(s string) bool { return strings.EqualFold(s, "accept-encoding") })
+		bh["Content-Length"][0] = "0"
+		lowerInPlace(bh)
+		got := http.Header{}
+		for k := range want {
+			got[k] = a.Header()[k]
+		}
+		for k := range want {
+			if !slices.Equal(got[k], want[k]) {
+				t.Fatalf("round %d: editing response B's own header map changed response A's %s from %q to %q (A: %v)",
+					round, k, want[k], got[k], a.Header())
+			}
+		}
+	}
+}
+
+// Bug, the same sharing seen by the race detector: an access logger that
+// takes each response's header map once the response is over and, on its
+// own goroutine, rewrites the values in place (lower-casing them for its
+// log line) writes into slices the slot reads again for the next response
+// (the check in varyValue, encodingValue and lengthValue) and hands to it
+// when they still match: a data race between the logger and requests it
+// never saw, and the next response may go out (or be recorded) with the
+// logger's lower-cased Vary. Before 83b31d4..HEAD the values were the
+// response's own and this was race-free. Fails under -race only (go test
+// -race); without it the race is there but not reported.
+func TestReview4InPlaceEditAfterResponseRacesAnotherRequest(t *testing.T) {
+	if !squeeze.RaceEnabled {
+		t.Skip("the race needs -race to be reported")
+	}
+	m := newMiddleware(t)
+	body := textBody(42, 4000)
+	inner := m.Handler(writeText("text/plain", body, 0))
+	logs := make(chan http.Header, 16)
+	var logger sync.WaitGroup
+	logger.Add(1)
+	go func() {
+		defer logger.Done()
+		for h := range logs {
+			lowerInPlace(h)
+		}
+	}()
+	outer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(w, r)
+		logs <- w.Header()
+	})
+	for range 200 {
+		rec := httptest.NewRecorder()
+		outer.ServeHTTP(rec, request(http.MethodGet, "gzip"))
+		if v := rec.Result().Header.Get("Vary"); v != "Accept-Encoding" {
+			t.Errorf("Vary on the wire: %q, want Accept-Encoding", v)
+			break
+		}
+	}
+	close(logs)
+	logger.Wait()
+}
+
+// hookedWriter is an outer writer that runs before just as the status line
+// goes out: the moment at which a goroutine running elsewhere (here, the
+// owner of an earlier response) happens to act, made deterministic.
+type hookedWriter struct {
+	*httptest.ResponseRecorder
+	before func()
+}
+
+func (w hookedWriter) WriteHeader(code int) {
+	if w.before != nil {
+		w.before()
+	}
+	w.ResponseRecorder.WriteHeader(code)
+}
+
+// Bug, on the wire: response B gets the Content-Length slice response A
+// got (same slot, same length). A's access logger, done with A, rewrites
+// A's own Content-Length in place (say, with the length it counted on the
+// wire, or "-" for its log line) while B is between the middleware's
+// setLength and the status line going out. B then goes out with A's
+// logger's value: here "1", which makes the client read one byte of a
+// 1.4 KB gzip body (truncated, undecodable), and "Vary: *" (uncacheable). The interleaving is forced with a hook in B's
+// writer; with net/http it is two goroutines racing (see
+// TestReview4InPlaceEditAfterResponseRacesAnotherRequest).
+func TestReview4EarlierResponseEditGoesOutWithLaterResponse(t *testing.T) {
+	m := newMiddleware(t)
+	body := textBody(43, 4000)
+	h := m.Handler(writeText("text/plain", body, 0))
+	for round := range 40 {
+		a := serve(h, http.MethodGet, "gzip")
+		wantLength := a.Header().Get("Content-Length")
+		if a.Header().Get("Content-Encoding") != "gzip" || wantLength == "" {
+			t.Fatalf("response A was not encoded whole: %v", a.Header())
+		}
+		b := hookedWriter{ResponseRecorder: httptest.NewRecorder()}
+		b.before = func() {
+			// A's logger, elsewhere, with A's own map.
+			a.Header()["Content-Length"][0] = "1"
+			a.Header()["Vary"][0] = "*"
+		}
+		h.ServeHTTP(b, request(http.MethodGet, "gzip"))
+		res := b.Result()
+		if got := res.Header.Get("Content-Length"); got != wantLength || got != strconv.Itoa(b.Body.Len()) {
+			t.Fatalf("round %d: response B went out with Content-Length %q for a %d-byte body (A's was %q); header %v",
+				round, got, b.Body.Len(), wantLength, res.Header)
+		}
+		if got := res.Header.Get("Vary"); got != "Accept-Encoding" {
+			t.Fatalf("round %d: response B went out with Vary %q", round, got)
+		}
+	}
+}
