@@ -298,10 +298,12 @@ type responseWriter struct {
 	sent    int64
 	elapsed time.Duration
 
-	// slot is the slot cw lives in, which keeps spare buffers and the
-	// header values it sets. encodedAs is the coding the response was
-	// sent in, "" for none.
+	// slot is the slot cw lives in, which keeps spare buffers. values
+	// holds the header values the response is given, nil until the
+	// first. encodedAs is the coding the response was sent in, "" for
+	// none.
 	slot      *slot
+	values    *headerValues
 	encodedAs string
 	// bare is set when the header held only Content-Type as the response
 	// was committed, an API handler's commonest: there is no Vary, ETag
@@ -634,7 +636,9 @@ func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []by
 // setEncoded sets the headers every encoded response carries.
 func (cw *responseWriter) setEncoded(h http.Header, coding string) {
 	cw.encodedAs = coding
-	h["Content-Encoding"] = cw.slot.encodingValue(coding)
+	v := cw.headerValues()
+	v.encoding[0] = coding
+	h["Content-Encoding"] = v.encoding[:]
 	if cw.bare {
 		return
 	}
@@ -964,9 +968,20 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// headerValues returns the response's own header values, carved from the
+// slot's block at the first call: a response sent plain needs none.
+func (cw *responseWriter) headerValues() *headerValues {
+	if cw.values == nil {
+		cw.values = cw.slot.newValues()
+	}
+	return cw.values
+}
+
 // setLength sets Content-Length to n.
 func (cw *responseWriter) setLength(h http.Header, n int) {
-	h["Content-Length"] = cw.slot.lengthValue(n)
+	v := cw.headerValues()
+	v.length[0] = cw.slot.lengthString(n)
+	h["Content-Length"] = v.length[:]
 }
 
 // addVary adds Accept-Encoding to Vary unless it, or "*", is there already.
@@ -978,7 +993,9 @@ func (cw *responseWriter) addVary(h http.Header) {
 	switch {
 	case headerHasToken(v, "accept-encoding") || headerHasToken(v, "*"):
 	case len(v) == 0:
-		h["Vary"] = cw.slot.varyValue()
+		v := cw.headerValues()
+		v.vary[0] = "Accept-Encoding"
+		h["Vary"] = v.vary[:]
 	default:
 		// A full slice forces append to copy: the handler may share its
 		// header values between responses.

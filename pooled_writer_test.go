@@ -80,10 +80,9 @@ func TestFinishedWriterReachesNothing(t *testing.T) {
 	}
 }
 
-// The header values the middleware sets are shared between responses
-// while they stay the same. Whoever writes into one in place after its
-// response (h["Content-Length"][0] = ..., where Set would make a new one)
-// must not change what a later response gets.
+// Whoever writes into a header value the middleware set, in place, after
+// its response (h["Content-Length"][0] = ..., where Set would make a new
+// one), must not change what a later response gets.
 func TestHeaderValuesWrittenInPlaceStayWithTheirResponse(t *testing.T) {
 	m := newMiddleware(t)
 	body := textBody(3, 4000)

@@ -12,15 +12,17 @@ import (
 	"github.com/squeezehttp/squeeze"
 )
 
-// Tests from the fourth review: the header value slices a slot hands to
-// successive responses (handle.go, slot.encodingValue, varyValue,
-// lengthValue).
+// Tests from the fourth review, of f49da08..52f9206, which handed the same
+// header value slices to a slot's successive responses while the value
+// stayed the same. An in-place write into one response's value then
+// reached another response, on the wire too, and raced under -race. Each
+// response now has its own backing arrays (handle.go, headerValues).
 
 // lowerInPlace is what a careless access logger (or a header-normalising
 // middleware) does to the header map of its own response once the response
 // is over: it rewrites the values where they are, the common Go idiom for
-// editing a slice it owns. Before 83b31d4..HEAD every value the middleware
-// set was the response's own, so this could touch no other response.
+// editing a slice it owns. Every value the middleware sets is the
+// response's own, so this can touch no other response.
 func lowerInPlace(h http.Header) {
 	for _, v := range h {
 		for i := range v {
@@ -82,7 +84,7 @@ func TestReview4InPlaceEditOfOneResponseReachesAnother(t *testing.T) {
 // (the check in varyValue, encodingValue and lengthValue) and hands to it
 // when they still match: a data race between the logger and requests it
 // never saw, and the next response may go out (or be recorded) with the
-// logger's lower-cased Vary. Before 83b31d4..HEAD the values were the
+// logger's lower-cased Vary. Before f49da08 the values were the
 // response's own and this was race-free. Fails under -race only (go test
 // -race); without it the race is there but not reported.
 func TestReview4InPlaceEditAfterResponseRacesAnotherRequest(t *testing.T) {
