@@ -90,7 +90,11 @@ const digitsBlock = 512
 // slot's block.
 func (s *slot) newValues() *headerValues {
 	if len(s.values) == 0 {
-		s.values = make([]headerValues, valuesBlock)
+		n := valuesBlock
+		if s.gen == 0 {
+			n = 1 // a new slot, as for its first handlerWriter (open)
+		}
+		s.values = make([]headerValues, n)
 	}
 	v := &s.values[0]
 	s.values = s.values[1:]
@@ -166,8 +170,8 @@ func (m *Middleware) open(w http.ResponseWriter, r *http.Request, q *requestFiel
 	if len(s.faces) == 0 {
 		// A new slot gets one handlerWriter, not a block: a burst of
 		// concurrent responses, each in a slot of its own, holds no
-		// blocks it may never use (measured: 1,085 bytes per in-flight
-		// stream over the floor with blocks, 560 without).
+		// blocks it may never use (BENCHMARKS.md, "Heap per in-flight
+		// stream").
 		n := faceBlock
 		if s.gen == 0 {
 			n = 1
