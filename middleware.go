@@ -969,7 +969,8 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 }
 
 // headerValues returns the response's own header values, carved from the
-// slot's block at the first call: a response sent plain needs none.
+// slot's block at the first call: a response that is given none (a plain
+// stream) costs none.
 func (cw *responseWriter) headerValues() *headerValues {
 	if cw.values == nil {
 		cw.values = cw.slot.newValues()
@@ -993,9 +994,9 @@ func (cw *responseWriter) addVary(h http.Header) {
 	switch {
 	case headerHasToken(v, "accept-encoding") || headerHasToken(v, "*"):
 	case len(v) == 0:
-		v := cw.headerValues()
-		v.vary[0] = "Accept-Encoding"
-		h["Vary"] = v.vary[:]
+		own := cw.headerValues()
+		own.vary[0] = "Accept-Encoding"
+		h["Vary"] = own.vary[:]
 	default:
 		// A full slice forces append to copy: the handler may share its
 		// header values between responses.

@@ -31,20 +31,13 @@ func lowerInPlace(h http.Header) {
 	}
 }
 
-// Bug: a slot hands the same Content-Encoding, Vary and Content-Length
-// slices to every response it serves while the value stays the same, and
-// only checks, before handing one out again, whether someone wrote into
-// it. A write made into one response's own header map after another
-// response already got the same slice is not caught by that check: it
-// shows up in the other response's header map. Here response B is served
-// right after A, with the same body; B's owner then edits B's own map in
-// place (slices.DeleteFunc, which zeroes what it removes, or a plain
-// v[i] = ...), and A's kept map, an earlier response's, now shows B's
-// edits: "Vary: " empty and lower-cased values. This breaks the claim in
-// handle.go that a kept header map never sees a later response's value,
-// and equally lets an earlier response's owner rewrite a later response's
-// header. Every pair served back to back by one slot shows it; under -race
-// sync.Pool drops some Puts, hence the pairs.
+// Response B is served right after A, by the same slot, with the same
+// body; B's owner then edits B's own map in place (slices.DeleteFunc,
+// which zeroes what it removes, or a plain v[i] = ...). A's kept map must
+// not change: when the slot shared the slices, it showed B's edits, "Vary:
+// " empty and lower-cased values. Every pair served back to back by one
+// slot would show it; under -race sync.Pool drops some Puts, hence the
+// pairs.
 func TestReview4InPlaceEditOfOneResponseReachesAnother(t *testing.T) {
 	m := newMiddleware(t)
 	body := textBody(41, 4000)
@@ -77,16 +70,12 @@ func TestReview4InPlaceEditOfOneResponseReachesAnother(t *testing.T) {
 	}
 }
 
-// Bug, the same sharing seen by the race detector: an access logger that
-// takes each response's header map once the response is over and, on its
-// own goroutine, rewrites the values in place (lower-casing them for its
-// log line) writes into slices the slot reads again for the next response
-// (the check in varyValue, encodingValue and lengthValue) and hands to it
-// when they still match: a data race between the logger and requests it
-// never saw, and the next response may go out (or be recorded) with the
-// logger's lower-cased Vary. Before f49da08 the values were the
-// response's own and this was race-free. Fails under -race only (go test
-// -race); without it the race is there but not reported.
+// An access logger that takes each response's header map once the
+// response is over and, on its own goroutine, lower-cases the values in
+// place must race with no later request and change no later response.
+// When the slot shared the slices, the check it made before sharing one
+// again was itself one of the racing reads. It fails under -race only;
+// without it a race is there but not reported.
 func TestReview4InPlaceEditAfterResponseRacesAnotherRequest(t *testing.T) {
 	if !squeeze.RaceEnabled {
 		t.Skip("the race needs -race to be reported")
@@ -134,14 +123,13 @@ func (w hookedWriter) WriteHeader(code int) {
 	w.ResponseRecorder.WriteHeader(code)
 }
 
-// Bug, on the wire: response B gets the Content-Length slice response A
-// got (same slot, same length). A's access logger, done with A, rewrites
-// A's own Content-Length in place (say, with the length it counted on the
-// wire, or "-" for its log line) while B is between the middleware's
-// setLength and the status line going out. B then goes out with A's
-// logger's value: here "1", which makes the client read one byte of a
-// 1.4 KB gzip body (truncated, undecodable), and "Vary: *" (uncacheable). The interleaving is forced with a hook in B's
-// writer; with net/http it is two goroutines racing (see
+// An earlier response's owner (A's access logger) rewrites A's own
+// Content-Length and Vary in place while response B, served by the same
+// slot with the same length, is between setLength and its status line: B
+// must go out with its own values. When the slot shared the slices, B
+// went out with "Content-Length: 1" for a 1.4 KB gzip body and "Vary: *".
+// The interleaving is forced with a hook in B's writer; with net/http it
+// is two goroutines racing (see
 // TestReview4InPlaceEditAfterResponseRacesAnotherRequest).
 func TestReview4EarlierResponseEditGoesOutWithLaterResponse(t *testing.T) {
 	m := newMiddleware(t)
