@@ -103,6 +103,9 @@ type cacheCore struct {
 
 	mu      sync.Mutex
 	flights map[cacheKey]*flight
+	// patience is how long a stream's follower waits for a leader that
+	// makes no progress: streamPatience, but for tests.
+	patience time.Duration
 
 	jobs      chan upgradeJob
 	stop      chan struct{}
@@ -159,6 +162,7 @@ func NewCache(maxBytes int64) (*Cache, error) {
 		max:      maxBytes,
 		entryMax: min(maxBytes/entryFraction, math.MaxUint32), // otter weighs in uint32
 		flights:  map[cacheKey]*flight{},
+		patience: streamPatience,
 		seed:     maphash.MakeSeed(),
 		jobs:     make(chan upgradeJob, upgradeQueue),
 		stop:     make(chan struct{}),
@@ -313,6 +317,14 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 		c.mu.Lock()
 		f := c.flights[*k]
 		if f == nil {
+			// The flight for k may have ended since GetIfPresent above:
+			// end stores before it removes the flight under mu, so its
+			// entry is visible now. Without this second look the caller
+			// would lead, and encode, a response stored a moment ago.
+			if _, ok := c.store.GetIfPresent(*k); ok {
+				c.mu.Unlock()
+				continue
+			}
 			c.flights[*k] = &flight{done: make(chan struct{})}
 			c.mu.Unlock()
 			c.misses.Add(1)
@@ -648,7 +660,7 @@ func (cw *responseWriter) cachedStream(h http.Header, f *facts) []byte {
 	if !ok {
 		return nil
 	}
-	e, leader := cw.m.cache.lookup(cw.req, &k, nil, bestLevel(k.coding), streamPatience)
+	e, leader := cw.m.cache.lookup(cw.req, &k, nil, bestLevel(k.coding), cw.m.cache.patience)
 	if e != nil {
 		return e.body
 	}

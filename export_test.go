@@ -1,6 +1,9 @@
 package squeeze
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+)
 
 // RaceEnabled exposes raceEnabled to the black-box tests in package
 // squeeze_test: the allocation test only counts without the race detector.
@@ -31,3 +34,8 @@ func WaitFileServer(h http.Handler) { h.(*fileServer).upgrades.Wait() }
 func SetFileServerLog(h http.Handler, logf func(format string, args ...any)) {
 	h.(*fileServer).logf = logf
 }
+
+// SetStreamPatience sets how long a follower of c waits for a stream's
+// leader that makes no progress before it encodes for itself. Set it
+// before c serves.
+func SetStreamPatience(c *Cache, d time.Duration) { c.patience = d }
