@@ -596,24 +596,27 @@ func (cw *responseWriter) cacheUseless(h http.Header, f *facts) bool {
 
 // cachedWhole looks up a body that ended within the buffer: by validator
 // if it has a strong ETag, else by content. It returns the stored encoding
-// on a hit; on a miss that this response leads, the key to give to
-// storeWhole once body is encoded, with store set.
-func (cw *responseWriter) cachedWhole(h http.Header, f *facts, body []byte) (stored []byte, k cacheKey, store bool) {
+// on a hit; on a miss that this response leads, store is set and k holds
+// the key to give to storeWhole once body is encoded. k is filled in
+// place: returned, the key (120 bytes) was copied twice on every response,
+// with or without a cache.
+func (cw *responseWriter) cachedWhole(h http.Header, f *facts, body []byte, k *cacheKey) (stored []byte, store bool) {
 	if cw.cacheUseless(h, f) {
-		return nil, k, false
+		return nil, false
 	}
 	var plain []byte
-	k, ok := cw.validatorKey(h)
+	var ok bool
+	*k, ok = cw.validatorKey(h)
 	if !ok {
 		o := cw.offer
-		k = cacheKey{sum: maphash.Bytes(cw.m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
+		*k = cacheKey{sum: maphash.Bytes(cw.m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
 		plain = body
 	}
-	e, leader := cw.m.cache.lookup(cw.req, &k, plain, bestLevel(k.coding), 0)
+	e, leader := cw.m.cache.lookup(cw.req, k, plain, bestLevel(k.coding), 0)
 	if e != nil {
-		return e.body, k, false
+		return e.body, false
 	}
-	return nil, k, leader
+	return nil, leader
 }
 
 // storeWhole stores out, the encoding of body looked up as k, or only ends

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/squeezehttp/squeeze/pool"
@@ -20,7 +21,7 @@ import (
 // Pooling the state spares allocating it per response (232 bytes, whose
 // allocation was the largest single part of squeeze's fixed cost per
 // response: see BENCHMARKS.md). What makes it safe is that a handler never
-// holds the slot: it holds a handlerWriter, new for each response (16
+// holds the slot: it holds a handlerWriter, its own for each response (64
 // bytes, carved from a block), that names the generation it was made for.
 // When the response finishes, the generation moves on under the lock, so
 // a goroutine the handler left running finds its handlerWriter stale and
@@ -39,12 +40,10 @@ type slot struct {
 	lastAccept   string
 	lastOffer    int
 
-	// values is the rest of a block of headerValues, carved one for each
-	// response the middleware sets a header value on. digits is the rest of a block of bytes that
-	// Content-Length strings are made in, and lengthText the last one
-	// made, for lastLength: a string is immutable, so responses of the
-	// same length share one, while each gets its own []string.
-	values     []headerValues
+	// digits is the rest of a block of bytes that Content-Length strings
+	// are made in, and lengthText the last one made, for lastLength: a
+	// string is immutable, so responses of the same length share one,
+	// while each gets its own []string.
 	digits     []byte
 	lengthText string
 	lastLength int
@@ -54,60 +53,50 @@ type slot struct {
 	// and two Puts per response. A response that goes on as a stream
 	// gives its buffer to the pool at once, as before.
 	spare [2]*[]byte
-	// faces is the rest of a block of handlerWriters, carved one per
-	// response, so that a block of faceBlock costs one allocation.
+	// enc is an encoder of the pool encoders, kept from one whole body
+	// to the next (see encoder); nil when the slot keeps none.
+	enc      *pool.Encoder
+	encoders *pool.Encoders
+	// faces is the rest of a block of handlerWriters (newFaces), carved
+	// one per response; hw is the current response's, whose slot pointer
+	// close clears.
 	faces []handlerWriter
+	hw    *handlerWriter
 
 	// cw comes last, so that the fields above, which every response
 	// reads, share the slot's first cache lines.
 	cw responseWriter
 }
 
-// faceBlock is how many handlerWriters are allocated at once. A
-// handlerWriter a goroutine keeps keeps its block (16 bytes each) and its
-// slot alive.
+// faceBlock is how many handlerWriters a block holds.
 const faceBlock = 32
+
+// newFaces returns handlerWriters for s to carve: one for a slot's first
+// response, so that a burst of concurrent responses, each in a new slot,
+// holds no blocks it may never use (BENCHMARKS.md, "Stack depth, and header
+// values shared": 449 bytes per in-flight stream over the floor, 1,085 with
+// whole blocks); otherwise a block of faceBlock.
+func (s *slot) newFaces() []handlerWriter {
+	if s.gen == 0 {
+		return make([]handlerWriter, 1)
+	}
+	return make([]handlerWriter, faceBlock)
+}
 
 // headerValues holds the backing arrays of the header values the
 // middleware sets on one response. They must be the response's own, as
 // net/http's header map is: whoever keeps the map (an access logger, an
 // outer middleware) may write into a value in place, on any goroutine, and
-// that must reach no other response. So a headerValues serves one
-// response and is never reused; a kept header map pins its block (1.5
-// KiB), never the slot. The strings in it are immutable and shared.
+// that must reach no other response. So they live in the response's
+// handlerWriter, which is never reused; a kept header map pins its block
+// (2 KiB), never the slot. The strings in it are immutable and shared.
 type headerValues struct {
 	encoding, vary, length [1]string
 }
 
-// valuesBlock is how many headerValues are allocated at once.
-const valuesBlock = 32
-
 // digitsBlock is the size of a block of Content-Length digits: a new
 // length costs its digits (4-5 bytes for a body held in memory) from it.
 const digitsBlock = 512
-
-// newValues returns a headerValues for one response, carved from the
-// slot's block.
-func (s *slot) newValues() *headerValues {
-	if len(s.values) == 0 {
-		s.values = make([]headerValues, s.blockOf(valuesBlock))
-	}
-	v := &s.values[0]
-	s.values = s.values[1:]
-	return v
-}
-
-// blockOf returns how many elements a new block of a slot's per-response
-// values holds: n, or one for a slot's first response, so that a burst of
-// concurrent responses, each in a new slot, holds no blocks it may never
-// use (BENCHMARKS.md, "Stack depth, and header values shared": 449 bytes
-// per in-flight stream over the floor, 1,085 with whole blocks).
-func (s *slot) blockOf(n int) int {
-	if s.gen == 0 {
-		return 1
-	}
-	return n
-}
 
 // lengthString returns n in decimal. The bytes of a string it returns are
 // never written again (the block is only ever carved forward), so the
@@ -127,6 +116,42 @@ func (s *slot) lengthString(n int) string {
 	copy(b, d)
 	s.lengthText, s.lastLength = unsafe.String(&b[0], len(b)), n
 	return s.lengthText
+}
+
+// encoder returns an encoder for o writing to w: the one the slot kept,
+// when it is of o's pool, or one from the pool. A whole body gives it back
+// with keepEncoder, a stream to the pool.
+//
+// Keeping one encoder in the slot from one whole body to the next, as it
+// keeps buffers, spares each the pool's Get and Put and the Reset that Put
+// makes (BENCHMARKS.md, "An encoder kept per slot").
+// The encoder stays the slot's alone, as a slot serves one response at a
+// time. It is kept only after writing to the slot's own output buffer, so
+// it pins nothing of a finished response. A slot never holds an idle
+// encoder beside a busy one: a stream takes the kept encoder, or sends it
+// back to its pool before taking another.
+func (s *slot) encoder(o *offer, w io.Writer) (*pool.Encoder, error) {
+	if e := s.enc; e != nil {
+		s.enc = nil
+		if s.encoders == o.encoders {
+			e.Reset(w)
+			return e, nil
+		}
+		s.encoders.Put(e)
+	}
+	return o.encoders.Get(w)
+}
+
+// keepEncoder keeps e, which encoder returned for o and which wrote a whole
+// body to the slot's output buffer, for the slot's next response. An
+// encoder for a dictionary, which holds the dictionary, goes back to its
+// pool instead.
+func (s *slot) keepEncoder(o *offer, e *pool.Encoder) {
+	if o.dict != nil {
+		o.encoders.Put(e)
+		return
+	}
+	s.enc, s.encoders = e, o.encoders
 }
 
 // negotiate is [negotiate] for one field line, answered from the memo when
@@ -158,10 +183,17 @@ func (cw *responseWriter) matchType(ct string) bool {
 
 // handlerWriter is the [http.ResponseWriter] a handler is given: one per
 // response, never reused, standing for the slot's responseWriter while its
-// generation is current.
+// generation is current. It holds the response's header values too, so
+// that a response's own memory is one 64-byte element of a block.
+//
+// s is cleared when the response finishes, so that neither a handler that
+// keeps its writer nor a header map kept with its values pins the slot,
+// with its buffers and the encoder it keeps; it is atomic because a
+// goroutine the handler left running may read it as close clears it.
 type handlerWriter struct {
-	s   *slot
-	gen uint64
+	s      atomic.Pointer[slot]
+	gen    uint64
+	values headerValues
 }
 
 // open takes a slot from the pool and readies it for the response to r,
@@ -173,12 +205,14 @@ func (m *Middleware) open(w http.ResponseWriter, r *http.Request, q *requestFiel
 		s = new(slot)
 	}
 	if len(s.faces) == 0 {
-		s.faces = make([]handlerWriter, s.blockOf(faceBlock))
+		s.faces = s.newFaces()
 	}
 	hw := &s.faces[0]
 	s.faces = s.faces[1:]
-	hw.s, hw.gen = s, s.gen
+	hw.s.Store(s)
+	hw.gen, s.hw = s.gen, hw
 	s.cw.start(m, s, w, r, q)
+	s.cw.values = &hw.values
 	return s, hw
 }
 
@@ -193,6 +227,8 @@ func (m *Middleware) close(s *slot, completed bool) {
 	finished := false
 	defer func() {
 		s.gen++
+		s.hw.s.Store(nil)
+		s.hw = nil
 		s.cw = responseWriter{}
 		s.mu.Unlock()
 		if finished {
@@ -206,7 +242,10 @@ func (m *Middleware) close(s *slot, completed bool) {
 // lock locks the slot and returns its responseWriter if hw is current; if
 // the response finished, it returns nil with the slot unlocked.
 func (hw *handlerWriter) lock() *responseWriter {
-	s := hw.s
+	s := hw.s.Load()
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	if s.gen != hw.gen {
 		s.mu.Unlock()
@@ -216,7 +255,7 @@ func (hw *handlerWriter) lock() *responseWriter {
 }
 
 // unlock unlocks the slot of a current hw, locked by lock.
-func (hw *handlerWriter) unlock() { hw.s.mu.Unlock() }
+func (hw *handlerWriter) unlock() { hw.s.Load().mu.Unlock() }
 
 // Header returns the header map of the underlying writer. After the
 // response finished, it returns an empty map that goes nowhere.

@@ -298,9 +298,9 @@ type responseWriter struct {
 	sent    int64
 	elapsed time.Duration
 
-	// slot is the slot cw lives in, which keeps spare buffers. values
-	// holds the header values the response is given, nil until the
-	// first. encodedAs is the coding the response was sent in, "" for
+	// slot is the slot cw lives in, which keeps spare buffers and an
+	// encoder. values holds the header values the response is given, in
+	// its handlerWriter. encodedAs is the coding the response was sent in, "" for
 	// none.
 	slot      *slot
 	values    *headerValues
@@ -525,7 +525,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 			cw.sendEncodedBody(h, o.coding, stored, stateDiscarding)
 			return cw.writeHeld() // counted and teed like the rest of the body
 		}
-		enc, err := o.encoders.Get(cw.streamTo())
+		enc, err := cw.slot.encoder(o, cw.streamTo())
 		if err == nil {
 			cw.enc = enc
 			cw.setEncoded(h, o.coding)
@@ -583,7 +583,8 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) Reason
 	}
 	// The cache, if any, may hold this body's encoding; on a miss, key
 	// says where to store it (cache.go).
-	stored, key, store := cw.cachedWhole(h, f, body)
+	var key cacheKey
+	stored, store := cw.cachedWhole(h, f, body, &key)
 	if stored != nil {
 		cw.cached = true
 		cw.written = int64(len(body))
@@ -600,7 +601,7 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) Reason
 	defer cw.keepBuffer(outBuf)
 	cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
 	t0 := cw.clock()
-	enc, err := o.encoders.Get(&cw.out)
+	enc, err := cw.slot.encoder(o, &cw.out)
 	if err != nil {
 		cw.storeWhole(&key, store, body, nil)
 		return ReasonNoEncoder
@@ -609,7 +610,7 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) Reason
 	if err == nil {
 		err = enc.Close()
 	}
-	o.encoders.Put(enc)
+	cw.slot.keepEncoder(o, enc)
 	cw.spent(t0)
 	out := cw.out.b
 	cw.out = cappedBuffer{}
@@ -636,7 +637,7 @@ func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []by
 // setEncoded sets the headers every encoded response carries.
 func (cw *responseWriter) setEncoded(h http.Header, coding string) {
 	cw.encodedAs = coding
-	v := cw.headerValues()
+	v := cw.values
 	v.encoding[0] = coding
 	h["Content-Encoding"] = v.encoding[:]
 	if cw.bare {
@@ -968,19 +969,9 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// headerValues returns the response's own header values, carved from the
-// slot's block at the first call: a response that is given none (a plain
-// stream) costs none.
-func (cw *responseWriter) headerValues() *headerValues {
-	if cw.values == nil {
-		cw.values = cw.slot.newValues()
-	}
-	return cw.values
-}
-
 // setLength sets Content-Length to n.
 func (cw *responseWriter) setLength(h http.Header, n int) {
-	v := cw.headerValues()
+	v := cw.values
 	v.length[0] = cw.slot.lengthString(n)
 	h["Content-Length"] = v.length[:]
 }
@@ -994,7 +985,7 @@ func (cw *responseWriter) addVary(h http.Header) {
 	switch {
 	case headerHasToken(v, "accept-encoding") || headerHasToken(v, "*"):
 	case len(v) == 0:
-		own := cw.headerValues()
+		own := cw.values
 		own.vary[0] = "Accept-Encoding"
 		h["Vary"] = own.vary[:]
 	default:
