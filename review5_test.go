@@ -1,0 +1,82 @@
+package squeeze_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/squeezehttp/squeeze"
+)
+
+// Tests from the fifth review, of f39a4dc..603dac4: the encoder a slot keeps
+// from one whole body to the next (handle.go, slot.encoder/keepEncoder), the
+// handlerWriter that lets go of its slot with an atomic store, and the
+// cache's second look under its mutex. No defect was found; this file pins
+// the one behaviour no other test covers.
+
+// A kept encoder is Reset once, by slot.encoder, where the pool used to
+// reset it twice (Put, then Get), and it may be kept after failing mid-body
+// with errNoGain. The codecs reset differently at some levels: the
+// stateless gzip and deflate levels (-3; -2 is Huffman only), brotli's
+// one- and two-pass compressors (0 and 1) and its parallel match finder (10
+// and 11 with GOMAXPROCS >= 2), and zstd's strongest level. The existing
+// encoder reuse test runs only the default levels, and no deflate. Every
+// response, after a failed or a finished body in the same slot, whole or
+// streamed, must decode to exactly its own body. Responses are served one
+// after another from one goroutine, so that they share a slot.
+func TestReview5KeptEncoderStartsCleanAtEveryLevel(t *testing.T) {
+	bodies := map[string][]byte{
+		"text":     textBody(51, 6<<10),
+		"random":   randomBody(52, 6<<10),                                 // the encoder fails at the cap
+		"textrand": append(textBody(53, 5<<10), randomBody(54, 9<<10)...), // some gain
+		"full":     textBody(55, squeeze.DefaultBufferSize),               // fills the buffer exactly
+		"stream":   append(textBody(56, squeeze.DefaultBufferSize), randomBody(57, 3<<10)...),
+	}
+	// plain is the body that goes out as it is: encoding it would not make
+	// it smaller.
+	const plain = "random"
+	steps := []string{"textrand", "text", "random", "stream", "text", "textrand", "full", "random", "text", "textrand?flush", "text"}
+	levels := map[string][]int{
+		squeeze.Gzip:    {-3, -2, 1, 9},
+		squeeze.Deflate: {-3, -2, 1, 9},
+		squeeze.Zstd:    {1, 22},
+		squeeze.Brotli:  {0, 1, 10, 11},
+	}
+	for _, coding := range allCodings {
+		for _, level := range levels[coding] {
+			t.Run(fmt.Sprintf("%s-%d", coding, level), func(t *testing.T) {
+				m := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithLevel(coding, level))
+				h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/plain")
+					b := bodies[r.URL.Query().Get("b")]
+					if r.URL.Query().Has("flush") {
+						_, _ = w.Write(b[:len(b)/2])
+						w.(http.Flusher).Flush()
+						b = b[len(b)/2:]
+					}
+					_, _ = w.Write(b)
+				}))
+				for i, step := range steps {
+					name, flush := strings.CutSuffix(step, "?flush")
+					path := "/x?b=" + name
+					if flush {
+						path += "&flush"
+					}
+					rec := serveAt(h, path, coding)
+					if rec.Code != http.StatusOK {
+						t.Fatalf("step %d (%s): status %d", i, step, rec.Code)
+					}
+					want := coding
+					if name == plain {
+						want = ""
+					}
+					if got := rec.Header().Get("Content-Encoding"); got != want {
+						t.Fatalf("step %d (%s): Content-Encoding %q, want %q", i, step, got, want)
+					}
+					checkBody(t, rec.Header(), rec.Body.Bytes(), bodies[name])
+				}
+			})
+		}
+	}
+}
