@@ -286,6 +286,13 @@ const streamPatience = 2 * time.Second
 // flight is a miss being encoded, which identical misses wait for.
 type flight struct {
 	done chan struct{}
+	// stored is set, before done closes, when the flight left an entry
+	// under its key. Followers of a flight that left none (no gain, an
+	// entry too large, no room) encode for themselves at once rather than
+	// look again: looking again, one of them would lead the same miss and
+	// the rest wait for it, so that identical requests for a body that
+	// does not compress would encode one after another.
+	stored bool
 	// progress counts the bytes a stream's leader has taken from its
 	// handler or sent to its client: followers wait for a leader that makes
 	// progress, not for a stalled one.
@@ -295,9 +302,10 @@ type flight struct {
 // lookup returns the entry for k, counting a hit, or, after counting a
 // miss, nil and whether the caller leads the miss: then it must call end.
 // A miss identical to one in flight waits for it (or for the request's
-// end) and looks again; with patience above zero, only while the leader
-// sends something at least that often, then it encodes for itself and
-// stores nothing. A whole body's leader encodes in memory at once, so its
+// end), and then looks again if the flight left an entry, or encodes for
+// itself and stores nothing if it left none. With patience above zero it
+// waits only while the leader sends something at least that often, then
+// encodes for itself and stores nothing. A whole body's leader encodes in memory at once, so its
 // followers wait; a stream's leader goes at its client's pace, and one
 // stalled reader must not hold back every other client of the URL. plain
 // is the body looked up by content, which the entry's must equal.
@@ -331,7 +339,7 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 			return nil, true
 		}
 		c.mu.Unlock()
-		if !c.wait(r, f, patience) {
+		if !c.wait(r, f, patience) || !f.stored {
 			c.misses.Add(1)
 			return nil, false
 		}
@@ -378,13 +386,12 @@ func (c *cacheCore) flightOf(k *cacheKey) *flight {
 // end ends the flight for k that lookup made the caller lead, storing body
 // and plain (which the cache then owns) unless body is nil.
 func (c *cacheCore) end(k *cacheKey, body, plain []byte, level int) {
-	if body != nil {
-		c.add(k, newEntry(k, body, plain, level))
-	}
+	stored := body != nil && c.add(k, newEntry(k, body, plain, level))
 	c.mu.Lock()
 	f := c.flights[*k]
 	delete(c.flights, *k)
 	c.mu.Unlock()
+	f.stored = stored
 	close(f.done)
 }
 
@@ -403,18 +410,20 @@ func (c *cacheCore) reserve(w int64) bool {
 	}
 }
 
-// add stores e under k unless an entry is there already. The deletion
-// handler gives its weight back when otter removes it.
-func (c *cacheCore) add(k *cacheKey, e *cacheEntry) {
+// add stores e under k unless an entry is there already, and reports
+// whether k has an entry now. The deletion handler gives its weight back
+// when otter removes it.
+func (c *cacheCore) add(k *cacheKey, e *cacheEntry) bool {
 	if !c.reserve(e.weight) {
-		return
+		return false
 	}
 	if _, stored := c.store.SetIfAbsent(*k, e); !stored {
 		c.bytes.Add(-e.weight)
-		return
+		return true // another's entry is there
 	}
 	c.entries.Add(1)
 	c.stores.Add(1)
+	return true
 }
 
 // upgradeJob re-encodes entry, stored under key, at level best.

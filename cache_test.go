@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -607,16 +606,7 @@ func TestCacheCloseLeavesNoGoroutine(t *testing.T) {
 }
 
 // cacheWorkers counts the goroutines running a Cache's upgrade loop.
-func cacheWorkers() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "squeeze.(*cacheCore).work(")
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
+func cacheWorkers() int { return squeeze.GoroutinesIn("squeeze.(*cacheCore).work(") }
 
 func TestCacheIsSharedByMiddlewares(t *testing.T) {
 	c := newCache(t, 16<<20)

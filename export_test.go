@@ -39,3 +39,6 @@ func SetFileServerLog(h http.Handler, logf func(format string, args ...any)) {
 // leader that makes no progress before it encodes for itself. Set it
 // before c serves.
 func SetStreamPatience(c *Cache, d time.Duration) { c.patience = d }
+
+// GoroutinesIn counts the goroutines with frame on their stacks.
+var GoroutinesIn = goroutinesIn
