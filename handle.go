@@ -15,21 +15,22 @@ import (
 )
 
 // slot is a pooled responseWriter with the lock that serialises the
-// handler's calls with finish, and the generation that tells the
-// handlerWriter of the current response from those of earlier ones.
+// handler's calls with finish.
 //
 // Pooling the state spares allocating it per response (232 bytes, whose
 // allocation was the largest single part of squeeze's fixed cost per
 // response: see BENCHMARKS.md). What makes it safe is that a handler never
-// holds the slot: it holds a handlerWriter, its own for each response (64
-// bytes, carved from a block), that names the generation it was made for.
-// When the response finishes, the generation moves on under the lock, so
-// a goroutine the handler left running finds its handlerWriter stale and
-// gets errFinished; it can never write into a later client's response,
-// nor into a pooled encoder or buffer.
+// holds the slot: it holds a handlerWriter, its own for each response (56
+// bytes, carved from a block), whose pointer to the slot close clears,
+// under the lock, when the response finishes. A goroutine the handler left
+// running finds the pointer cleared, or, if it was waiting for the lock,
+// finds it cleared once it holds the lock, and gets errFinished; it can
+// never write into a later client's response, nor into a pooled encoder or
+// buffer.
 type slot struct {
-	mu  sync.Mutex
-	gen uint64
+	mu sync.Mutex
+	// served counts the responses the slot finished.
+	served uint64
 	// The last content type matched and the last Accept-Encoding
 	// negotiated in this slot, with their answers. Handlers mostly declare
 	// the same few types and clients of one kind send the same field, so
@@ -68,11 +69,11 @@ type slot struct {
 	cw responseWriter
 }
 
-// faceBlock is how many handlerWriters a block holds: 31 of 64 bytes,
-// not 32. An object over 512 bytes that holds pointers carries an 8-byte
-// header, so 32 would take the 2,304-byte size class and waste 248 bytes
-// of every block; 31 fit the 2,048-byte class.
-const faceBlock = 31
+// faceBlock is how many handlerWriters a block holds: 36 of 56 bytes, the
+// most that fit the 2,048-byte size class with the 8-byte header that an
+// object over 512 bytes holding pointers carries (32 of 64 bytes, with
+// it, took the 2,304-byte class and wasted 248 bytes a block).
+const faceBlock = 36
 
 // newFaces returns handlerWriters for s to carve: one for a slot's first
 // response, so that a burst of concurrent responses, each in a new slot,
@@ -80,7 +81,7 @@ const faceBlock = 31
 // values shared": 449 bytes per in-flight stream over the floor, 1,085 with
 // whole blocks); otherwise a block of faceBlock.
 func (s *slot) newFaces() []handlerWriter {
-	if s.gen == 0 {
+	if s.served == 0 {
 		return make([]handlerWriter, 1)
 	}
 	return make([]handlerWriter, faceBlock)
@@ -185,17 +186,17 @@ func (cw *responseWriter) matchType(ct string) bool {
 }
 
 // handlerWriter is the [http.ResponseWriter] a handler is given: one per
-// response, never reused, standing for the slot's responseWriter while its
-// generation is current. It holds the response's header values too, so
-// that a response's own memory is one 64-byte element of a block.
+// response, never reused, standing for the slot's responseWriter until the
+// response finishes. It holds the response's header values too, so that a
+// response's own memory is one 56-byte element of a block.
 //
-// s is cleared when the response finishes, so that neither a handler that
-// keeps its writer nor a header map kept with its values pins the slot,
-// with its buffers and the encoder it keeps; it is atomic because a
-// goroutine the handler left running may read it as close clears it.
+// s is cleared when the response finishes: that is what makes the writer
+// stale, and it also means that neither a handler that keeps its writer
+// nor a header map kept with its values pins the slot, with its buffers
+// and the encoder it keeps. It is atomic because a goroutine the handler
+// left running may read it as close clears it.
 type handlerWriter struct {
 	s      atomic.Pointer[slot]
-	gen    uint64
 	values headerValues
 }
 
@@ -213,14 +214,15 @@ func (m *Middleware) open(w http.ResponseWriter, r *http.Request, q *requestFiel
 	hw := &s.faces[0]
 	s.faces = s.faces[1:]
 	hw.s.Store(s)
-	hw.gen, s.hw = s.gen, hw
+	s.hw = hw
 	s.cw.start(m, s, w, r, q)
 	s.cw.values = &hw.values
 	return s, hw
 }
 
-// close finishes the response in s, moves the slot's generation on so that
-// its handlerWriter goes stale, clears the state, and puts the slot back.
+// close finishes the response in s, clears its handlerWriter's pointer to
+// the slot so that the writer goes stale, clears the state, and puts the
+// slot back.
 // It is called once per open. If finish panics (an observer, or an
 // underlying writer aborting with [http.ErrAbortHandler]), the writer
 // still goes stale and the lock is still released, but the slot, in a
@@ -229,7 +231,7 @@ func (m *Middleware) close(s *slot, completed bool) {
 	s.mu.Lock()
 	finished := false
 	defer func() {
-		s.gen++
+		s.served++
 		s.hw.s.Store(nil)
 		s.hw = nil
 		s.cw = responseWriter{}
@@ -250,7 +252,8 @@ func (hw *handlerWriter) lock() *responseWriter {
 		return nil
 	}
 	s.mu.Lock()
-	if s.gen != hw.gen {
+	if hw.s.Load() != s {
+		// The response finished while this call waited for the lock.
 		s.mu.Unlock()
 		return nil
 	}

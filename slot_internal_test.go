@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"unsafe"
 )
 
 // The handlerWriter of a finished response lets go of its slot: a handler
@@ -74,5 +75,20 @@ func TestStreamTakesTheEncoderItsSlotKept(t *testing.T) {
 	}
 	if keptBefore == 0 {
 		t.Error("no stream found an encoder kept from the whole body before it: slots keep none")
+	}
+}
+
+// A block of handlerWriters fits the 2,048-byte size class with the 8-byte
+// header the runtime gives an object over 512 bytes that holds pointers:
+// one more element, or a larger one, and the block would take the
+// 2,304-byte class and waste a tenth of itself.
+func TestFaceBlockFitsTheSizeClass(t *testing.T) {
+	const class, header = 2048, 8
+	size := int(unsafe.Sizeof(handlerWriter{})) * faceBlock
+	if size+header > class {
+		t.Errorf("a block of %d handlerWriters takes %d bytes with its header, over the %d-byte size class", faceBlock, size+header, class)
+	}
+	if next := size + int(unsafe.Sizeof(handlerWriter{})); next+header <= class {
+		t.Errorf("a block of %d handlerWriters would fit the %d-byte size class too (%d bytes): faceBlock wastes a slot", faceBlock+1, class, next+header)
 	}
 }
