@@ -305,10 +305,11 @@ type flight struct {
 // end), and then looks again if the flight left an entry, or encodes for
 // itself and stores nothing if it left none. With patience above zero it
 // waits only while the leader sends something at least that often, then
-// encodes for itself and stores nothing. A whole body's leader encodes in memory at once, so its
-// followers wait; a stream's leader goes at its client's pace, and one
-// stalled reader must not hold back every other client of the URL. plain
-// is the body looked up by content, which the entry's must equal.
+// encodes for itself and stores nothing. A whole body's leader encodes in
+// memory at once, so its followers wait; a stream's leader goes at its
+// client's pace, and one stalled reader must not hold back every other
+// client of the URL. plain is the body looked up by content, which the
+// entry's must equal.
 func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int, patience time.Duration) (e *cacheEntry, leader bool) {
 	for {
 		if e, ok := c.store.GetIfPresent(*k); ok {
@@ -607,8 +608,8 @@ func (cw *responseWriter) cacheUseless(h http.Header, f *facts) bool {
 // if it has a strong ETag, else by content. It returns the stored encoding
 // on a hit; on a miss that this response leads, store is set and k holds
 // the key to give to storeWhole once body is encoded. k is filled in
-// place: returned, the key (120 bytes) was copied twice on every response,
-// with or without a cache.
+// place, not returned, which would copy its 120 bytes twice on every
+// response, with or without a cache.
 func (cw *responseWriter) cachedWhole(h http.Header, f *facts, body []byte, k *cacheKey) (stored []byte, store bool) {
 	if cw.cacheUseless(h, f) {
 		return nil, false

@@ -59,10 +59,8 @@ type slot struct {
 	enc      *pool.Encoder
 	encoders *pool.Encoders
 	// faces is the rest of a block of handlerWriters (newFaces), carved
-	// one per response; hw is the current response's, whose slot pointer
-	// close clears.
+	// one per response.
 	faces []handlerWriter
-	hw    *handlerWriter
 
 	// cw comes last, so that the fields above, which every response
 	// reads, share the slot's first cache lines.
@@ -128,8 +126,8 @@ func (s *slot) lengthString(n int) string {
 //
 // Keeping one encoder in the slot from one whole body to the next, as it
 // keeps buffers, spares each the pool's Get and Put and the Reset that Put
-// makes (BENCHMARKS.md, "An encoder kept per slot").
-// The encoder stays the slot's alone, as a slot serves one response at a
+// makes (BENCHMARKS.md, "Fresh memory per response, and an encoder kept
+// per slot"). The encoder stays the slot's alone, as a slot serves one response at a
 // time. It is kept only after writing to the slot's own output buffer, so
 // it pins nothing of a finished response. A slot never holds an idle
 // encoder beside a busy one: a stream takes the kept encoder, or sends it
@@ -214,26 +212,23 @@ func (m *Middleware) open(w http.ResponseWriter, r *http.Request, q *requestFiel
 	hw := &s.faces[0]
 	s.faces = s.faces[1:]
 	hw.s.Store(s)
-	s.hw = hw
 	s.cw.start(m, s, w, r, q)
 	s.cw.values = &hw.values
 	return s, hw
 }
 
-// close finishes the response in s, clears its handlerWriter's pointer to
-// the slot so that the writer goes stale, clears the state, and puts the
-// slot back.
-// It is called once per open. If finish panics (an observer, or an
+// close finishes the response in s, clears the pointer to the slot of hw,
+// the handlerWriter open gave with s, so that the writer goes stale,
+// clears the state, and puts the slot back. It is called once per open. If finish panics (an observer, or an
 // underlying writer aborting with [http.ErrAbortHandler]), the writer
 // still goes stale and the lock is still released, but the slot, in a
 // state no one checked, is left to the garbage collector.
-func (m *Middleware) close(s *slot, completed bool) {
+func (m *Middleware) close(s *slot, hw *handlerWriter, completed bool) {
 	s.mu.Lock()
 	finished := false
 	defer func() {
 		s.served++
-		s.hw.s.Store(nil)
-		s.hw = nil
+		hw.s.Store(nil)
 		s.cw = responseWriter{}
 		s.mu.Unlock()
 		if finished {

@@ -150,7 +150,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		s, hw := m.open(w, r, &q)
 		r = withPlainTags(r, q.ifNoneMatch, q.ifMatch, s.cw.coding(), m.offers)
 		completed := false
-		defer func() { m.close(s, completed) }()
+		defer func() { m.close(s, hw, completed) }()
 		if sd := m.dicts.standaloneFor(r); sd != nil {
 			sd.ServeHTTP(hw, r) // a WithDictionary path: squeeze serves it
 		} else {
@@ -300,8 +300,9 @@ type responseWriter struct {
 
 	// slot is the slot cw lives in, which keeps spare buffers and an
 	// encoder. values holds the header values the response is given, in
-	// its handlerWriter. encodedAs is the coding the response was sent in, "" for
-	// none.
+	// its handlerWriter. encodedAs is the coding the response was sent
+	// in, "" for none: the observer reads it rather than the
+	// Content-Encoding value, which the header map's owner may rewrite.
 	slot      *slot
 	values    *headerValues
 	encodedAs string
@@ -637,9 +638,8 @@ func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []by
 // setEncoded sets the headers every encoded response carries.
 func (cw *responseWriter) setEncoded(h http.Header, coding string) {
 	cw.encodedAs = coding
-	v := cw.values
-	v.encoding[0] = coding
-	h["Content-Encoding"] = v.encoding[:]
+	cw.values.encoding[0] = coding
+	h["Content-Encoding"] = cw.values.encoding[:]
 	if cw.bare {
 		return
 	}
@@ -971,9 +971,8 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 
 // setLength sets Content-Length to n.
 func (cw *responseWriter) setLength(h http.Header, n int) {
-	v := cw.values
-	v.length[0] = cw.slot.lengthString(n)
-	h["Content-Length"] = v.length[:]
+	cw.values.length[0] = cw.slot.lengthString(n)
+	h["Content-Length"] = cw.values.length[:]
 }
 
 // addVary adds Accept-Encoding to Vary unless it, or "*", is there already.
@@ -985,9 +984,8 @@ func (cw *responseWriter) addVary(h http.Header) {
 	switch {
 	case headerHasToken(v, "accept-encoding") || headerHasToken(v, "*"):
 	case len(v) == 0:
-		own := cw.values
-		own.vary[0] = "Accept-Encoding"
-		h["Vary"] = own.vary[:]
+		cw.values.vary[0] = "Accept-Encoding"
+		h["Vary"] = cw.values.vary[:]
 	default:
 		// A full slice forces append to copy: the handler may share its
 		// header values between responses.
