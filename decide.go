@@ -94,6 +94,35 @@ func (r Reason) varies() bool {
 	return r == ReasonNone || r >= ReasonRange
 }
 
+// variesWith reports whether a response sent for why, with facts f and
+// header h, carries Vary: Accept-Encoding. Besides the reasons that vary,
+// a 304 and a 206 carry the Vary that a 200 to the same request would
+// have (RFC 9110 §15.4.5 and §15.3.7): a 304 unless its type says the 200
+// would not be encoded; a 206 when its type is one to compress, since the
+// 200 to a Range request varies then (ReasonRange), or is not known. A
+// multipart 206 names only multipart/byteranges, not its parts' type, and
+// so varies, as a 304 without a type does: Vary where none was needed
+// costs a cache some sharing, none where it was needed serves a client a
+// coding it did not accept.
+func (cw *responseWriter) variesWith(why Reason, f *facts, h http.Header) bool {
+	switch {
+	case why.varies():
+		return true
+	case f.status == http.StatusNotModified:
+		return cw.notModifiedVaries(h)
+	case f.status == http.StatusPartialContent:
+		return !f.encoded && !f.noTransform && (f.eligible || isByteRanges(f.contentType))
+	}
+	return false
+}
+
+// isByteRanges reports whether ct is multipart/byteranges, the type of a
+// 206 with more than one part.
+func isByteRanges(ct string) bool {
+	const mt = "multipart/byteranges"
+	return len(ct) >= len(mt) && equalFold(ct[:len(mt)], mt) && (len(ct) == len(mt) || ct[len(mt)] == ';' || ct[len(mt)] == ' ')
+}
+
 // need says what a wait verdict waits for.
 type need uint8
 

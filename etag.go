@@ -173,18 +173,35 @@ func addPlainTags(lines []string, weakToo bool, suffixOf func(opaque string) str
 	return b.String(), added
 }
 
-// notModifiedETag gives a 304 the tag the client named when that is the
-// suffixed form of the handler's tag: the 304 then confirms the encoded
-// representation the client holds (RFC 9110 §15.4.5).
+// notModifiedETag gives a 304 the tag of the representation it confirms
+// (RFC 9110 §15.4.5). When If-None-Match names tags, the client said which
+// it holds: the suffixed form of the handler's tag if it named that, the
+// plain one otherwise. When it names none (If-Modified-Since alone, or
+// "*"), the 304 carries the tag the 200 to the same request would: the
+// suffixed one, unless the type says that 200 would not be encoded, or the
+// tag already ends with the suffix: a handler that encodes for itself (a
+// [FileServer] behind a Middleware) sends its 304 with the coded tag of its
+// 200 and no Content-Encoding.
 func (cw *responseWriter) notModifiedETag(h http.Header) {
 	_, v := etagField(h)
 	if len(v) != 1 {
 		return
 	}
 	tag := trimOWS(v[0])
-	if isStrongETag(tag) && listHasTag(cw.req.Header["If-None-Match"], codedTag(tag, cw.offer.coding)) {
-		suffixETag(h, cw.offer.coding)
+	if !isStrongETag(tag) {
+		return
 	}
+	coding := cw.offer.coding
+	inm := cw.req.Header["If-None-Match"]
+	star := len(inm) == 1 && trimOWS(inm[0]) == "*"
+	named := len(inm) > 0 && !star
+	switch {
+	case named && listHasTag(inm, codedTag(tag, coding)):
+	case !named && cw.notModifiedVaries(h) && !strings.HasSuffix(tag, "-"+coding+`"`):
+	default:
+		return
+	}
+	suffixETag(h, coding)
 }
 
 // notModifiedVaries reports whether a 304 stands for a response that

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/squeezehttp/squeeze"
@@ -150,7 +151,9 @@ func TestConditionalRequestsMatchEveryFormOfTheTag(t *testing.T) {
 		{"If-None-Match with the coded tag", `"abc"`, "GET", []string{"If-None-Match", `"abc-zstd"`}, 304, `"abc-zstd"`},
 		{"If-None-Match with the weak coded tag", `"abc"`, "GET", []string{"If-None-Match", `W/"abc-zstd"`}, 304, `"abc-zstd"`},
 		{"If-None-Match with the plain tag", `"abc"`, "GET", []string{"If-None-Match", `"abc"`}, 304, `"abc"`},
-		{"If-None-Match star", `"abc"`, "GET", []string{"If-None-Match", `*`}, 304, `"abc"`},
+		// "*" names no representation: the 304 carries the tag of the
+		// 200 it stands for, which is encoded (RFC 9110 §15.4.5).
+		{"If-None-Match star", `"abc"`, "GET", []string{"If-None-Match", `*`}, 304, `"abc-zstd"`},
 		{"If-None-Match with another coding's tag", `"abc"`, "GET", []string{"If-None-Match", `"abc-gzip"`}, 200, `"abc-zstd"`},
 		{"handler's own tag ending like a suffix, If-None-Match", `"v1-zstd"`, "GET", []string{"If-None-Match", `"v1-zstd"`}, 304, `"v1-zstd"`},
 		{"handler's own tag ending like a suffix, If-Match", `"doc-pt-br"`, "GET", []string{"If-Match", `"doc-pt-br"`}, 200, `"doc-pt-br-zstd"`},
@@ -198,6 +201,72 @@ func TestHeadAnswersWithTheHeadersOfGet(t *testing.T) {
 				t.Errorf("HEAD Content-Length %s, GET %s", cl, get.Header().Get("Content-Length"))
 			}
 		})
+	}
+}
+
+// A 304 to a request that names no tag (If-Modified-Since alone) carries
+// the tag its 200 would: the coded one for a type squeeze compresses, so
+// that a cache holding the encoded response can freshen it (RFC 9111
+// §4.3.4); the plain one for a type it does not, and for a client that
+// accepts no coding.
+func TestNotModifiedBySinceCarriesTheTagOfItsOK(t *testing.T) {
+	mod := time.Unix(1700000000, 0)
+	since := mod.UTC().Format(http.TimeFormat)
+	page := textBody(1, 8<<10)
+	tests := []struct {
+		name, contentType, ae, want string
+	}{
+		{"page, gzip", "text/html; charset=utf-8", "gzip", `"v1-gzip"`},
+		{"page, zstd", "text/html; charset=utf-8", "zstd", `"v1-zstd"`},
+		{"page, no coding accepted", "text/html; charset=utf-8", "identity", `"v1"`},
+		{"image", "image/png", "gzip", `"v1"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("ETag", `"v1"`)
+				w.Header().Set("Content-Type", tt.contentType)
+				if r.Header.Get("If-Modified-Since") == since {
+					// As ServeContent would, but keeping the type, so
+					// that the type decides.
+					w.WriteHeader(http.StatusNotModified)
+					return
+				}
+				_, _ = w.Write(page)
+			}))
+			ok := serve(h, "GET", tt.ae)
+			nm := serve(h, "GET", tt.ae, "If-Modified-Since", since)
+			if nm.Code != http.StatusNotModified {
+				t.Fatalf("status %d, want 304", nm.Code)
+			}
+			if got := nm.Header().Get("ETag"); got != tt.want || got != ok.Header().Get("ETag") {
+				t.Errorf("304 ETag %s, want %s; the 200 carries %s", got, tt.want, ok.Header().Get("ETag"))
+			}
+		})
+	}
+	// A FileServer behind a Middleware encodes for itself: its 304 carries
+	// its 200's coded tag already, and gets no second suffix.
+	fsys := fstest.MapFS{"a.html": {Data: page, ModTime: mod}}
+	fm := squeeze.MustNew()
+	for name, h := range map[string]http.Handler{"own Middleware": fm.Handler(fm.FileServer(fsys)), "another Middleware": squeeze.MustNew().Handler(fm.FileServer(fsys))} {
+		ok := serveAt(h, "/a.html", "br")
+		nm := serveAt(h, "/a.html", "br", "If-Modified-Since", since)
+		if tag := ok.Header().Get("ETag"); nm.Code != http.StatusNotModified || nm.Header().Get("ETag") != tag || !strings.HasSuffix(tag, `-br"`) {
+			t.Errorf("FileServer behind %s: 200 ETag %s; then status %d, ETag %s", name, tag, nm.Code, nm.Header().Get("ETag"))
+		}
+	}
+	// http.ServeContent drops Content-Type from its 304: the tag is the
+	// 200's coded one, as the Vary is.
+	h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		http.ServeContent(w, r, "page.html", mod, bytes.NewReader(page))
+	}))
+	if ok := serve(h, "GET", "gzip"); ok.Header().Get("ETag") != `"v1-gzip"` {
+		t.Fatalf("200 ETag %s, want \"v1-gzip\"", ok.Header().Get("ETag"))
+	}
+	nm := serve(h, "GET", "gzip", "If-Modified-Since", since)
+	if nm.Code != http.StatusNotModified || nm.Header().Get("ETag") != `"v1-gzip"` {
+		t.Errorf("ServeContent's 304: status %d, ETag %s; want 304 with \"v1-gzip\"", nm.Code, nm.Header().Get("ETag"))
 	}
 }
 

@@ -7,9 +7,13 @@
 // [WithMinSize], content types outside [WithContentTypes], bodiless statuses,
 // ranges, already-encoded bodies and Cache-Control: no-transform go out
 // unchanged. Every such reason is a case of one decision (decide.go). A body
-// that ends within the buffer, or whose declared Content-Length fits in it,
-// is sent in one piece with a Content-Length, or as it is when encoding would
-// not make it smaller; a longer one, or one the handler flushes, is streamed.
+// that may be encoded and that ends within the buffer, or whose declared
+// Content-Length fits in it, is sent in one piece with a Content-Length, or
+// as it is when encoding would not make it smaller; a longer one, or one the
+// handler flushes, is streamed. A body that goes out unchanged whatever its
+// length (the client accepts no offered coding, the type is not one to
+// compress, ...) is not held back: it passes through as the handler writes
+// it, and net/http frames it as it would without squeeze.
 // Encoders and buffers come from pools built by [New], one per coding and
 // level, and go back, reset, when the response ends.
 package squeeze
@@ -505,7 +509,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 	} else if _, ok := h["Content-Type"]; ok && len(h) == 1 {
 		cw.bare = true
 	}
-	if why.varies() || f.status == http.StatusNotModified && cw.notModifiedVaries(h) {
+	if cw.variesWith(why, f, h) {
 		cw.addVary(h)
 	}
 	if f.status == http.StatusNotModified && cw.offer != nil {

@@ -75,9 +75,10 @@ type Event struct {
 	// response sent unencoded, except for [ReasonNoGain]: the time spent
 	// finding out.
 	Elapsed time.Duration
-	// Cached is set when the encoded bytes came from the [Cache] rather
-	// than an encoder; a cache hit is not a skip, so Coding is set and
-	// Skipped is ReasonNone.
+	// Cached is set when the encoded bytes were not encoded for this
+	// response: they came from the [Cache], or from a [FileServer]'s
+	// precompressed sibling file or its store of encoded files. Such a
+	// response is not a skip, so Coding is set and Skipped is ReasonNone.
 	Cached bool
 	// Dictionary is set when the response was encoded with a compression
 	// dictionary (RFC 9842, dcz or dcb; see [WithDictionaryMatch]).
@@ -343,7 +344,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	p.each("squeeze_compressor_uncompressed_bytes_total", "Plain bytes of the responses sent encoded.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].TotalUncompressedBytes) })
 	p.each("squeeze_compressor_compressed_bytes_total", "Encoded bytes of the responses sent encoded.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].TotalCompressedBytes) })
 	p.each("squeeze_compressor_encode_seconds_total", "Time spent encoding responses.", "coding", codings, func(k string) float64 { return cs.Codings[k].EncodeSeconds })
-	p.each("squeeze_compressor_cached_total", "Encoded responses served from the cache.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].Cached) })
+	p.each("squeeze_compressor_cached_total", "Encoded responses served already encoded: from the cache, or a FileServer's sibling files or store.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].Cached) })
 	p.each("squeeze_compressor_dictionary_total", "Responses encoded with a compression dictionary.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].Dictionary) })
 	reasons := sortedKeys(cs.Reasons)
 	p.each("squeeze_compressor_not_compressed_total", "Responses sent unencoded, by reason.", "reason", reasons, func(k string) float64 { return float64(cs.Reasons[k].NotCompressed) })

@@ -177,12 +177,14 @@ func quoteList(items []string) string {
 
 // WithMinSize sets the smallest body, in bytes, that is compressed. Smaller
 // bodies go out unchanged, since the coding's framing would outweigh the
-// saving. 0 compresses every eligible body; a negative size is an error.
-// The default is [DefaultMinSize].
+// saving. 0 compresses every eligible body. A body is held back until it
+// reaches the minimum size, so the buffer is raised to it: it must be 0 to
+// 16 MiB, the largest buffer [WithBufferSize] takes. The default is
+// [DefaultMinSize].
 func WithMinSize(n int) Option {
 	return func(c *config) error {
-		if n < 0 {
-			return fmt.Errorf("squeeze: WithMinSize(%d): size must not be negative", n)
+		if n < 0 || n > maxBufferSize {
+			return fmt.Errorf("squeeze: WithMinSize(%d): size must be 0 to %d bytes (16 MiB)", n, maxBufferSize)
 		}
 		c.minSize = n
 		return nil
@@ -193,10 +195,11 @@ func WithMinSize(n int) Option {
 const maxBufferSize = 16 << 20
 
 // WithBufferSize sets how many bytes of a body are held back while deciding
-// whether to compress it. A body that ends within the buffer is sent in one
-// piece with a Content-Length. The size is raised to the minimum size if it
-// is smaller. The default is [DefaultBufferSize]; it must be positive and at
-// most 16 MiB.
+// whether to compress it. A body that may be encoded and ends within the
+// buffer is sent in one piece with a Content-Length; a body known from its
+// header to go out unchanged is not held back. The size is raised to the
+// minimum size if it is smaller. The default is [DefaultBufferSize]; it must
+// be positive and at most 16 MiB.
 func WithBufferSize(n int) Option {
 	return func(c *config) error {
 		if n <= 0 || n > maxBufferSize {

@@ -41,7 +41,11 @@ func TestNewErrorMessages(t *testing.T) {
 		{"level of a coding not offered", []squeeze.Option{squeeze.WithLevel(squeeze.Deflate, 6)},
 			`squeeze: WithLevel("deflate", 6): deflate is not offered (the codings offered are zstd, br, gzip; add it with WithEncodings)`, nil},
 		{"negative min size", []squeeze.Option{squeeze.WithMinSize(-1)},
-			"squeeze: WithMinSize(-1): size must not be negative", nil},
+			"squeeze: WithMinSize(-1): size must be 0 to 16777216 bytes (16 MiB)", nil},
+		// The buffer is raised to the minimum size, so a minimum beyond
+		// the largest buffer would lift its bound.
+		{"huge min size", []squeeze.Option{squeeze.WithMinSize(256 << 20)},
+			"squeeze: WithMinSize(268435456): size must be 0 to 16777216 bytes (16 MiB)", nil},
 		{"zero buffer", []squeeze.Option{squeeze.WithBufferSize(0)},
 			"squeeze: WithBufferSize(0): size must be 1 to 16777216 bytes (16 MiB)", nil},
 		{"huge buffer", []squeeze.Option{squeeze.WithBufferSize(32 << 20)},

@@ -1,9 +1,12 @@
 package squeeze_test
 
 import (
+	"bytes"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/squeezehttp/squeeze"
 )
@@ -72,4 +75,43 @@ func TestVaryMergeLeavesHandlerSliceAlone(t *testing.T) {
 		t.Errorf("the handler's Vary slice was written through: backing array now %q", backing)
 	}
 	checkBody(t, res.Header, raw, body)
+}
+
+// A 206 carries the Vary that a 200 to the same request would (RFC 9110
+// §15.3.7). squeeze's 200 to a Range request (an If-Range that failed)
+// varies when the type is one it compresses, so the 206 does too; a 206 of
+// a type it leaves alone does not. A multipart 206 does not name its parts'
+// type, so it varies whatever they are.
+func TestPartialContentCarriesVaryOfItsOK(t *testing.T) {
+	tests := []struct {
+		name, contentType string
+		want              bool
+	}{
+		{"page", "text/html; charset=utf-8", true},
+		{"image", "image/png", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := textBody(3, 6000)
+			h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("ETag", `"v1"`)
+				w.Header().Set("Content-Type", tt.contentType)
+				http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+			}))
+			full := serveAt(h, "/p", "gzip", "Range", "bytes=0-9", "If-Range", `"other"`)
+			if full.Code != http.StatusOK || varies(full.Header()) != tt.want {
+				t.Fatalf("200 to a Range request: status %d, Vary %q; want 200, varying %v", full.Code, full.Header().Values("Vary"), tt.want)
+			}
+			for _, ranges := range []string{"bytes=0-9", "bytes=0-9,20-29"} {
+				part := serveAt(h, "/p", "gzip", "Range", ranges)
+				if part.Code != http.StatusPartialContent {
+					t.Fatalf("%s: status %d, want 206", ranges, part.Code)
+				}
+				want := tt.want || strings.Contains(ranges, ",")
+				if varies(part.Header()) != want {
+					t.Errorf("%s: 206 Vary %q; the 200 to the same request has %q", ranges, part.Header().Values("Vary"), full.Header().Values("Vary"))
+				}
+			}
+		})
+	}
 }

@@ -282,7 +282,8 @@ type codingRecord struct {
 }
 
 // clientCookie carries a browser's client key, so that /debug/codings shows
-// a browser its own requests whatever connection they came on.
+// a browser its own requests whatever connection they came on. It is set
+// on a page load (Sec-Fetch-Dest: document), which only browsers send.
 const clientCookie = "squeeze_demo_client"
 
 // maxClients bounds the memory the log holds: past it, a new client evicts
@@ -291,7 +292,7 @@ const maxClients = 100
 
 // codingsAbout says on the page what "client" means here.
 const codingsAbout = "The latest response on each path for this client only. A client is a " +
-	"browser (told apart by the squeeze_demo_client cookie this demo sets) or, for clients that " +
+	"browser (told apart by the squeeze_demo_client cookie this demo sets on a page load) or, for clients that " +
 	"send no cookie such as curl, a User-Agent at an address: two curl runs of the same version " +
 	"on one machine count as one client. /debug/codings?all=1 lists every client."
 
@@ -335,7 +336,11 @@ func (l *codingLog) clientKey(r *http.Request) (key, label string, known bool) {
 func (l *codingLog) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, label, known := l.clientKey(r)
-		if !known {
+		if !known && r.Header.Get("Sec-Fetch-Dest") == "document" {
+			// Only a browser's page load gets the cookie: a response
+			// with Set-Cookie is never cached, so setting it on every
+			// response to a client without cookies (curl) would keep
+			// the cache from ever serving one.
 			http.SetCookie(w, &http.Cookie{Name: clientCookie, Value: key, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
 		}
 		rw := &recordingWriter{ResponseWriter: w}
