@@ -41,8 +41,10 @@ const (
 // when [WithDictionaryStoreSize] is not given: 64 MiB. A versioned script or
 // stylesheet is tens to hundreds of kilobytes, so this keeps some hundreds of
 // them, each with a few versions, while a body of up to 16 MiB (a quarter of
-// the budget) can still be remembered. The encoders built for a dictionary
-// are pooled per dictionary and released with it (see BENCHMARKS.md).
+// the budget) can still be remembered. The budget holds the tables a dcb
+// encoder prepares for a dictionary too (see [WithDictionaryStoreSize]); the
+// encoders built for a dictionary are pooled per dictionary and released
+// with it (see BENCHMARKS.md).
 const DefaultDictionaryStoreSize = 64 << 20
 
 // dczHeader and dcbHeader start the two framings (RFC 9842 §4): dcz is a zstd
@@ -203,6 +205,10 @@ type dictionary struct {
 	pattern string // the match pattern it was stored or registered under
 	static  bool   // registered with WithDictionary: never evicted
 	elem    *list.Element
+	// size is what the dictionary costs the store's budget: its bytes, its
+	// entry and, once built, its prepared dcb tables. Guarded by the
+	// store's mutex; 0 for a static dictionary.
+	size int64
 
 	dcz, dcb lazyOffer
 }
@@ -216,9 +222,10 @@ type lazyOffer struct {
 
 // dictStore holds the dictionary configuration of a Middleware and the
 // dictionaries it knows. Remembered dictionaries are keyed by SHA-256 and
-// evicted least recently used first once their bytes pass the budget. The
-// mutex guards the map and the list only; hashing, copying and building
-// encoders happen outside it.
+// evicted least recently used first once their cost passes the budget: the
+// bytes, dictEntryBytes each, and the dcb tables of those a client asked
+// for dcb against (dcbTableBytes). The mutex guards the map, the list and
+// the costs only; hashing, copying and building encoders happen outside it.
 type dictStore struct {
 	patterns []string // WithDictionaryMatch, in order
 	useAs    []string // the Use-As-Dictionary value of each pattern
@@ -236,7 +243,41 @@ type dictStore struct {
 	mu     sync.Mutex
 	byHash map[[32]byte]*dictionary
 	lru    list.List // remembered dictionaries, most recently used first
-	used   int64
+	used   int64     // the sum of their sizes
+}
+
+// dictEntryBytes is what a remembered dictionary costs the budget besides
+// its bytes: the dictionary, its list element and map entry (measured with
+// runtime.MemStats at 254 to 290 bytes each over 1,000 to 100,000 entries,
+// the map's growth included) and the fixed part of its two offers, the
+// offer, its encoder pool and closure (224 bytes each measured for dcz;
+// dcb's is in dcbTableBytes). Charged when the body is remembered, it keeps
+// a flood of tiny distinct bodies within the budget as well.
+const dictEntryBytes = 1 << 10
+
+// dcbTableBytes returns what go-brrr (v1.3.1) keeps in the PreparedDictionary
+// it builds for a dictionary of n bytes, which every dcb encoder of the
+// dictionary shares for as long as the store holds the dictionary: a 2-byte
+// head per hash bucket (2^17 buckets, doubling while the dictionary is more
+// than 16 bytes per bucket, up to 2^22), a 4-byte offset per slot (2^7,
+// doubling with them) and a 4-byte item per position. The items are the
+// most there can be: a bucket keeps at most 32 positions, so repetitive
+// text needs fewer (text of 200 KiB 0.75 MB where this says 1.08 MB).
+// Measured with runtime.MemStats on incompressible data, the heap held 108
+// bytes less than this for each size tried from 2 KiB to 16 MiB (270,968
+// bytes for 2 KiB, 4,457,080 for 1 MiB, 69,210,232 for 16 MiB): the tables,
+// not the dictionary, dominate a small dictionary's cost.
+func dcbTableBytes(n int) int64 {
+	const handle = 256 // the PreparedDictionary, its handle and rounding
+	if n < 8 {
+		return handle // go-brrr builds no tables for fewer than 8 bytes
+	}
+	bucketBits, slotBits := 17, 7
+	for 16<<bucketBits < n && bucketBits < 22 {
+		bucketBits++
+		slotBits++
+	}
+	return handle + 2<<bucketBits + 4<<slotBits + 4*int64(n-7)
 }
 
 // standaloneDictionary is a dictionary of WithDictionary and what serves it.
@@ -297,6 +338,8 @@ func (s *dictStore) lookup(hash [32]byte) *dictionary {
 // remember stores body as a dictionary for pattern, unless it is empty,
 // larger than a quarter of the budget, or held already (then it only counts
 // as used). owned says body may be kept as it is; otherwise it is copied.
+// It costs the budget the capacity of the slice kept, which is what the
+// heap holds, and dictEntryBytes.
 func (s *dictStore) remember(body []byte, pattern string, owned bool) {
 	if len(body) == 0 || int64(len(body)) > s.maxBody {
 		return
@@ -308,7 +351,7 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool) {
 	if !owned {
 		body = bytes.Clone(body)
 	}
-	d := &dictionary{hash: hash, data: body, pattern: pattern}
+	d := &dictionary{hash: hash, data: body, pattern: pattern, size: int64(cap(body)) + dictEntryBytes}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.byHash[hash]; ok {
@@ -316,15 +359,54 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool) {
 	}
 	s.byHash[hash] = d
 	d.elem = s.lru.PushFront(d)
-	s.used += int64(len(body))
+	s.used += d.size
+	s.evict()
+}
+
+// evict drops the least recently used dictionaries while the store is over
+// its budget. The caller holds s.mu.
+func (s *dictStore) evict() {
 	for s.used > s.budget {
 		old := s.lru.Remove(s.lru.Back()).(*dictionary)
 		delete(s.byHash, old.hash)
 		old.elem = nil
-		s.used -= int64(len(old.data))
-		// Its encoder pools go with it: responses still using one put
-		// their encoders back into a pool nothing else reaches.
+		s.used -= old.size
+		// Its encoder pools and prepared tables go with it: responses
+		// still using one put their encoders back into a pool nothing
+		// else reaches.
 	}
+}
+
+// charge adds n bytes of encoder state about to be built for d to d's cost,
+// evicting the least recently used dictionaries while the store is over
+// budget. It reports false when d is no longer in the store, would not fit
+// the budget alone (then nothing is charged), or is itself evicted to make
+// room (its cost leaves with it): then the state is not to be built. A
+// static dictionary is not charged.
+func (s *dictStore) charge(d *dictionary, n int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d.static {
+		return true
+	}
+	if d.elem == nil || d.size+n > s.budget {
+		return false
+	}
+	d.size += n
+	s.used += n
+	s.evict()
+	return d.elem != nil
+}
+
+// uncharge gives back n bytes charged for d whose state could not be built.
+func (s *dictStore) uncharge(d *dictionary, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d.static || d.elem == nil {
+		return // not charged, or its cost left the store with it
+	}
+	d.size -= n
+	s.used -= n
 }
 
 // matchIndex returns the index of the first pattern path matches, or -1.
@@ -338,16 +420,28 @@ func (s *dictStore) matchIndex(path string) int {
 }
 
 // offerFor returns the offer of coding (DCZ or DCB) with d, built on first
-// use, or nil if its encoder cannot be built.
+// use, or nil if its encoder cannot be built. The dcb offer's prepared
+// tables are charged to the budget before they are built (see charge): a
+// remembered dictionary whose tables do not fit, or that is evicted to make
+// room, gets no dcb offer. dcz keeps no state beyond its pooled encoders,
+// whose fixed part dictEntryBytes counts.
 func (s *dictStore) offerFor(d *dictionary, coding string) *offer {
-	lo, build := &d.dcz, s.newDCZ
+	lo, build, state := &d.dcz, s.newDCZ, int64(0)
 	if coding == DCB {
-		lo, build = &d.dcb, s.newDCB
+		lo, build, state = &d.dcb, s.newDCB, dcbTableBytes(len(d.data))
 	}
 	lo.once.Do(func() {
-		if encoders, err := build(d); err == nil {
-			lo.o = &offer{coding: coding, encoders: encoders, dict: d}
+		if state > 0 && !s.charge(d, state) {
+			return
 		}
+		encoders, err := build(d)
+		if err != nil {
+			if state > 0 {
+				s.uncharge(d, state)
+			}
+			return
+		}
+		lo.o = &offer{coding: coding, encoders: encoders, dict: d}
 	})
 	return lo.o
 }
@@ -516,7 +610,18 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	if d == nil || !matchPath(d.pattern, path) {
 		return nil, pattern, varies
 	}
-	return s.offerFor(d, coding), pattern, varies
+	if o = s.offerFor(d, coding); o == nil && len(s.codings) == 2 {
+		// The other dictionary coding, if the client names it too: dcb
+		// is refused for a dictionary whose tables do not fit the budget.
+		other := s.codings[0]
+		if other == coding {
+			other = s.codings[1]
+		}
+		if explicitCoding(r.Header["Accept-Encoding"], []string{other}) != "" {
+			o = s.offerFor(d, other)
+		}
+	}
+	return o, pattern, varies
 }
 
 // sameSite reports whether Sec-Fetch-Site allows a dictionary: absent (not
@@ -708,7 +813,19 @@ func WithDictionaryMatch(patterns ...string) Option {
 // remembered from responses (see [WithDictionaryMatch]); the least recently
 // used go first when it is exceeded, and a body larger than a quarter of it
 // is not remembered. The default is [DefaultDictionaryStoreSize]; n must be
-// positive. Dictionaries of [WithDictionary] do not count.
+// positive. Dictionaries of [WithDictionary], and the state built for them,
+// do not count.
+//
+// The budget counts all the store holds for a remembered dictionary: its
+// bytes (the capacity kept), 1 KiB for its entry and offers, and, from the
+// first dcb request against it, the tables go-brrr prepares for it, charged
+// before they are built: 4 bytes per dictionary byte plus 256 KiB of hash
+// heads (more past 2 MiB; about 265 KiB for a 2 KiB dictionary, 4.3 MiB for
+// 1 MiB). When they do not fit, even alone, the client gets dcz if it named
+// it, else no delta. Beyond the budget squeeze holds only the encoders, in
+// use by responses (see BENCHMARKS.md) or idle in a dictionary's pool until
+// two garbage collections pass, and the tables of a dictionary evicted while
+// a response was using them, until it ends.
 func WithDictionaryStoreSize(n int64) Option {
 	return func(c *config) error {
 		if n <= 0 {

@@ -263,9 +263,10 @@ func TestDictionaryNotRememberedAfterPanic(t *testing.T) {
 
 func TestDictionaryStoreEvictsLeastRecentlyUsed(t *testing.T) {
 	a, b, c := textBody(1, 10<<10), textBody(2, 10<<10), textBody(3, 10<<10)
-	files := map[string][]byte{"/d/a": a, "/d/b": b, "/d/c": c, "/d/big": textBody(4, 11<<10)}
-	// A budget of 40 KiB holds three 10 KiB bodies and refuses one over 10 KiB.
-	h := newMiddleware(t, squeeze.WithDictionaryMatch("/d/*"), squeeze.WithDictionaryStoreSize(40<<10),
+	files := map[string][]byte{"/d/a": a, "/d/b": b, "/d/c": c, "/d/big": textBody(4, 11<<10+1)}
+	// A budget of 44 KiB holds four 10 KiB bodies, each charged 1 KiB more
+	// for its entry, and refuses one over 11 KiB, a quarter of it.
+	h := newMiddleware(t, squeeze.WithDictionaryMatch("/d/*"), squeeze.WithDictionaryStoreSize(44<<10),
 		squeeze.WithMinSize(0)).Handler(scripts(files))
 	for _, p := range []string{"/d/a", "/d/b", "/d/big"} {
 		serveAt(h, p, "gzip")
@@ -276,11 +277,11 @@ func TestDictionaryStoreEvictsLeastRecentlyUsed(t *testing.T) {
 	if !remembered(h, "/d/a", a) { // a is now the most recently used
 		t.Fatal("a was not remembered")
 	}
-	serveAt(h, "/d/c", "gzip")          // 30 KiB: all fit
+	serveAt(h, "/d/c", "gzip")          // 33 KiB: all fit
 	serveAt(h, "/d/x", "gzip")          // 404: not remembered
-	files["/d/e"] = textBody(5, 10<<10) // 40 KiB: all fit
+	files["/d/e"] = textBody(5, 10<<10) // 44 KiB: all fit
 	serveAt(h, "/d/e", "gzip")          //
-	files["/d/f"] = textBody(6, 10<<10) // 50 KiB: b, the least recently used, goes
+	files["/d/f"] = textBody(6, 10<<10) // 55 KiB: b, the least recently used, goes
 	serveAt(h, "/d/f", "gzip")          //
 	for _, tc := range []struct {
 		name string

@@ -1,0 +1,178 @@
+package squeeze
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+
+	brrr "github.com/molecule-man/go-brrr"
+)
+
+// The dictionary store's budget (WithDictionaryStoreSize) holds all the
+// store keeps: the bytes of each dictionary, its entry, and the tables a dcb
+// encoder prepares for it.
+
+// heldHeap returns the live heap after two collections, so that idle pooled
+// encoders (sync.Pool keeps them one collection more) are gone.
+func heldHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// apiStore returns a Middleware remembering every /api/ response, with a
+// dictionary budget of budget bytes and codings as WithEncodings takes them
+// (nil for the default), and a handler that sends body(q) for ?q=.
+func apiStore(t *testing.T, budget int64, codings []string, body func(q string) []byte) (*Middleware, http.Handler) {
+	t.Helper()
+	opts := []Option{WithDictionaryMatch("/api/*"), WithDictionaryStoreSize(budget)}
+	if codings != nil {
+		opts = append(opts, WithEncodings(codings...))
+	}
+	m, err := New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body(r.URL.Query().Get("q")))
+	}))
+}
+
+// serveAPI serves GET /api/x?q=q with Accept-Encoding ae and, unless dict
+// is nil, Available-Dictionary naming dict.
+func serveAPI(h http.Handler, q, ae string, dict []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, "/api/x?q="+q, nil)
+	req.Header.Set("Accept-Encoding", ae)
+	if dict != nil {
+		sum := sha256.Sum256(dict)
+		req.Header.Set("Available-Dictionary", ":"+base64.StdEncoding.EncodeToString(sum[:])+":")
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// paddedJSON returns a JSON body of about 2 KiB naming q: a response that
+// differs for every q, as an API's do.
+func paddedJSON(q string) []byte {
+	return []byte(`{"q":"` + q + `","pad":"` + strings.Repeat("abcdefgh", 240) + `"}`)
+}
+
+// checkStoreAccounts checks that the store's cost is the sum of its
+// dictionaries' and within the budget.
+func checkStoreAccounts(t *testing.T, s *dictStore) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var sum int64
+	for e := s.lru.Front(); e != nil; e = e.Next() {
+		sum += e.Value.(*dictionary).size
+	}
+	if sum != s.used || s.used > s.budget {
+		t.Errorf("store charges %d bytes for dictionaries costing %d, against a budget of %d", s.used, sum, s.budget)
+	}
+}
+
+// The adversarial review's case: a hundred distinct 2 KiB bodies on a
+// dictionary path, then one dcb request naming each. Uncharged, each kept
+// go-brrr's tables of 265 KiB, and the heap grew by 25 MiB against a 256
+// KiB budget. Charged, the store holds the tables of the three it has room
+// for.
+func TestDictionaryStoreBudgetHoldsDCBTables(t *testing.T) {
+	const budget = 1 << 20
+	m, h := apiStore(t, budget, nil, paddedJSON)
+	const n = 100 // 100 x ~2 KiB and their entries, inside the budget
+	for i := range n {
+		serveAPI(h, fmt.Sprint(i), "gzip", nil)
+	}
+	before := heldHeap()
+	dcb := 0
+	for i := range n {
+		q := fmt.Sprint(i)
+		if serveAPI(h, q, "dcb", paddedJSON(q)).Header().Get("Content-Encoding") == DCB {
+			dcb++
+		}
+	}
+	grew := heldHeap() - before
+	checkStoreAccounts(t, m.dicts)
+	t.Logf("%d dcb responses; the heap grew by %d bytes against a %d-byte budget", dcb, grew, budget)
+	if dcb == 0 {
+		t.Fatal("no dcb responses: a 2 KiB dictionary's tables fit a 1 MiB budget")
+	}
+	if grew > 2*budget {
+		t.Errorf("the heap grew by %.1f MiB after %d dcb requests against a %d KiB dictionary store: dcb tables are not charged to it",
+			float64(grew)/(1<<20), n, budget>>10)
+	}
+}
+
+// A flood of tiny distinct bodies on a dictionary path: each remembered
+// body costs its entry too, so the store keeps some 250 of them within a
+// 256 KiB budget, not the 13,000 their bytes alone would allow.
+func TestDictionaryStoreBudgetHoldsEntriesOfTinyBodies(t *testing.T) {
+	const budget = 256 << 10
+	m, h := apiStore(t, budget, nil, func(q string) []byte { return []byte(`{"q":"` + q + `"}`) })
+	before := heldHeap()
+	for i := range 12000 {
+		serveAPI(h, fmt.Sprintf("%010d", i), "gzip", nil) // 19-byte bodies
+	}
+	grew := heldHeap() - before
+	checkStoreAccounts(t, m.dicts)
+	m.dicts.mu.Lock()
+	stored := len(m.dicts.byHash)
+	m.dicts.mu.Unlock()
+	t.Logf("%d dictionaries stored; the heap grew by %d bytes against a %d-byte budget", stored, grew, budget)
+	if grew > 2*budget {
+		t.Errorf("the heap grew by %.1f MiB for %d tiny dictionaries against a %d KiB store: their entries are not charged",
+			float64(grew)/(1<<20), stored, budget>>10)
+	}
+}
+
+// A server preferring dcb whose budget cannot hold a dictionary's tables
+// sends dcz to a client naming both, and no delta to one naming dcb alone.
+func TestDictionaryDCBTablesBeyondTheBudgetFallBackToDCZ(t *testing.T) {
+	const budget = 64 << 10 // a 2 KiB dictionary's tables are 265 KiB
+	m, h := apiStore(t, budget, []string{DCB, DCZ, Brotli}, paddedJSON)
+	serveAPI(h, "1", "br", nil)
+	for _, tc := range []struct{ ae, want string }{{"dcb, dcz, br", DCZ}, {"dcb, br", Brotli}} {
+		if ce := serveAPI(h, "2", tc.ae, paddedJSON("1")).Header().Get("Content-Encoding"); ce != tc.want {
+			t.Errorf("Accept-Encoding %q: Content-Encoding %q, want %q", tc.ae, ce, tc.want)
+		}
+	}
+	checkStoreAccounts(t, m.dicts)
+	if d := m.dicts.lookup(sha256.Sum256(paddedJSON("1"))); d == nil {
+		t.Error("the dictionary was evicted for tables that could never fit")
+	}
+}
+
+// dcbTableBytes charges at least what go-brrr keeps for a prepared
+// dictionary of incompressible bytes, the most it keeps for that size.
+func TestDCBTableBytesCoversThePreparedDictionary(t *testing.T) {
+	for _, n := range []int{5, 2 << 10, 100 << 10, 1 << 20, 3 << 20} {
+		data := make([]byte, n)
+		_, _ = rand.NewChaCha8([32]byte{byte(n), byte(n >> 8), byte(n >> 16)}).Read(data)
+		keep := make([]*brrr.PreparedDictionary, 4)
+		before := heldHeap()
+		for i := range keep {
+			var err error
+			if keep[i], err = brrr.PrepareDictionary(data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		held := (heldHeap() - before) / int64(len(keep))
+		runtime.KeepAlive(keep)
+		charged := dcbTableBytes(n)
+		t.Logf("%d-byte dictionary: go-brrr holds %d bytes, charged %d", n, held, charged)
+		if held > charged+charged/50+1024 {
+			t.Errorf("%d-byte dictionary: go-brrr holds %d bytes of tables, dcbTableBytes charges %d", n, held, charged)
+		}
+	}
+}
