@@ -142,10 +142,14 @@ func TestSteadyStateAllocationsVaryingResponses(t *testing.T) {
 // allocsPerResponse runs serve n times, three times over, and returns the
 // fewest allocations and bytes allocated per run of the three. Unlike
 // [testing.AllocsPerRun], it does not round down, so an allocation made
-// once per 32 runs shows; taking the best round leaves out a pooled
-// encoder built anew because the goroutine moved to another P, whose
-// pool it was in.
+// once per 32 runs shows. It runs on one P: sync.Pool keeps objects per P,
+// so a goroutine that moves to another P finds a pool without the slot and
+// encoders it used, and on a loaded machine (CI running other test
+// binaries) it moved often enough to build a zstd encoder in every round,
+// 402 bytes a response. Changing GOMAXPROCS drops the pools' contents, so
+// the first round builds them again; taking the best round leaves it out.
 func allocsPerResponse(n int, serve func()) (allocs, bytes float64) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no GC may empty the pools half way
 	allocs, bytes = math.Inf(1), math.Inf(1)
 	for range 3 {
