@@ -2,11 +2,11 @@ package squeeze
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,7 +92,8 @@ type Transport struct {
 	// preferred first: any of [Zstd], [Brotli], [Gzip] and [Deflate]. nil
 	// means [DefaultEncodings] (zstd, br, gzip); an empty list offers
 	// identity only. Any other coding is an error from RoundTrip matching
-	// [writers.ErrUnknownCoding].
+	// [writers.ErrUnknownCoding]; so is a coding listed twice, under one
+	// name or two (x-gzip is gzip), though that matches no sentinel.
 	Encodings []string
 
 	// MaxDecompressedSize caps a decoded response body, in bytes; 0 means
@@ -148,20 +149,22 @@ func (t *Transport) build() *transportState {
 		s.err = err
 		return s
 	}
-	if t.MaxDecompressedSize < 0 || t.DecoderMemory < 0 || t.RequestMinSize < 0 || t.DictionaryStoreSize < 0 {
-		return fail(errors.New("squeeze: Transport: MaxDecompressedSize, DecoderMemory, RequestMinSize and DictionaryStoreSize must not be negative"))
-	}
-	encodings := t.Encodings
-	if encodings == nil {
-		encodings = DefaultEncodings()
-	}
-	offered := make([]string, 0, len(encodings))
-	for _, e := range encodings {
-		coding, ok := writers.Canonical(e)
-		if !ok {
-			return fail(fmt.Errorf("squeeze: Transport.Encodings: %w %q (want zstd, br, gzip or deflate)", writers.ErrUnknownCoding, e))
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{
+		{"MaxDecompressedSize", t.MaxDecompressedSize},
+		{"DecoderMemory", t.DecoderMemory},
+		{"RequestMinSize", t.RequestMinSize},
+		{"DictionaryStoreSize", t.DictionaryStoreSize},
+	} {
+		if f.v < 0 {
+			return fail(fmt.Errorf("squeeze: Transport: %s %d must not be negative", f.name, f.v))
 		}
-		offered = append(offered, coding)
+	}
+	offered, err := t.offered()
+	if err != nil {
+		return fail(err)
 	}
 	s.acceptEncoding = strings.Join(offered, ", ")
 	if s.acceptEncoding == "" {
@@ -180,7 +183,10 @@ func (t *Transport) build() *transportState {
 	if t.RequestEncoding != "" {
 		coding, ok := writers.Canonical(t.RequestEncoding)
 		if !ok {
-			return fail(fmt.Errorf("squeeze: Transport.RequestEncoding: %w %q (want zstd, br, gzip or deflate)", writers.ErrUnknownCoding, t.RequestEncoding))
+			return fail(&optionError{
+				msg: fmt.Sprintf("squeeze: Transport: RequestEncoding %q is not a coding squeeze implements (want zstd, br, gzip or deflate)", t.RequestEncoding),
+				err: writers.ErrUnknownCoding,
+			})
 		}
 		levels, err := writers.Levels(coding)
 		if err != nil {
@@ -197,6 +203,33 @@ func (t *Transport) build() *transportState {
 		s.dicts = newClientDictStore(t.DictionaryStoreSize)
 	}
 	return s
+}
+
+// offered returns the canonical names of the codings Encodings offers, or
+// an error naming the list as written when it has a coding squeeze does not
+// implement or names one coding twice, under one name or two (x-gzip is
+// gzip).
+func (t *Transport) offered() ([]string, error) {
+	encodings := t.Encodings
+	if encodings == nil {
+		return DefaultEncodings(), nil
+	}
+	field := fmt.Sprintf("Transport: Encodings %#v", encodings)
+	offered := make([]string, 0, len(encodings))
+	for _, e := range encodings {
+		coding, ok := writers.Canonical(e)
+		if !ok {
+			return nil, unknownCodingError(field, e)
+		}
+		if i := slices.Index(offered, coding); i >= 0 {
+			if encodings[i] == e {
+				return nil, fmt.Errorf("squeeze: %s: coding %q is listed twice", field, e)
+			}
+			return nil, fmt.Errorf("squeeze: %s: coding %q repeats %q", field, e, encodings[i])
+		}
+		offered = append(offered, coding)
+	}
+	return offered, nil
 }
 
 // RoundTrip sends req through Base, compressing its body and asking for and
