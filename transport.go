@@ -76,12 +76,16 @@ import (
 // Use-As-Dictionary field is valid (a match pattern, an optional id, type
 // raw) and that is fresh by its Cache-Control max-age or Expires is kept,
 // decoded, as a dictionary for its origin and pattern, for as long as it
-// stays fresh, once its body has been read to the end. The least recently
-// used dictionaries are dropped to stay within DictionaryStoreSize bytes. A
-// later request that RoundTrip decodes, to the same origin and a path the
-// pattern matches, sends Available-Dictionary (and Dictionary-ID when the
-// dictionary had an id) and adds dcb and dcz to Accept-Encoding; a dcz or
-// dcb response is checked against the dictionary's hash and decoded with it.
+// stays fresh, once its body has been read to the end. The origin is the
+// request's scheme and the host it names: Request.Host when set, the URL's
+// host otherwise, in lower case and without the scheme's default port, so a
+// dictionary of one virtual host is never offered to another reached through
+// the same address. The least recently used dictionaries are dropped to stay
+// within DictionaryStoreSize bytes and 64 per origin. A later request that
+// RoundTrip decodes, to the same origin and a path the pattern matches,
+// sends Available-Dictionary (and Dictionary-ID when the dictionary had an
+// id) and adds dcb and dcz to Accept-Encoding; a dcz or dcb response is
+// checked against the dictionary's hash and decoded with it.
 // Patterns are paths with '*' wildcards; other URLPattern syntax is not
 // stored (see the package's README).
 type Transport struct {
@@ -115,7 +119,13 @@ type Transport struct {
 	RequestMinSize int64
 
 	// DictionaryStoreSize is the byte budget of stored dictionaries; 0
-	// turns dictionaries off.
+	// turns dictionaries off. Each dictionary is charged its decoded body,
+	// its origin, match pattern and id, and 320 bytes for the store's own
+	// records of it; one that costs more than the budget is not stored. A
+	// match pattern over 2048 bytes (as written or resolved against the
+	// response's URL) or an id over 1024 characters is refused, and an
+	// origin keeps at most 64 dictionaries, its least recently used dropped
+	// for a new one, so a request looks through at most 64 patterns.
 	DictionaryStoreSize int64
 
 	once  sync.Once
@@ -274,7 +284,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		copyReq()
 		ae := s.acceptEncoding
 		if s.dicts != nil && req.URL != nil {
-			if dict = s.dicts.match(req.URL, time.Now()); dict != nil {
+			if dict = s.dicts.match(req, time.Now()); dict != nil {
 				ae = s.acceptEncodingDict
 				out.Header.Set("Available-Dictionary", dict.availableDictionary())
 				if dict.id != "" {
@@ -349,7 +359,7 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 	}
 	var capture *dictCapture
 	if s.dicts != nil {
-		if offer, ok := offerOf(req.URL, resp, time.Now()); ok {
+		if offer, ok := offerOf(req, resp, time.Now()); ok {
 			capture = &dictCapture{store: s.dicts, offer: offer}
 		}
 	}
