@@ -2,11 +2,11 @@ package squeeze
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,12 +76,16 @@ import (
 // Use-As-Dictionary field is valid (a match pattern, an optional id, type
 // raw) and that is fresh by its Cache-Control max-age or Expires is kept,
 // decoded, as a dictionary for its origin and pattern, for as long as it
-// stays fresh, once its body has been read to the end. The least recently
-// used dictionaries are dropped to stay within DictionaryStoreSize bytes. A
-// later request that RoundTrip decodes, to the same origin and a path the
-// pattern matches, sends Available-Dictionary (and Dictionary-ID when the
-// dictionary had an id) and adds dcb and dcz to Accept-Encoding; a dcz or
-// dcb response is checked against the dictionary's hash and decoded with it.
+// stays fresh, once its body has been read to the end. The origin is the
+// request's scheme and the host it names: Request.Host when set, the URL's
+// host otherwise, in lower case and without the scheme's default port, so a
+// dictionary of one virtual host is never offered to another reached through
+// the same address. The least recently used dictionaries are dropped to stay
+// within DictionaryStoreSize bytes and 64 per origin. A later request that
+// RoundTrip decodes, to the same origin and a path the pattern matches,
+// sends Available-Dictionary (and Dictionary-ID when the dictionary had an
+// id) and adds dcb and dcz to Accept-Encoding; a dcz or dcb response is
+// checked against the dictionary's hash and decoded with it.
 // Patterns are paths with '*' wildcards; other URLPattern syntax is not
 // stored (see the package's README).
 type Transport struct {
@@ -92,7 +96,8 @@ type Transport struct {
 	// preferred first: any of [Zstd], [Brotli], [Gzip] and [Deflate]. nil
 	// means [DefaultEncodings] (zstd, br, gzip); an empty list offers
 	// identity only. Any other coding is an error from RoundTrip matching
-	// [writers.ErrUnknownCoding].
+	// [writers.ErrUnknownCoding]; so is a coding listed twice, under one
+	// name or two (x-gzip is gzip), though that matches no sentinel.
 	Encodings []string
 
 	// MaxDecompressedSize caps a decoded response body, in bytes; 0 means
@@ -114,7 +119,13 @@ type Transport struct {
 	RequestMinSize int64
 
 	// DictionaryStoreSize is the byte budget of stored dictionaries; 0
-	// turns dictionaries off.
+	// turns dictionaries off. Each dictionary is charged its decoded body,
+	// its origin, match pattern and id, and 320 bytes for the store's own
+	// records of it; one that costs more than the budget is not stored. A
+	// match pattern over 2048 bytes (as written or resolved against the
+	// response's URL) or an id over 1024 characters is refused, and an
+	// origin keeps at most 64 dictionaries, its least recently used dropped
+	// for a new one, so a request looks through at most 64 patterns.
 	DictionaryStoreSize int64
 
 	once  sync.Once
@@ -148,20 +159,22 @@ func (t *Transport) build() *transportState {
 		s.err = err
 		return s
 	}
-	if t.MaxDecompressedSize < 0 || t.DecoderMemory < 0 || t.RequestMinSize < 0 || t.DictionaryStoreSize < 0 {
-		return fail(errors.New("squeeze: Transport: MaxDecompressedSize, DecoderMemory, RequestMinSize and DictionaryStoreSize must not be negative"))
-	}
-	encodings := t.Encodings
-	if encodings == nil {
-		encodings = DefaultEncodings()
-	}
-	offered := make([]string, 0, len(encodings))
-	for _, e := range encodings {
-		coding, ok := writers.Canonical(e)
-		if !ok {
-			return fail(fmt.Errorf("squeeze: Transport.Encodings: %w %q (want zstd, br, gzip or deflate)", writers.ErrUnknownCoding, e))
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{
+		{"MaxDecompressedSize", t.MaxDecompressedSize},
+		{"DecoderMemory", t.DecoderMemory},
+		{"RequestMinSize", t.RequestMinSize},
+		{"DictionaryStoreSize", t.DictionaryStoreSize},
+	} {
+		if f.v < 0 {
+			return fail(fmt.Errorf("squeeze: Transport: %s %d must not be negative", f.name, f.v))
 		}
-		offered = append(offered, coding)
+	}
+	offered, err := t.offered()
+	if err != nil {
+		return fail(err)
 	}
 	s.acceptEncoding = strings.Join(offered, ", ")
 	if s.acceptEncoding == "" {
@@ -180,7 +193,10 @@ func (t *Transport) build() *transportState {
 	if t.RequestEncoding != "" {
 		coding, ok := writers.Canonical(t.RequestEncoding)
 		if !ok {
-			return fail(fmt.Errorf("squeeze: Transport.RequestEncoding: %w %q (want zstd, br, gzip or deflate)", writers.ErrUnknownCoding, t.RequestEncoding))
+			return fail(&optionError{
+				msg: fmt.Sprintf("squeeze: Transport: RequestEncoding %q is not a coding squeeze implements (want zstd, br, gzip or deflate)", t.RequestEncoding),
+				err: writers.ErrUnknownCoding,
+			})
 		}
 		levels, err := writers.Levels(coding)
 		if err != nil {
@@ -197,6 +213,33 @@ func (t *Transport) build() *transportState {
 		s.dicts = newClientDictStore(t.DictionaryStoreSize)
 	}
 	return s
+}
+
+// offered returns the canonical names of the codings Encodings offers, or
+// an error naming the list as written when it has a coding squeeze does not
+// implement or names one coding twice, under one name or two (x-gzip is
+// gzip).
+func (t *Transport) offered() ([]string, error) {
+	encodings := t.Encodings
+	if encodings == nil {
+		return DefaultEncodings(), nil
+	}
+	field := fmt.Sprintf("Transport: Encodings %#v", encodings)
+	offered := make([]string, 0, len(encodings))
+	for _, e := range encodings {
+		coding, ok := writers.Canonical(e)
+		if !ok {
+			return nil, unknownCodingError(field, e)
+		}
+		if i := slices.Index(offered, coding); i >= 0 {
+			if encodings[i] == e {
+				return nil, fmt.Errorf("squeeze: %s: coding %q is listed twice", field, e)
+			}
+			return nil, fmt.Errorf("squeeze: %s: coding %q repeats %q", field, e, encodings[i])
+		}
+		offered = append(offered, coding)
+	}
+	return offered, nil
 }
 
 // RoundTrip sends req through Base, compressing its body and asking for and
@@ -241,7 +284,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		copyReq()
 		ae := s.acceptEncoding
 		if s.dicts != nil && req.URL != nil {
-			if dict = s.dicts.match(req.URL, time.Now()); dict != nil {
+			if dict = s.dicts.match(req, time.Now()); dict != nil {
 				ae = s.acceptEncodingDict
 				out.Header.Set("Available-Dictionary", dict.availableDictionary())
 				if dict.id != "" {
@@ -316,7 +359,7 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 	}
 	var capture *dictCapture
 	if s.dicts != nil {
-		if offer, ok := offerOf(req.URL, resp, time.Now()); ok {
+		if offer, ok := offerOf(req, resp, time.Now()); ok {
 			capture = &dictCapture{store: s.dicts, offer: offer}
 		}
 	}

@@ -38,9 +38,37 @@ var (
 // maxDictionaryID is the longest id RFC 9842 §2.1.3 lets a client keep.
 const maxDictionaryID = 1024
 
-// dictionary is one stored dictionary. Everything but elem and expires is
-// immutable once stored, so a response being decoded may keep using it after
-// the store has dropped it.
+// maxDictionaryMatch is the longest match pattern the client stores, in
+// bytes, as written and once resolved against the response's URL. RFC 9842
+// sets no limit; a pattern is a URL path with wildcards, and 2 KiB is the
+// longest whole URL the sitemaps protocol admits and about what older
+// browsers took, so a pattern longer than that only spends the client's
+// memory. It also bounds the time matching takes: at most
+// maxDictionaryMatch steps per byte of the request's path for each of at
+// most maxDictionariesPerOrigin patterns.
+const maxDictionaryMatch = 2048
+
+// maxDictionariesPerOrigin is the most dictionaries the client keeps for
+// one origin; another one drops that origin's least recently used. It bounds
+// the dictionaries each request looks through, while leaving an origin room
+// for a dictionary per bundle or endpoint it serves.
+const maxDictionariesPerOrigin = 64
+
+// dictEntryOverhead is what the store charges each dictionary on top of the
+// bytes of its data and strings: the memory of its bookkeeping, on 64-bit
+// platforms. The clientDict takes a 144-byte size class, its list.Element a
+// 48-byte one, its slot in the entries map (a 32-byte key and an 8-byte
+// pointer, with a control byte, in a table between 7/16 and 7/8 full) up to
+// 93 bytes, and its pointer in its origin's slice, grown by doubling, up to
+// 16: 301 bytes, rounded up to leave room for the size classes the strings
+// round to. TestClientDictEntryOverheadCoversItsMemory checks the sum and
+// measures it (about 448 heap bytes an entry with 166 bytes of data and
+// strings, charged 486).
+const dictEntryOverhead = 320
+
+// clientDict is one stored dictionary. Everything but elem, used and
+// expires is immutable once stored, so a response being decoded may keep
+// using it after the store has dropped it.
 type clientDict struct {
 	origin  string
 	pattern string // a path pattern: literal bytes and '*' wildcards
@@ -49,6 +77,13 @@ type clientDict struct {
 	hash    [sha256.Size]byte
 	expires time.Time
 	elem    *list.Element // in the store's LRU list
+	used    uint64        // the store's clock when it was last added or offered
+}
+
+// cost returns what d is charged against the store's budget: every byte it
+// holds, its data's capacity included, and dictEntryOverhead.
+func (d *clientDict) cost() int64 {
+	return int64(cap(d.data)+len(d.origin)+len(d.pattern)+len(d.id)) + dictEntryOverhead
 }
 
 // zstdWindow returns the largest window a dcz stream with d may declare:
@@ -179,83 +214,136 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// clientDictStore holds a Transport's dictionaries within a byte budget, the
+// clientDictStore holds a Transport's dictionaries within a byte budget,
+// each charged its cost, at most maxDictionariesPerOrigin for an origin, the
 // least recently used dropped first.
 type clientDictStore struct {
 	mu      sync.Mutex
 	budget  int64
-	used    int64
+	used    int64     // the cost of the stored dictionaries
+	clock   uint64    // counts adds and offers, for clientDict.used
 	lru     list.List // of *clientDict, most recently used first
-	entries map[string]*clientDict
+	entries map[dictKey]*clientDict
+	origins map[string][]*clientDict // each origin's entries, in no order
 }
+
+// dictKey is what a stored dictionary is found by: a later one with the
+// same origin and pattern replaces it.
+type dictKey struct{ origin, pattern string }
 
 func newClientDictStore(budget int64) *clientDictStore {
-	return &clientDictStore{budget: budget, entries: map[string]*clientDict{}}
+	return &clientDictStore{budget: budget, entries: map[dictKey]*clientDict{}, origins: map[string][]*clientDict{}}
 }
 
-func storeKey(origin, pattern string) string { return origin + " " + pattern }
-
-// match returns the fresh dictionary of u's origin whose pattern matches
-// u's path, the longest pattern winning and then the most recently used
-// (RFC 9842 §2.2.2), or nil. Expired dictionaries it meets are dropped.
-func (s *clientDictStore) match(u *url.URL, now time.Time) *clientDict {
-	origin := originOf(u)
-	path := u.EscapedPath()
+// match returns the fresh dictionary of req's origin whose pattern matches
+// req's path, the longest pattern winning and then the most recently used
+// (RFC 9842 §2.2.2), or nil. It looks through that origin's dictionaries
+// only, and drops those that have expired.
+func (s *clientDictStore) match(req *http.Request, now time.Time) *clientDict {
+	origin := requestOrigin(req)
+	path := req.URL.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var best *clientDict
-	for e := s.lru.Front(); e != nil; {
-		d := e.Value.(*clientDict)
-		e = e.Next()
+	ds := s.origins[origin]
+	for i := 0; i < len(ds); {
+		d := ds[i]
 		if !now.Before(d.expires) {
-			s.removeLocked(d)
+			s.removeLocked(d) // moves the last entry to i
+			ds = s.origins[origin]
 			continue
 		}
-		if d.origin == origin && (best == nil || len(d.pattern) > len(best.pattern)) && matchPath(d.pattern, path) {
+		i++
+		if best != nil && (len(d.pattern) < len(best.pattern) || len(d.pattern) == len(best.pattern) && d.used < best.used) {
+			continue
+		}
+		if matchPath(d.pattern, path) {
 			best = d
 		}
 	}
 	if best != nil {
 		s.lru.MoveToFront(best.elem)
+		s.clock++
+		best.used = s.clock
 	}
 	return best
 }
 
-// add stores d, replacing a dictionary with the same origin and pattern and
-// dropping the least recently used ones until the budget holds it. A
-// dictionary larger than the whole budget is not stored.
+// add stores d, replacing a dictionary with the same origin and pattern,
+// dropping its origin's least recently used one when the origin has
+// maxDictionariesPerOrigin, and dropping the least recently used ones until
+// the budget holds it. A dictionary that costs more than the whole budget is
+// not stored.
 func (s *clientDictStore) add(d *clientDict) {
-	size := int64(len(d.data))
-	if size > s.budget || size == 0 {
+	cost := d.cost()
+	if cost > s.budget || len(d.data) == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.entries[storeKey(d.origin, d.pattern)]; old != nil {
+	if old := s.entries[dictKey{d.origin, d.pattern}]; old != nil {
 		s.removeLocked(old)
 	}
-	for s.used+size > s.budget {
+	if ds := s.origins[d.origin]; len(ds) >= maxDictionariesPerOrigin {
+		oldest := ds[0]
+		for _, e := range ds[1:] {
+			if e.used < oldest.used {
+				oldest = e
+			}
+		}
+		s.removeLocked(oldest)
+	}
+	for s.used+cost > s.budget {
 		s.removeLocked(s.lru.Back().Value.(*clientDict))
 	}
+	s.clock++
+	d.used = s.clock
 	d.elem = s.lru.PushFront(d)
-	s.entries[storeKey(d.origin, d.pattern)] = d
-	s.used += size
+	s.entries[dictKey{d.origin, d.pattern}] = d
+	s.origins[d.origin] = append(s.origins[d.origin], d)
+	s.used += cost
 }
 
 func (s *clientDictStore) removeLocked(d *clientDict) {
 	s.lru.Remove(d.elem)
-	delete(s.entries, storeKey(d.origin, d.pattern))
-	s.used -= int64(len(d.data))
+	delete(s.entries, dictKey{d.origin, d.pattern})
+	ds := s.origins[d.origin]
+	for i, e := range ds {
+		if e == d {
+			last := len(ds) - 1
+			ds[i], ds[last] = ds[last], nil
+			ds = ds[:last]
+			break
+		}
+	}
+	if len(ds) == 0 {
+		delete(s.origins, d.origin)
+	} else {
+		s.origins[d.origin] = ds
+	}
+	s.used -= d.cost()
 }
 
-// originOf returns the origin of u as scheme://host[:port], lower case,
-// without the scheme's default port.
-func originOf(u *url.URL) string {
-	scheme := strings.ToLower(u.Scheme)
-	host := strings.ToLower(u.Host)
+// requestOrigin returns the origin req is for, as scheme://host[:port]: the
+// host is the one the request names, req.Host when it is set (a virtual
+// host reached through another address) and the URL's otherwise, so a
+// dictionary is offered only to the origin that served it (RFC 9842 §2.2).
+func requestOrigin(req *http.Request) string {
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	return origin(req.URL.Scheme, host)
+}
+
+// origin returns scheme://host[:port] in lower case, without the scheme's
+// default port or an empty one.
+func origin(scheme, host string) string {
+	scheme = strings.ToLower(scheme)
+	host = strings.ToLower(strings.TrimSuffix(host, ":"))
 	switch {
 	case scheme == "http" && strings.HasSuffix(host, ":80"):
 		host = host[:len(host)-3]
@@ -275,29 +363,30 @@ type dictOffer struct {
 	expires time.Time
 }
 
-// offerOf returns what resp, the answer to a request for base, asks to be
-// stored as, or false when it asks for
-// nothing, asks with an invalid or unsupported Use-As-Dictionary, is not a
-// 200, or is not fresh (RFC 9842 §2.1: the dictionary lives as long as the
-// response is fresh).
-func offerOf(base *url.URL, resp *http.Response, now time.Time) (dictOffer, bool) {
+// offerOf returns what resp, the answer to req, asks to be stored as, or
+// false when it asks for nothing, asks with an invalid or unsupported
+// Use-As-Dictionary or with a match pattern longer than maxDictionaryMatch
+// once resolved, is not a 200, or is not fresh (RFC 9842 §2.1: the
+// dictionary lives as long as the response is fresh).
+func offerOf(req *http.Request, resp *http.Response, now time.Time) (dictOffer, bool) {
 	values := resp.Header.Values("Use-As-Dictionary")
-	if len(values) == 0 || resp.StatusCode != http.StatusOK || base == nil {
+	if len(values) == 0 || resp.StatusCode != http.StatusOK || req.URL == nil {
 		return dictOffer{}, false
 	}
 	u, ok := parseUseAsDictionary(strings.Join(values, ", "))
 	if !ok {
 		return dictOffer{}, false
 	}
-	pattern, ok := resolvePattern(u.match, base)
-	if !ok {
+	origin := requestOrigin(req)
+	pattern, ok := resolvePattern(u.match, origin, req.URL.EscapedPath())
+	if !ok || len(pattern) > maxDictionaryMatch {
 		return dictOffer{}, false
 	}
 	life, ok := freshness(resp.Header, now)
 	if !ok {
 		return dictOffer{}, false
 	}
-	return dictOffer{origin: originOf(base), pattern: pattern, id: u.id, expires: now.Add(life)}, true
+	return dictOffer{origin: origin, pattern: pattern, id: u.id, expires: now.Add(life)}, true
 }
 
 // useAsField is a parsed Use-As-Dictionary field.
@@ -309,8 +398,9 @@ type useAsField struct {
 // parseUseAsDictionary parses the RFC 8941 dictionary of a Use-As-Dictionary
 // field (RFC 9842 §2.1). It reports false for a field that does not parse,
 // lacks a string match, has an id that is not a string of at most 1024
-// characters, a type other than the token raw, or a non-empty match-dest (a
-// destination only browsers have). Unknown keys and all parameters are
+// characters, a match longer than maxDictionaryMatch bytes, a type other
+// than the token raw, or a non-empty match-dest (a destination only browsers
+// have). Unknown keys and all parameters are
 // ignored; a repeated key keeps its last value, as RFC 8941 says.
 func parseUseAsDictionary(field string) (useAsField, bool) {
 	var u useAsField
@@ -331,7 +421,7 @@ func parseUseAsDictionary(field string) (useAsField, bool) {
 		}
 		switch key {
 		case "match":
-			if v.kind != sfStr {
+			if v.kind != sfStr || len(v.str) > maxDictionaryMatch {
 				return u, false
 			}
 			u.match, hasMatch = v.str, true
@@ -563,24 +653,24 @@ func (p *sfParser) str() (sfValue, bool) {
 	return sfValue{}, false
 }
 
-// resolvePattern turns a match value into a path pattern for base's origin.
-// The client understands the URLPattern subset that dictionaries use in
-// practice: a path of literal characters and '*' wildcards (each matching
-// any run of characters, '/' included), absolute or relative to base, or a
-// full URL of base's own origin. It reports false for a pattern of another
-// origin and for any other URLPattern syntax (named groups, regular
-// expressions, groups, modifiers, escapes, search or hash parts), which is
-// then not stored: a dictionary the client cannot match would only cost
-// memory.
-func resolvePattern(match string, base *url.URL) (string, bool) {
+// resolvePattern turns a match value into a path pattern for origin, given
+// the escaped path of the request the response answered. The client
+// understands the URLPattern subset that dictionaries use in practice: a
+// path of literal characters and '*' wildcards (each matching any run of
+// characters, '/' included), absolute or relative to basePath, or a full URL
+// of origin itself. It reports false for a pattern of another origin and for
+// any other URLPattern syntax (named groups, regular expressions, groups,
+// modifiers, escapes, search or hash parts), which is then not stored: a
+// dictionary the client cannot match would only cost memory.
+func resolvePattern(match, origin, basePath string) (string, bool) {
 	if i := strings.Index(match, "://"); i >= 0 {
-		// A full URL: only of base's own origin.
+		// A full URL: only of the request's own origin.
 		j := strings.IndexByte(match[i+3:], '/')
 		if j < 0 {
 			return "", false
 		}
 		o, err := url.Parse(match[:i+3+j])
-		if err != nil || originOf(o) != originOf(base) {
+		if err != nil || originOf(o) != origin {
 			return "", false
 		}
 		match = match[i+3+j:]
@@ -589,7 +679,7 @@ func resolvePattern(match string, base *url.URL) (string, bool) {
 		return "", false
 	}
 	if !strings.HasPrefix(match, "/") {
-		dir := base.EscapedPath()
+		dir := basePath
 		if i := strings.LastIndexByte(dir, '/'); i >= 0 {
 			dir = dir[:i+1]
 		} else {
@@ -599,6 +689,9 @@ func resolvePattern(match string, base *url.URL) (string, bool) {
 	}
 	return match, true
 }
+
+// originOf returns the origin of u, normalised as requestOrigin's.
+func originOf(u *url.URL) string { return origin(u.Scheme, u.Host) }
 
 // freshness returns how long a response with header h stays fresh for a
 // private cache (RFC 9111 §4.2): max-age, else Expires minus Date, less
@@ -669,12 +762,17 @@ func (c *dictCapture) finish() {
 	if c.over || len(c.buf) == 0 {
 		return
 	}
+	data := c.buf
+	if cap(data)-len(data) > len(data)/8 {
+		// The room append left is charged too: copy it away when large.
+		data = bytes.Clone(data)
+	}
 	d := &clientDict{
 		origin:  c.offer.origin,
 		pattern: c.offer.pattern,
 		id:      c.offer.id,
-		data:    c.buf,
-		hash:    sha256.Sum256(c.buf),
+		data:    data,
+		hash:    sha256.Sum256(data),
 		expires: c.offer.expires,
 	}
 	c.buf, c.over = nil, true

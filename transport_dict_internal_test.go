@@ -1,10 +1,19 @@
 package squeeze
 
 import (
+	"container/list"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+	"unsafe"
 )
 
 func TestParseUseAsDictionary(t *testing.T) {
@@ -32,6 +41,8 @@ func TestParseUseAsDictionary(t *testing.T) {
 		{`match="/a*`, false, useAsField{}},
 		{"match=\"/a\t*\"", false, useAsField{}},
 		{`match="/a*", id="` + strings.Repeat("x", 1025) + `"`, false, useAsField{}},
+		{`match="/` + strings.Repeat("a", 2046) + `*"`, true, useAsField{match: "/" + strings.Repeat("a", 2046) + "*"}},
+		{`match="/` + strings.Repeat("a", 2047) + `*"`, false, useAsField{}},
 	}
 	for _, tt := range tests {
 		got, ok := parseUseAsDictionary(tt.field)
@@ -60,7 +71,7 @@ func TestResolvePattern(t *testing.T) {
 		{"", "", false},
 	}
 	for _, tt := range tests {
-		got, ok := resolvePattern(tt.match, base)
+		got, ok := resolvePattern(tt.match, originOf(base), base.EscapedPath())
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("resolvePattern(%q) = %q, %v; want %q, %v", tt.match, got, ok, tt.want, tt.ok)
 		}
@@ -102,7 +113,7 @@ func FuzzParseUseAsDictionary(f *testing.F) {
 		if !ok {
 			return
 		}
-		if u.match == "" || len(u.id) > maxDictionaryID {
+		if u.match == "" || len(u.match) > maxDictionaryMatch || len(u.id) > maxDictionaryID {
 			t.Fatalf("%q parsed to %+v", field, u)
 		}
 		again := "match=" + quoteSFString(u.match)
@@ -137,4 +148,105 @@ func FuzzMatchPathAgainstRegexp(f *testing.F) {
 			t.Fatalf("matchPath(%q, %q) = %v, regexp says %v", pattern, path, got, want)
 		}
 	})
+}
+
+// A hostile server offers 1-byte dictionaries with long match patterns and
+// ids. Each is charged its pattern, id and origin as well as its data and
+// the store's records of it, so the store stays within its budget; a
+// pattern over maxDictionaryMatch is not stored at all.
+func TestClientDictionaryStoreChargesPatternsAndIds(t *testing.T) {
+	for _, patternLen := range []int{2000, 64 << 10} {
+		t.Run(fmt.Sprint(patternLen), func(t *testing.T) {
+			pad := strings.Repeat("a", patternLen)
+			var n atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				i := n.Add(1)
+				match := fmt.Sprintf("/%d%s", i, pad)[:patternLen] + "*"
+				w.Header().Set("Use-As-Dictionary", fmt.Sprintf(`match="%s", id="%s"`, match, strings.Repeat("i", 1000)))
+				w.Header().Set("Cache-Control", "max-age=3600")
+				_, _ = w.Write([]byte("x"))
+			}))
+			defer srv.Close()
+			const budget = 4096
+			tr := &Transport{DictionaryStoreSize: budget, Base: &http.Transport{}}
+			defer tr.CloseIdleConnections()
+			c := &http.Client{Transport: tr}
+			for range 50 {
+				resp, err := c.Get(srv.URL + "/p")
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+			s := tr.state.dicts
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			var held int64
+			for _, d := range s.entries {
+				held += int64(len(d.data) + len(d.pattern) + len(d.id) + len(d.origin))
+			}
+			if held > budget || s.used > budget {
+				t.Errorf("store with DictionaryStoreSize %d holds %d dictionaries, %d bytes of data and strings (charged %d)",
+					budget, len(s.entries), held, s.used)
+			}
+			if wantStored := patternLen < 2048; (len(s.entries) > 0) != wantStored {
+				t.Errorf("%d dictionaries stored with %d-byte patterns; want some: %v", len(s.entries), patternLen+1, wantStored)
+			}
+		})
+	}
+}
+
+// dictEntryOverhead covers what the store allocates for a dictionary beyond
+// the bytes cost counts: the clientDict, its list.Element, its map slot
+// and its pointer in its origin's list. Measured with the whole entry
+// allocated, the heap grows by no more than the entries are charged.
+func TestClientDictEntryOverheadCoversItsMemory(t *testing.T) {
+	// Reckoned from the types, with the size classes of the allocator and a
+	// map table just grown (7/16 full), on 64-bit platforms.
+	sizeClass := func(n uintptr) uintptr {
+		for _, c := range []uintptr{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256} {
+			if n <= c {
+				return c
+			}
+		}
+		return n
+	}
+	var d clientDict
+	var e list.Element
+	slot := (unsafe.Sizeof(dictKey{}) + unsafe.Sizeof(&d) + 1) * 16 / 7
+	reckoned := sizeClass(unsafe.Sizeof(d)) + sizeClass(unsafe.Sizeof(e)) + slot + 2*unsafe.Sizeof(&d)
+	if reckoned > dictEntryOverhead {
+		t.Errorf("an entry's records take %d bytes; dictEntryOverhead is %d", reckoned, dictEntryOverhead)
+	}
+
+	const n = 20000
+	exp := time.Now().Add(time.Hour)
+	s := newClientDictStore(1 << 40)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		s.add(&clientDict{
+			origin:  fmt.Sprintf("https://origin-%d.example", i/maxDictionariesPerOrigin),
+			pattern: fmt.Sprintf("/app/%d/*", i),
+			data:    make([]byte, 128),
+			expires: exp,
+		})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	var charged int64
+	for _, d := range s.entries {
+		charged += d.cost()
+	}
+	if charged != s.used {
+		t.Errorf("entries cost %d in all; the store counts %d", charged, s.used)
+	}
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if grown > s.used {
+		t.Errorf("%d entries grew the heap by %d bytes (%d each) and were charged %d (%d each)", n, grown, grown/n, s.used, s.used/n)
+	}
+	t.Logf("%d entries: heap %d bytes each, charged %d", n, grown/n, s.used/n)
+	runtime.KeepAlive(s)
 }

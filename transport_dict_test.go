@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -405,5 +406,162 @@ func TestTransportOffersLongestMatchingPattern(t *testing.T) {
 	want := []string{"/a ", "/ab " + availableDictionary(pollJSON(1)), "/abc " + availableDictionary(pollJSON(2)), "/ax " + availableDictionary(pollJSON(1))}
 	if !slices.Equal(got, want) {
 		t.Errorf("requests offered\n%q\nwant\n%q", got, want)
+	}
+}
+
+// offerServer answers every request with a small body, and a request whose
+// query has match=P offers it as a dictionary for pattern P (id=I adds an
+// id; both printable ASCII without '"' or '\\'). It records the Host and Available-Dictionary of each request.
+type offerServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string // "host path available-dictionary"
+}
+
+func newOfferServer(t *testing.T) *offerServer {
+	t.Helper()
+	s := new(offerServer)
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.seen = append(s.seen, r.Host+" "+r.URL.Path+" "+r.Header.Get("Available-Dictionary"))
+		s.mu.Unlock()
+		q := r.URL.Query()
+		if q.Has("match") {
+			field := `match="` + q.Get("match") + `"`
+			if q.Has("id") {
+				field += `, id="` + q.Get("id") + `"`
+			}
+			w.Header().Set("Use-As-Dictionary", field)
+			w.Header().Set("Cache-Control", "max-age=3600")
+		}
+		_, _ = w.Write([]byte("dictionary of " + r.Host + r.URL.Path))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// offered reports whether the last request s saw carried an
+// Available-Dictionary.
+func (s *offerServer) offered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last := s.seen[len(s.seen)-1]
+	return !strings.HasSuffix(last, " ")
+}
+
+// fetchAs GETs rawURL through tr with Host set to host (none when empty) and
+// reads the body to its end, so a dictionary it offers is stored.
+func fetchAs(t *testing.T, tr http.RoundTripper, host, rawURL string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", rawURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readAll(t, resp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A dictionary belongs to the origin the request named: its scheme and
+// Request.Host when set (a virtual host reached through another address),
+// the URL's host otherwise, compared in lower case without the default
+// port. One virtual host's dictionary is never offered to another.
+func TestClientDictionaryOriginIsTheHostTheRequestNames(t *testing.T) {
+	tests := []struct {
+		name           string
+		storeHost      string // Host of the request whose response is stored
+		match          string
+		askHost        string // Host of the later request
+		wantDictionary bool
+	}{
+		{"no Host either time", "", "/*", "", true},
+		{"the same virtual host", "victim.example", "/*", "victim.example", true},
+		{"another virtual host at the same address", "victim.example", "/*", "attacker.example", false},
+		{"a virtual host, then the address itself", "victim.example", "/*", "", false},
+		{"the address, then a virtual host", "", "/*", "attacker.example", false},
+		{"case and the default port do not count", "Victim.Example:80", "/*", "victim.example", true},
+		{"another port is another origin", "victim.example", "/*", "victim.example:8080", false},
+		{"a full-URL pattern of the named host", "victim.example", "http://victim.example/*", "victim.example", true},
+		{"a full-URL pattern of the address is not the named host's", "victim.example", "http://ADDR/*", "victim.example", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newOfferServer(t)
+			tr := newTransport(t, &squeeze.Transport{DictionaryStoreSize: 1 << 20})
+			match := strings.ReplaceAll(tt.match, "ADDR", strings.TrimPrefix(srv.URL, "http://"))
+			fetchAs(t, tr, tt.storeHost, srv.URL+"/page?"+url.Values{"match": {match}}.Encode())
+			fetchAs(t, tr, tt.askHost, srv.URL+"/other")
+			if got := srv.offered(); got != tt.wantDictionary {
+				t.Errorf("stored for Host %q, asked for Host %q: Available-Dictionary sent %v, want %v (requests %q)",
+					tt.storeHost, tt.askHost, got, tt.wantDictionary, srv.seen)
+			}
+		})
+	}
+}
+
+// A match pattern over 2048 bytes, as written or once resolved against the
+// response's URL, and an id over 1024 characters are refused: nothing is
+// stored, so nothing is offered.
+func TestClientDictionaryStoreRefusesLongPatternsAndIds(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("a", n) }
+	tests := []struct {
+		name           string
+		storePath      string
+		match, id      string
+		askPath        string
+		wantDictionary bool
+	}{
+		{"a 2048-byte pattern", "/p", "/" + long(2046) + "*", "", "/" + long(2046) + "x", true},
+		{"a 2049-byte pattern", "/p", "/" + long(2047) + "*", "", "/" + long(2047) + "x", false},
+		{"a 64 KiB pattern", "/p", "/" + long(64<<10) + "*", "", "/" + long(64<<10) + "x", false},
+		{"a relative pattern of 2047 bytes resolved to 2050", "/d/p", long(2046) + "*", "", "/d/" + long(2046) + "x", false},
+		{"a 1024-character id", "/p", "/*", long(1024), "/x", true},
+		{"a 1025-character id", "/p", "/*", long(1025), "/x", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newOfferServer(t)
+			tr := newTransport(t, &squeeze.Transport{DictionaryStoreSize: 1 << 20})
+			q := url.Values{"match": {tt.match}}
+			if tt.id != "" {
+				q.Set("id", tt.id)
+			}
+			fetchAs(t, tr, "", srv.URL+tt.storePath+"?"+q.Encode())
+			fetchAs(t, tr, "", srv.URL+tt.askPath)
+			if got := srv.offered(); got != tt.wantDictionary {
+				t.Errorf("Available-Dictionary sent %v, want %v", got, tt.wantDictionary)
+			}
+		})
+	}
+}
+
+// An origin keeps at most 64 dictionaries: a 65th drops that origin's least
+// recently used one, and no other origin's.
+func TestClientDictionaryStoreKeepsAtMost64PerOrigin(t *testing.T) {
+	a, b := newOfferServer(t), newOfferServer(t)
+	tr := newTransport(t, &squeeze.Transport{DictionaryStoreSize: 1 << 30})
+	fetchAs(t, tr, "", b.URL+"/b?match=/b*")
+	for i := range 65 {
+		fetchAs(t, tr, "", fmt.Sprintf("%s/d%d?match=/d%d*", a.URL, i, i))
+	}
+	for _, tt := range []struct {
+		srv            *offerServer
+		path           string
+		wantDictionary bool
+	}{
+		{a, "/d0x", false}, // the least recently used of a's 65
+		{a, "/d1x", true},
+		{a, "/d64x", true},
+		{b, "/bx", true}, // older than all of a's, but another origin's
+	} {
+		fetchAs(t, tr, "", tt.srv.URL+tt.path)
+		if got := tt.srv.offered(); got != tt.wantDictionary {
+			t.Errorf("%s: Available-Dictionary sent %v, want %v", tt.path, got, tt.wantDictionary)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/squeezehttp/squeeze"
 	"github.com/squeezehttp/squeeze/internal/testtool"
+	"github.com/squeezehttp/squeeze/writers"
 )
 
 // encodeRef compresses b for coding with the codec libraries used directly,
@@ -303,6 +304,61 @@ func TestTransportRejectsInvalidFields(t *testing.T) {
 		if !body.closed {
 			t.Errorf("%+v: the request body was not closed", tr)
 		}
+	}
+}
+
+// Each invalid field is reported by its name and the value written, and a
+// coding listed twice, under one name or two, is refused before anything is
+// sent, in the words WithEncodings uses.
+func TestTransportFieldErrorsNameTheFieldAndValue(t *testing.T) {
+	tests := []struct {
+		name string
+		tr   *squeeze.Transport
+		msg  string
+		is   error // nil: no sentinel to match
+	}{
+		{"negative MaxDecompressedSize", &squeeze.Transport{MaxDecompressedSize: -1},
+			"squeeze: Transport: MaxDecompressedSize -1 must not be negative", nil},
+		{"negative DecoderMemory", &squeeze.Transport{DecoderMemory: -2},
+			"squeeze: Transport: DecoderMemory -2 must not be negative", nil},
+		{"negative RequestMinSize", &squeeze.Transport{RequestMinSize: -5},
+			"squeeze: Transport: RequestMinSize -5 must not be negative", nil},
+		{"negative DictionaryStoreSize", &squeeze.Transport{DictionaryStoreSize: -4096},
+			"squeeze: Transport: DictionaryStoreSize -4096 must not be negative", nil},
+		{"the first negative field", &squeeze.Transport{DecoderMemory: -1, RequestMinSize: -1},
+			"squeeze: Transport: DecoderMemory -1 must not be negative", nil},
+		{"unknown coding", &squeeze.Transport{Encodings: []string{"zstd", "lzma"}},
+			`squeeze: Transport: Encodings []string{"zstd", "lzma"}: unknown coding "lzma" (want zstd, br, gzip or deflate)`, writers.ErrUnknownCoding},
+		{"coding twice", &squeeze.Transport{Encodings: []string{"gzip", "gzip"}},
+			`squeeze: Transport: Encodings []string{"gzip", "gzip"}: coding "gzip" is listed twice`, nil},
+		{"coding twice under an alias", &squeeze.Transport{Encodings: []string{"gzip", "br", "x-gzip"}},
+			`squeeze: Transport: Encodings []string{"gzip", "br", "x-gzip"}: coding "x-gzip" repeats "gzip"`, nil},
+		{"coding twice in two cases", &squeeze.Transport{Encodings: []string{"ZSTD", "zstd"}},
+			`squeeze: Transport: Encodings []string{"ZSTD", "zstd"}: coding "zstd" repeats "ZSTD"`, nil},
+		{"unknown request coding", &squeeze.Transport{RequestEncoding: "compress"},
+			`squeeze: Transport: RequestEncoding "compress" is not a coding squeeze implements (want zstd, br, gzip or deflate)`, writers.ErrUnknownCoding},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.tr.Base = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				t.Errorf("request sent with Accept-Encoding %q", r.Header.Get("Accept-Encoding"))
+				return nil, errors.New("not sent")
+			})
+			req, _ := http.NewRequest("GET", "http://example.invalid/", nil)
+			resp, err := tt.tr.RoundTrip(req)
+			if err == nil || resp != nil {
+				t.Fatalf("RoundTrip = %v, %v; want nil and an error", resp, err)
+			}
+			if err.Error() != tt.msg {
+				t.Errorf("error\n got %s\nwant %s", err, tt.msg)
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("errors.Is(%v, %v) = false", err, tt.is)
+			}
+			if tt.is == nil && errors.Is(err, writers.ErrUnknownCoding) {
+				t.Errorf("error %v matches %v", err, writers.ErrUnknownCoding)
+			}
+		})
 	}
 }
 
