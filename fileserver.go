@@ -47,7 +47,8 @@ var siblingExts = [...]struct{ coding, ext string }{
 //     decoded once and compared with the file (by SHA-256); one that does
 //     not decode to it is never served, and is logged once. A sibling whose
 //     file is missing is served all the same, and decoded for clients that
-//     accept none of the codings.
+//     accept none of the codings; decoded, it is served whole to a request
+//     for several ranges, so that no request decodes it more than once.
 //   - Otherwise a file of a type [WithContentTypes] allows and at least
 //     [WithMinSize] long is encoded on first use at the Middleware's level
 //     and kept (up to [DefaultFileStoreSize] bytes, least recently used
@@ -72,8 +73,17 @@ var siblingExts = [...]struct{ coding, ext string }{
 // listings; a directory's path without the final slash is redirected to
 // it. Paths with ".." elements get 400; a NUL, a backslash or an encoded
 // slash (%2F) gets 404. An [os.DirFS] tree is opened as an [os.Root], so
-// no symbolic link leads out of it; for other file systems that follow
-// links, pass (*os.Root).FS.
+// no symbolic link leads out of it. Only fsys that is itself an os.DirFS
+// is recognised: one wrapped, fs.Sub(os.DirFS(dir), "static") among them,
+// follows symbolic links wherever they lead. Pass os.DirFS of the
+// subdirectory, or for other file systems that follow links
+// (*os.Root).FS.
+//
+// The file server hashes a file once per version, and tells versions
+// apart by size, modification time and, on Unix systems, device, inode and
+// change time. Where fsys tells nothing more than size and modification time
+// (embed.FS, fstest.MapFS, Windows), a file replaced by one of the same size
+// and modification time keeps the old hash: its ETag and stored encodings.
 //
 // Encoding at the best level runs on at most one goroutine per file
 // server, started for one representation and ending with it; a request
@@ -107,7 +117,7 @@ type fileServer struct {
 	orphans  map[string]*orphanMeta    // by sibling name, for missing files
 	logged   map[string]bool           // messages logged, by key
 	verdicts map[siblingKey]*siblingOK // by sibling and file version
-	indexes  map[string]*dictIndex     // by pattern and URL prefix
+	indexes  map[string]*dictIndex     // by pattern and cleaned URL prefix
 
 	// upgrading holds a token while a best-level encoding runs; upgrades
 	// counts them, so that tests can wait for them.
@@ -167,10 +177,26 @@ func (s *fileServer) files() (fs.FS, error) {
 	return s.rootFS, nil
 }
 
+// fileID is what the operating system tells of a file beyond its size
+// and modification time (idOf, in fileserver_stat_*.go): its device, its
+// inode and the time its inode last changed. Copying with cp -p, rsync -a
+// or a build that pins timestamps keeps the size and sets the old
+// modification time, but the change time cannot be set (writing, renaming
+// into place and setting the modification time all set it to the present),
+// and renaming into place gives a new inode. It is zero where the file
+// system tells nothing more (embed.FS, fstest.MapFS, Windows): there, a
+// file replaced by one of the same size and modification time is not seen
+// to change.
+type fileID struct {
+	dev, ino uint64
+	ctime    int64 // in nanoseconds since 1970
+}
+
 // fileMeta is what the file server knows of one version of a file.
 type fileMeta struct {
 	modtime time.Time
 	size    int64
+	id      fileID
 	hash    [32]byte
 	etag    string // strong, from the hash
 	ctype   string
@@ -181,6 +207,7 @@ type siblingKey struct {
 	name    string // the sibling's name in fsys
 	modtime time.Time
 	size    int64
+	id      fileID
 	plain   [32]byte
 }
 
@@ -342,14 +369,18 @@ func (q *request) redirect(to string) {
 	q.w.WriteHeader(http.StatusMovedPermanently)
 }
 
-// meta returns what is known of the open file f with info st, reading it
-// once per version to hash it. f is left at its start.
+// metaOf returns what is known of the open file f with info st, reading
+// it once per version to hash it. f is left at its start. A version is
+// known by its modification time, size and fileID: where the file system
+// tells no fileID, a file replaced by one of the same size and modification
+// time keeps the hash of the old one.
 func (q *request) metaOf(name string, f fs.File, st fs.FileInfo) (*fileMeta, error) {
 	s := q.s
+	id := idOf(st)
 	s.mu.Lock()
 	m := s.metas[name]
 	s.mu.Unlock()
-	if m != nil && m.modtime.Equal(st.ModTime()) && m.size == st.Size() {
+	if m != nil && m.modtime.Equal(st.ModTime()) && m.size == st.Size() && m.id == id {
 		return m, nil
 	}
 	h := sha256.New()
@@ -366,7 +397,7 @@ func (q *request) metaOf(name string, f fs.File, st fs.FileInfo) (*fileMeta, err
 	if err := rewind(f); err != nil {
 		return nil, err
 	}
-	m = &fileMeta{modtime: st.ModTime(), size: int64(n) + rest}
+	m = &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, id: id}
 	h.Sum(m.hash[:0])
 	m.etag = `"` + hex.EncodeToString(m.hash[:16]) + `"`
 	m.ctype = typeOf(name, head[:n])
@@ -740,7 +771,7 @@ func (s *fileServer) sibling(fsys fs.FS, name string, meta *fileMeta, coding str
 	if err != nil || !st.Mode().IsRegular() {
 		return ""
 	}
-	k := siblingKey{name: sib, modtime: st.ModTime(), size: st.Size(), plain: meta.hash}
+	k := siblingKey{name: sib, modtime: st.ModTime(), size: st.Size(), id: idOf(st), plain: meta.hash}
 	s.mu.Lock()
 	v := s.verdicts[k]
 	if v == nil {
@@ -866,25 +897,55 @@ func (q *request) serveOrphan() {
 	}
 	h["Etag"] = []string{meta.etag}
 	q.conditionalTags(meta, "")
+	if severalRanges(q.r.Header.Get("Range")) {
+		// The decoded bytes are reached only by decoding from the start,
+		// so ranges out of order (bytes=N-N,0-0,N-N,...) would decode the
+		// sibling once per range. One range costs at most one decode, and
+		// so does the whole file: several get the whole file, 200, which
+		// RFC 9110 section 14.2 allows (a server may ignore Range). A
+		// request thus decodes the sibling at most once.
+		r2 := q.r.Clone(q.r.Context())
+		delete(r2.Header, "Range")
+		q.r = r2
+	}
 	rs := &decodingReader{fsys: q.fsys, name: ref.name, coding: ref.coding, size: meta.size}
 	defer rs.close()
 	http.ServeContent(q.w, q.r, q.name, meta.modtime, rs)
+}
+
+// severalRanges reports whether the Range header value v names more than
+// one range, counting its elements as http.ServeContent parses them: empty
+// ones are skipped.
+func severalRanges(v string) bool {
+	_, set, ok := strings.Cut(v, "=")
+	if !ok {
+		return false
+	}
+	n := 0
+	for _, e := range strings.Split(set, ",") {
+		if strings.Trim(e, " \t\r\n") != "" {
+			n++
+		}
+	}
+	return n > 1
 }
 
 // orphanMeta is what a sibling of a missing file decodes to.
 type orphanMeta struct {
 	modtime time.Time
 	size    int64 // the sibling's
+	id      fileID
 	decoded *fileMeta
 }
 
 // orphanMeta returns the metadata of what the sibling name decodes to,
 // decoding it once per version of it.
 func (s *fileServer) orphanMeta(fsys fs.FS, name, coding string, st fs.FileInfo) (*fileMeta, error) {
+	id := idOf(st)
 	s.mu.Lock()
 	o := s.orphans[name]
 	s.mu.Unlock()
-	if o != nil && o.modtime.Equal(st.ModTime()) && o.size == st.Size() {
+	if o != nil && o.modtime.Equal(st.ModTime()) && o.size == st.Size() && o.id == id {
 		return o.decoded, nil
 	}
 	rs := &decodingReader{fsys: fsys, name: name, coding: coding, size: -1}
@@ -904,11 +965,11 @@ func (s *fileServer) orphanMeta(fsys fs.FS, name, coding string, st fs.FileInfo)
 		return nil, fmt.Errorf("decodes to more than %d bytes", s.maxSize)
 	}
 	plainName := strings.TrimSuffix(name, path.Ext(name))
-	d := &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, ctype: typeOf(plainName, head[:n])}
+	d := &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, id: id, ctype: typeOf(plainName, head[:n])}
 	h.Sum(d.hash[:0])
 	d.etag = `"` + hex.EncodeToString(d.hash[:16]) + `"`
 	s.mu.Lock()
-	s.orphans[name] = &orphanMeta{modtime: st.ModTime(), size: st.Size(), decoded: d}
+	s.orphans[name] = &orphanMeta{modtime: st.ModTime(), size: st.Size(), id: id, decoded: d}
 	s.mu.Unlock()
 	return d, nil
 }
@@ -926,7 +987,10 @@ func (s *fileServer) logOnce(key, format string, args ...any) {
 
 // decodingReader reads the decoded bytes of the file name, and seeks by
 // decoding again, for http.ServeContent to answer ranges of a file that
-// exists only encoded. size is the decoded size, or -1 when unknown.
+// exists only encoded. size is the decoded size, or -1 when unknown. A
+// seek backward decodes from the start again: serveOrphan gives it one
+// range at most, which http.ServeContent reaches by seeking to the end (no
+// decoding), back to the start and forward to the range, one decode.
 type decodingReader struct {
 	fsys         fs.FS
 	name, coding string
@@ -1090,8 +1154,19 @@ type dictIndex struct {
 }
 
 // reindexAfter is how long an index stands before a request naming an
-// unknown dictionary may walk the tree again.
+// unknown dictionary may walk the tree again, or before it may be dropped
+// for an index of another pattern or prefix.
 const reindexAfter = time.Second
+
+// maxDictIndexes is how many indexes a file server keeps: one per
+// dictionary pattern and URL prefix it is mounted at, after path.Clean
+// (so "/", "//" and "/./" are one prefix). A router that hands the file
+// server many prefixes could otherwise make it walk the tree and keep an
+// index for each. A new index replaces one that has stood reindexAfter;
+// while all are younger, no tree is walked and the request goes without a
+// primed dictionary. Every walk leaves an index that stands reindexAfter,
+// so there are at most maxDictIndexes walks per reindexAfter.
+const maxDictIndexes = 32
 
 // primeDictionary makes sure the dictionary store holds the file the
 // request names in Available-Dictionary, when that is a file of fsys on
@@ -1110,20 +1185,23 @@ func (q *request) primeDictionary(d *dictStore) {
 	if !strings.HasSuffix(q.upath, esc) {
 		return
 	}
-	prefix, pattern := q.upath[:len(q.upath)-len(esc)], d.patterns[p]
+	prefix, pattern := cleanPrefix(q.upath[:len(q.upath)-len(esc)]), d.patterns[p]
 	key := pattern + "\x00" + prefix
 	s := q.s
 	s.mu.Lock()
 	ix := s.indexes[key]
-	s.mu.Unlock()
 	name, found := "", false
 	if ix != nil {
 		name, found = ix.byHash[hash]
 	}
-	if !found && (ix == nil || time.Since(ix.built) > reindexAfter) {
+	walk := !found && s.reserveIndex(key, ix)
+	s.mu.Unlock()
+	if walk {
 		ix = q.indexDictionaries(prefix, pattern, d.maxBody)
 		s.mu.Lock()
-		s.indexes[key] = ix
+		if s.indexes[key] != nil { // else dropped while the walk ran long
+			s.indexes[key] = ix
+		}
 		s.mu.Unlock()
 		name, found = ix.byHash[hash]
 	}
@@ -1134,6 +1212,53 @@ func (q *request) primeDictionary(d *dictStore) {
 	if err == nil && sha256.Sum256(data) == hash {
 		d.remember(data, pattern, true)
 	}
+}
+
+// cleanPrefix returns the URL prefix p, the part of a request's path before
+// the file's name, cleaned as path.Clean cleans: "//", "/./" and "/" are
+// one prefix. A prefix ending with a slash keeps it; an empty one stays
+// empty.
+func cleanPrefix(p string) string {
+	if p == "" {
+		return ""
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && !strings.HasSuffix(c, "/") {
+		c += "/"
+	}
+	return c
+}
+
+// reserveIndex decides, with s.mu held, whether a request that found no
+// dictionary in ix, the index under key (nil if none), walks the tree to
+// build it again, and if so stamps key's place with the present time, so
+// that requests meanwhile do not walk too. It does when ix has stood
+// reindexAfter, or when there is none and there is room: fewer than
+// maxDictIndexes, or one of them has stood reindexAfter, which it drops
+// (the oldest).
+func (s *fileServer) reserveIndex(key string, ix *dictIndex) bool {
+	now := time.Now()
+	if ix != nil {
+		if now.Sub(ix.built) <= reindexAfter {
+			return false
+		}
+		s.indexes[key] = &dictIndex{built: now, byHash: ix.byHash}
+		return true
+	}
+	if len(s.indexes) >= maxDictIndexes {
+		oldest := ""
+		for k, o := range s.indexes {
+			if now.Sub(o.built) > reindexAfter && (oldest == "" || o.built.Before(s.indexes[oldest].built)) {
+				oldest = k
+			}
+		}
+		if oldest == "" {
+			return false
+		}
+		delete(s.indexes, oldest)
+	}
+	s.indexes[key] = &dictIndex{built: now}
+	return true
 }
 
 // indexDictionaries walks fsys for the files whose URL path, prefix and

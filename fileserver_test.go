@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -651,5 +652,84 @@ func TestFileServerKeepsEncodingsInTheMiddlewaresCache(t *testing.T) {
 	st := c.Stats()
 	if st.Entries < 1 || st.Hits < 2 || st.Bytes <= 0 {
 		t.Errorf("cache after three requests for one file: %+v; want its encoding stored and hit", st)
+	}
+}
+
+// readCountingFS counts the bytes read from the files of FS.
+type readCountingFS struct {
+	fs.FS
+	n *atomic.Int64
+}
+
+func (c readCountingFS) Open(name string) (fs.File, error) {
+	f, err := c.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return readCountingFile{File: f, n: c.n}, nil
+}
+
+type readCountingFile struct {
+	fs.File
+	n *atomic.Int64
+}
+
+func (f readCountingFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	f.n.Add(int64(n))
+	return n, err
+}
+
+func (f readCountingFile) Seek(off int64, whence int) (int64, error) {
+	return f.File.(io.Seeker).Seek(off, whence)
+}
+
+// A sibling whose file is missing is decoded for ranges, and a decoded
+// byte is reached only from the start: ranges out of order
+// (bytes=N-N,0-0,N-N,...) used to decode it once per range. No request
+// decodes it more than once: one range is answered, several get the whole.
+func TestFileServerDecodesAnOrphanSiblingAtMostOncePerRequest(t *testing.T) {
+	raw := randomBody(21, 192<<10)
+	plain := []byte(fmt.Sprintf("%x", raw)) // 384 KiB that gzip halves
+	gz := encodeAt(t, "gzip", 1, plain)
+	last := len(plain) - 1
+	var alternating []string
+	for range 20 {
+		alternating = append(alternating, fmt.Sprintf("%d-%d", last, last), "0-0")
+	}
+	for _, tc := range []struct {
+		name, rng  string
+		status     int
+		start, end int // of plain, for a 206
+	}{
+		{"one range at the end", fmt.Sprintf("bytes=%d-%d", last, last), http.StatusPartialContent, last, last + 1},
+		{"one suffix range", "bytes=-100", http.StatusPartialContent, len(plain) - 100, len(plain)},
+		{"one range with empty elements", "bytes=, 10-19 ,", http.StatusPartialContent, 10, 20},
+		{"two ranges in order", "bytes=0-9,100-109", http.StatusOK, 0, 0},
+		{"ranges alternating end and start", "bytes=" + strings.Join(alternating, ","), http.StatusOK, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var read atomic.Int64
+			fsys := readCountingFS{FS: fstest.MapFS{"big.txt.gz": {Data: gz, ModTime: fsModTime}}, n: &read}
+			h, _ := fileServer(t, newMiddleware(t), fsys)
+			if w := fsGet(h, "GET", "/big.txt"); w.Code != http.StatusOK { // decodes it once to hash it
+				t.Fatalf("first request: status %d", w.Code)
+			}
+			read.Store(0)
+			w := fsGet(h, "GET", "/big.txt", "Accept-Encoding", "identity", "Range", tc.rng)
+			if n := read.Load(); n > int64(len(gz)) {
+				t.Errorf("a response of %d bytes read %d bytes of the %d-byte sibling: %.1f decodes", w.Body.Len(), n, len(gz), float64(n)/float64(len(gz)))
+			}
+			if w.Code != tc.status {
+				t.Fatalf("status %d, want %d", w.Code, tc.status)
+			}
+			want := plain
+			if tc.status == http.StatusPartialContent {
+				want = plain[tc.start:tc.end]
+			}
+			if !bytes.Equal(w.Body.Bytes(), want) {
+				t.Errorf("body of %d bytes, want %d bytes of the decoded file", w.Body.Len(), len(want))
+			}
+		})
 	}
 }

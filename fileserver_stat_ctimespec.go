@@ -1,0 +1,23 @@
+//go:build darwin || freebsd || netbsd
+
+package squeeze
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// statIdentity says whether idOf sees more of a file than its size and
+// modification time on this system.
+const statIdentity = true
+
+// idOf returns the device, inode and change time of the file st describes
+// when it comes from the operating system's file system (os.DirFS, an
+// os.Root, fs.Sub of either), else the zero fileID.
+func idOf(st fs.FileInfo) fileID {
+	s, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || s == nil {
+		return fileID{}
+	}
+	return fileID{dev: uint64(s.Dev), ino: uint64(s.Ino), ctime: s.Ctimespec.Nano()}
+}
