@@ -7,10 +7,6 @@ import (
 	"syscall"
 )
 
-// statIdentity says whether idOf sees more of a file than its size and
-// modification time on this system.
-const statIdentity = true
-
 // idOf returns the device, inode and change time of the file st describes
 // when it comes from the operating system's file system (os.DirFS, an
 // os.Root, fs.Sub of either), else the zero fileID.

@@ -4,10 +4,6 @@ package squeeze
 
 import "io/fs"
 
-// statIdentity says whether idOf sees more of a file than its size and
-// modification time on this system.
-const statIdentity = false
-
 // idOf returns the zero fileID: on this system the file server knows a
 // version of a file by its size and modification time alone.
 func idOf(fs.FileInfo) fileID { return fileID{} }
