@@ -177,11 +177,15 @@ func addPlainTags(lines []string, weakToo bool, suffixOf func(opaque string) str
 // (RFC 9110 §15.4.5). When If-None-Match names tags, the client said which
 // it holds: the suffixed form of the handler's tag if it named that, the
 // plain one otherwise. When it names none (If-Modified-Since alone, or
-// "*"), the 304 carries the tag the 200 to the same request would: the
-// suffixed one, unless the type says that 200 would not be encoded, or the
-// tag already ends with the suffix: a handler that encodes for itself (a
-// [FileServer] behind a Middleware) sends its 304 with the coded tag of its
-// 200 and no Content-Encoding.
+// "*"), the 304 should carry the tag its 200 would, but a 304 has no body
+// to show whether that 200 was long enough to encode, and
+// [http.ServeContent] drops its Content-Type: the tag is suffixed only when
+// the handler declared a type to compress, and never when it already ends
+// like a coded tag (a handler that encodes for itself, such as a
+// [FileServer] behind a Middleware, sends its 304 with the tag of its
+// encoded 200). Otherwise the handler's tag goes out as it is. Vary, by
+// contrast, is added where unsure (notModifiedVaries): one too many costs
+// a cache some sharing, a wrong tag a revalidation.
 func (cw *responseWriter) notModifiedETag(h http.Header) {
 	_, v := etagField(h)
 	if len(v) != 1 {
@@ -194,14 +198,34 @@ func (cw *responseWriter) notModifiedETag(h http.Header) {
 	coding := cw.offer.coding
 	inm := cw.req.Header["If-None-Match"]
 	star := len(inm) == 1 && trimOWS(inm[0]) == "*"
-	named := len(inm) > 0 && !star
 	switch {
-	case named && listHasTag(inm, codedTag(tag, coding)):
-	case !named && cw.notModifiedVaries(h) && !strings.HasSuffix(tag, "-"+coding+`"`):
-	default:
+	case len(inm) > 0 && !star:
+		if !listHasTag(inm, codedTag(tag, coding)) {
+			return
+		}
+	case !declaresEligibleType(cw.m.types, h) || endsLikeCodedTag(tag):
 		return
 	}
 	suffixETag(h, coding)
+}
+
+// declaresEligibleType reports whether h declares a Content-Type that is
+// one to compress.
+func declaresEligibleType(types []typePattern, h http.Header) bool {
+	ct := h["Content-Type"]
+	return len(ct) > 0 && matchTypes(types, ct[0])
+}
+
+// endsLikeCodedTag reports whether the strong tag ends with the suffix of
+// a coding squeeze knows, as the tags it makes do.
+func endsLikeCodedTag(tag string) bool {
+	opaque := tag[1 : len(tag)-1]
+	for _, coding := range [...]string{Zstd, Brotli, Gzip, Deflate, DCZ, DCB} {
+		if strings.HasSuffix(opaque, "-"+coding) {
+			return true
+		}
+	}
+	return false
 }
 
 // notModifiedVaries reports whether a 304 stands for a response that

@@ -120,7 +120,7 @@ type Transport struct {
 
 	// DictionaryStoreSize is the byte budget of stored dictionaries; 0
 	// turns dictionaries off. Each dictionary is charged its decoded body,
-	// its origin, match pattern and id, and 320 bytes for the store's own
+	// its origin, match pattern and id, and 512 bytes for the store's own
 	// records of it; one that costs more than the budget is not stored. A
 	// match pattern over 2048 bytes (as written or resolved against the
 	// response's URL) or an id over 1024 characters is refused, and an

@@ -56,15 +56,19 @@ const maxDictionariesPerOrigin = 64
 
 // dictEntryOverhead is what the store charges each dictionary on top of the
 // bytes of its data and strings: the memory of its bookkeeping, on 64-bit
-// platforms. The clientDict takes a 144-byte size class, its list.Element a
-// 48-byte one, its slot in the entries map (a 32-byte key and an 8-byte
-// pointer, with a control byte, in a table between 7/16 and 7/8 full) up to
-// 93 bytes, and its pointer in its origin's slice, grown by doubling, up to
-// 16: 301 bytes, rounded up to leave room for the size classes the strings
-// round to. TestClientDictEntryOverheadCoversItsMemory checks the sum and
-// measures it (about 448 heap bytes an entry with 166 bytes of data and
-// strings, charged 486).
-const dictEntryOverhead = 320
+// platforms. The clientDict takes a 144-byte size class and its
+// list.Element a 48-byte one. It has a slot in the entries map (a 32-byte
+// key and an 8-byte pointer, with a control byte) and, when it is the only
+// one of its origin, a slot of its own in the origins map (a string and a
+// slice, with a control byte), each in a table between 7/16 and 7/8 full:
+// up to 93 bytes each. Its pointer in its origin's slice, grown by
+// doubling, takes up to 16: 394 bytes. Under churn, with entries dropped as
+// fast as new origins come, the tables also hold deleted slots: measured at
+// 508 heap bytes an entry for one dictionary of 1 byte per origin, its
+// strings included (review7), so 512.
+// TestClientDictEntryOverheadCoversItsMemory checks the sum and measures
+// the heap of 64 dictionaries an origin.
+const dictEntryOverhead = 512
 
 // clientDict is one stored dictionary. Everything but elem, used and
 // expires is immutable once stored, so a response being decoded may keep
@@ -767,10 +771,14 @@ func (c *dictCapture) finish() {
 		// The room append left is charged too: copy it away when large.
 		data = bytes.Clone(data)
 	}
+	// The strings are cloned: each may be a substring of a longer one (a
+	// match given as a full URL keeps only its path, after a user part an
+	// attacker may make 2 KiB long), which the store would otherwise keep
+	// whole while charging only the substring (review7).
 	d := &clientDict{
-		origin:  c.offer.origin,
-		pattern: c.offer.pattern,
-		id:      c.offer.id,
+		origin:  strings.Clone(c.offer.origin),
+		pattern: strings.Clone(c.offer.pattern),
+		id:      strings.Clone(c.offer.id),
 		data:    data,
 		hash:    sha256.Sum256(data),
 		expires: c.offer.expires,

@@ -214,8 +214,9 @@ func TestClientDictEntryOverheadCoversItsMemory(t *testing.T) {
 	}
 	var d clientDict
 	var e list.Element
-	slot := (unsafe.Sizeof(dictKey{}) + unsafe.Sizeof(&d) + 1) * 16 / 7
-	reckoned := sizeClass(unsafe.Sizeof(d)) + sizeClass(unsafe.Sizeof(e)) + slot + 2*unsafe.Sizeof(&d)
+	entrySlot := (unsafe.Sizeof(dictKey{}) + unsafe.Sizeof(&d) + 1) * 16 / 7
+	originSlot := (unsafe.Sizeof("") + unsafe.Sizeof([]*clientDict{}) + 1) * 16 / 7
+	reckoned := sizeClass(unsafe.Sizeof(d)) + sizeClass(unsafe.Sizeof(e)) + entrySlot + originSlot + 2*unsafe.Sizeof(&d)
 	if reckoned > dictEntryOverhead {
 		t.Errorf("an entry's records take %d bytes; dictEntryOverhead is %d", reckoned, dictEntryOverhead)
 	}
