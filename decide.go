@@ -116,12 +116,12 @@ func (cw *responseWriter) variesWith(why Reason, f *facts, h http.Header) bool {
 	return false
 }
 
-// isByteRanges reports whether ct is multipart/byteranges, the type of a
-// 206 with more than one part.
-func isByteRanges(ct string) bool {
-	const mt = "multipart/byteranges"
-	return len(ct) >= len(mt) && equalFold(ct[:len(mt)], mt) && (len(ct) == len(mt) || ct[len(mt)] == ';' || ct[len(mt)] == ' ')
-}
+// byteRanges is the type of a 206 with more than one part, compiled for
+// matchTypes.
+var byteRanges = compileTypes([]string{"multipart/byteranges"})
+
+// isByteRanges reports whether ct is multipart/byteranges.
+func isByteRanges(ct string) bool { return matchTypes(byteRanges, ct) }
 
 // need says what a wait verdict waits for.
 type need uint8

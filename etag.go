@@ -232,8 +232,8 @@ func endsLikeCodedTag(tag string) bool {
 // varies with Accept-Encoding. [http.ServeContent] removes Content-Type
 // before a 304, so a missing type counts as one that could be compressed.
 func (cw *responseWriter) notModifiedVaries(h http.Header) bool {
-	ct, ok := h["Content-Type"]
-	return !ok || len(ct) > 0 && matchTypes(cw.m.types, ct[0])
+	_, typed := h["Content-Type"]
+	return !typed || declaresEligibleType(cw.m.types, h)
 }
 
 // listHasTag reports whether the entity-tag list names tag, compared

@@ -196,7 +196,7 @@ type fileID struct {
 type fileMeta struct {
 	modtime time.Time
 	size    int64
-	id      fileID
+	id      fileID // zero for what an orphan decodes to: orphanMeta keeps the sibling's
 	hash    [32]byte
 	etag    string // strong, from the hash
 	ctype   string
@@ -965,7 +965,7 @@ func (s *fileServer) orphanMeta(fsys fs.FS, name, coding string, st fs.FileInfo)
 		return nil, fmt.Errorf("decodes to more than %d bytes", s.maxSize)
 	}
 	plainName := strings.TrimSuffix(name, path.Ext(name))
-	d := &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, id: id, ctype: typeOf(plainName, head[:n])}
+	d := &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, ctype: typeOf(plainName, head[:n])}
 	h.Sum(d.hash[:0])
 	d.etag = `"` + hex.EncodeToString(d.hash[:16]) + `"`
 	s.mu.Lock()

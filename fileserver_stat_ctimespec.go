@@ -2,18 +2,7 @@
 
 package squeeze
 
-import (
-	"io/fs"
-	"syscall"
-)
+import "syscall"
 
-// idOf returns the device, inode and change time of the file st describes
-// when it comes from the operating system's file system (os.DirFS, an
-// os.Root, fs.Sub of either), else the zero fileID.
-func idOf(st fs.FileInfo) fileID {
-	s, ok := st.Sys().(*syscall.Stat_t)
-	if !ok || s == nil {
-		return fileID{}
-	}
-	return fileID{dev: uint64(s.Dev), ino: uint64(s.Ino), ctime: s.Ctimespec.Nano()}
-}
+// ctimeOf returns the change time of s in nanoseconds since 1970.
+func ctimeOf(s *syscall.Stat_t) int64 { return s.Ctimespec.Nano() }
