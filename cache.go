@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,8 +53,14 @@ import (
 //     encode, against 22x with maphash; the plain copy costs memory instead,
 //     counted in Bytes, and only for bodies within the buffer (32 KiB by
 //     default). It also spares upgrades a decode.
-//   - A response with a strong ETag, whole or streamed, is found by its
-//     validator and hashes nothing: the handler vouches for its bytes.
+//   - A body that ends within the buffer is found by content whatever
+//     its ETag: real handlers send one tag over per-user, per-language or
+//     per-tenant bytes, and were correct before a cache stood in front of
+//     them. A stream cannot be compared before it is sent, so it is found
+//     by its strong ETag only when the Middleware was told to trust them
+//     (WithTrustedETags), and then only under Host and RequestURI, with
+//     no Vary but squeeze's own and no Authorization unless the response
+//     is shareable (validatorKey).
 //   - Identical concurrent misses are joined by a small in-flight map, not
 //     golang.org/x/sync/singleflight: the work to share is not a function
 //     the cache can call but the leader's whole response, fed by its
@@ -68,17 +75,17 @@ import (
 // be shared by several Middlewares and is safe for concurrent use.
 // [Cache.Close] stops its upgrade workers.
 //
-// A response to a GET with a strong ETag, of any size, is found by the
-// request's host, path and query with the tag and the coding, as soon as
-// the response is decided, so a large static response is not encoded
-// again: on a hit the handler's body is read and discarded. Any other body
-// that ends within the buffer (see [WithBufferSize]) is found by a seeded
-// hash of its bytes with its length, coding and level, and a hit compares
-// the bytes, so it never serves another body. Streams without a strong
-// ETag are not cached, nor are HEAD responses, statuses other than 200,
-// responses with Set-Cookie, Cache-Control no-store or private, or
-// trailers, flushed streams, responses cut short (a panic, a write error,
-// a length mismatch), and entries over an eighth of the cache.
+// What is cached, and why it is safe: a body that ends within the buffer
+// (see [WithBufferSize]) is found by a seeded hash of its bytes with its
+// length, coding, level and dictionary, and a hit compares the bytes, so a
+// response only ever carries the encoding of the bytes its own handler
+// wrote, whatever its ETag, Vary, cookies or mount point say. Streams are
+// not cached, unless [WithTrustedETags] says that the handlers' strong
+// ETags identify their bytes. Never stored: HEAD responses, statuses other
+// than 200, responses with Set-Cookie, Cache-Control no-store or private,
+// Vary: * or trailers, flushed streams, responses cut short (a panic, a
+// write error, a length mismatch), and entries over an eighth of the
+// cache.
 type Cache struct {
 	*cacheCore
 }
@@ -242,6 +249,30 @@ func WithCache(c *Cache) Option {
 	}
 }
 
+// WithTrustedETags has the Middleware serve a stream (a body longer than
+// the buffer, see [WithBufferSize]) from its [Cache] by the response's
+// strong ETag, and store such streams, as a shared cache would. A hit
+// sends the stored encoding without encoding anything, and reads and
+// discards the handler's body.
+//
+// Risk: squeeze cannot compare a stream with what it stored, so this
+// relies on every handler behind the Middleware changing a strong ETag
+// whenever its bytes change (RFC 9110 §8.8.3). A tag that names a version
+// of data rendered per user, language, tenant or build (a row counter, a
+// deploy id) sends one client's stream to another. Even so, squeeze keys
+// an entry by Host and the request-target as sent, and never stores or
+// serves a stream whose Vary names a field other than Accept-Encoding and
+// Available-Dictionary, nor one for a request with Authorization unless
+// the response says public, s-maxage or must-revalidate (RFC 9111 §3.5).
+// Without this option only bodies that end within the buffer are cached,
+// found by their content. It needs [WithCache].
+func WithTrustedETags() Option {
+	return func(cfg *config) error {
+		cfg.trustETags = true
+		return nil
+	}
+}
+
 // cacheKey finds an entry: by content (etag empty) or by validator.
 type cacheKey struct {
 	// sum is the maphash of the plain body, length its length.
@@ -254,8 +285,9 @@ type cacheKey struct {
 	// was made against, so that bodies encoded against different
 	// dictionaries never meet; "" for the other codings.
 	dictionary string
-	// host, path, query and etag are the validator key.
-	host, path, query, etag string
+	// host, uri and etag are the validator key: the request's Host and
+	// RequestURI, and the response's strong ETag.
+	host, uri, etag string
 }
 
 // cacheEntry is immutable once stored: an upgrade stores a new entry.
@@ -275,7 +307,7 @@ type cacheEntry struct {
 
 func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
 	w := int64(len(body) + len(plain) + entryOverhead + len(k.coding) + len(k.dictionary) +
-		len(k.host) + len(k.path) + len(k.query) + len(k.etag))
+		len(k.host) + len(k.uri) + len(k.etag))
 	return &cacheEntry{body: body, plain: plain, level: level, weight: w}
 }
 
@@ -313,7 +345,7 @@ type flight struct {
 func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int, patience time.Duration) (e *cacheEntry, leader bool) {
 	for {
 		if e, ok := c.store.GetIfPresent(*k); ok {
-			if e.plain != nil && !bytes.Equal(e.plain, plain) {
+			if plain != nil && !bytes.Equal(e.plain, plain) {
 				c.misses.Add(1) // a hash collision: the key is taken
 				return nil, false
 			}
@@ -594,82 +626,198 @@ func (f *cacheFill) drop() {
 	}
 }
 
-// cacheUseless reports whether a response must not be stored: anything
-// but a 200 to a request other than HEAD, a response with Set-Cookie or
-// Cache-Control no-store or private, one with trailers, and a stream
-// decided at a flush.
-func (cw *responseWriter) cacheUseless(h http.Header, f *facts) bool {
-	return cw.m.cache == nil || f.status != http.StatusOK || cw.head || f.trailers ||
-		f.event == atFlush || len(h["Set-Cookie"]) > 0 ||
-		headerHasToken(h["Cache-Control"], "no-store") || headerHasToken(h["Cache-Control"], "private")
+// cacheFields is what a response's header says about storing it, read
+// under any case of each field name: a handler that assigns to the map
+// (h["cache-control"]) leaves the key as written, and net/http sends it.
+type cacheFields struct {
+	// never is set by Set-Cookie, Cache-Control no-store or private, and
+	// Vary: *.
+	never bool
+	// shared is set by Cache-Control public, s-maxage or must-revalidate,
+	// which let a shared cache reuse a response to a request with
+	// Authorization (RFC 9111 §3.5).
+	shared bool
+	// varies is set by a Vary naming any field but Accept-Encoding and
+	// Available-Dictionary, the two squeeze's own choice depends on.
+	varies bool
+	// etag is the one ETag value, "" when there is none or more than one.
+	etag  string
+	etags int
 }
 
-// cachedWhole looks up a body that ended within the buffer: by validator
-// if it has a strong ETag, else by content. It returns the stored encoding
+// readCacheFields reads h for the cache, in one pass over its keys.
+func readCacheFields(h http.Header) cacheFields {
+	var cf cacheFields
+	for k, v := range h {
+		switch cacheFieldName(k) {
+		case "Set-Cookie":
+			cf.never = cf.never || len(v) > 0
+		case "Cache-Control":
+			for _, line := range v {
+				for line != "" {
+					var d string
+					d, line = nextElement(line)
+					if i := strings.IndexByte(d, '='); i >= 0 {
+						d = d[:i] // private="Set-Cookie" is private too
+					}
+					switch d = trimOWS(d); {
+					case equalFold(d, "no-store"), equalFold(d, "private"):
+						cf.never = true
+					case equalFold(d, "public"), equalFold(d, "s-maxage"), equalFold(d, "must-revalidate"):
+						cf.shared = true
+					}
+				}
+			}
+		case "Vary":
+			star, other := varyNames(v)
+			cf.never = cf.never || star
+			cf.varies = cf.varies || other
+		case "Etag":
+			cf.etags += len(v)
+			if len(v) == 1 {
+				cf.etag = trimOWS(v[0])
+			}
+		}
+	}
+	if cf.etags != 1 {
+		cf.etag = ""
+	}
+	return cf
+}
+
+// cacheFieldName returns the canonical name of k when it is one of the
+// fields readCacheFields looks at, under any case; any other key comes
+// back as it is.
+func cacheFieldName(k string) string {
+	for _, name := range [...]string{"Set-Cookie", "Cache-Control", "Vary", "Etag"} {
+		if len(k) == len(name) && (k == name || equalFold(k, name)) {
+			return name
+		}
+	}
+	return k
+}
+
+// varyNames reports whether the Vary field lines name "*", and whether
+// they name any field but Accept-Encoding and Available-Dictionary.
+func varyNames(lines []string) (star, other bool) {
+	for _, line := range lines {
+		for line != "" {
+			var name string
+			name, line = nextElement(line)
+			switch name = trimOWS(name); {
+			case name == "":
+			case name == "*":
+				star = true
+			case equalFold(name, "Accept-Encoding"), equalFold(name, "Available-Dictionary"):
+			default:
+				other = true
+			}
+		}
+	}
+	return star, other
+}
+
+// cacheable reads h and reports whether the response may be stored or
+// served from the cache at all: not without a cache, nor for anything but
+// a 200 to a request other than HEAD, a response with trailers, a stream
+// decided at a flush, or one whose header says never (see cacheFields).
+func (cw *responseWriter) cacheable(h http.Header, f *facts) (cacheFields, bool) {
+	if cw.m.cache == nil || f.status != http.StatusOK || cw.head || f.trailers || f.event == atFlush {
+		return cacheFields{}, false
+	}
+	cf := readCacheFields(h)
+	return cf, !cf.never
+}
+
+// cachedWhole looks up a body that ended within the buffer, by content
+// whatever its ETag says: a handler's tag may name a version of data that
+// it renders per user, language or tenant. It returns the stored encoding
 // on a hit; on a miss that this response leads, store is set and k holds
 // the key to give to storeWhole once body is encoded. k is filled in
-// place, not returned, which would copy its 120 bytes twice on every
-// response, with or without a cache.
+// place, not returned, which would copy the key twice on every response,
+// with or without a cache.
 func (cw *responseWriter) cachedWhole(h http.Header, f *facts, body []byte, k *cacheKey) (stored []byte, store bool) {
-	if cw.cacheUseless(h, f) {
+	if _, ok := cw.cacheable(h, f); !ok {
 		return nil, false
 	}
-	var plain []byte
-	var ok bool
-	*k, ok = cw.validatorKey(h)
-	if !ok {
-		o := cw.offer
-		*k = cacheKey{sum: maphash.Bytes(cw.m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
-		plain = body
-	}
-	e, leader := cw.m.cache.lookup(cw.req, k, plain, bestLevel(k.coding), 0)
+	o := cw.offer
+	*k = cacheKey{sum: maphash.Bytes(cw.m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
+	e, leader := cw.m.cache.lookup(cw.req, k, body, bestLevel(k.coding), 0)
 	if e != nil {
 		return e.body, false
 	}
 	return nil, leader
 }
 
-// storeWhole stores out, the encoding of body looked up as k, or only ends
-// the flight when out is nil (no gain). It copies out and, for a content
-// key, body: both live in a pooled buffer. It does nothing unless store is
-// set.
+// storeWhole stores out, the encoding of body looked up as k, with a copy
+// of body for later hits to compare, or only ends the flight when out is
+// nil (no gain). Both are copied: they live in pooled buffers. It does
+// nothing unless store is set.
 func (cw *responseWriter) storeWhole(k *cacheKey, store bool, body, out []byte) {
 	if !store {
 		return
 	}
 	var plain []byte
-	if out != nil && int64(len(out)) <= cw.m.cache.entryMax {
-		out = bytes.Clone(out)
-		if k.etag == "" {
-			plain = bytes.Clone(body)
-		}
+	if out != nil && int64(len(out)+len(body)) <= cw.m.cache.entryMax {
+		out, plain = bytes.Clone(out), bytes.Clone(body)
 	} else {
 		out = nil
 	}
 	cw.m.cache.end(k, out, plain, k.level)
 }
 
-// validatorKey returns the key of a response to a GET with a strong ETag.
-func (cw *responseWriter) validatorKey(h http.Header) (cacheKey, bool) {
-	_, v := etagField(h)
-	if cw.req.Method != http.MethodGet || len(v) != 1 || !isStrongETag(trimOWS(v[0])) {
+// validatorKey returns the key of a streamed response by its strong ETag,
+// when the Middleware trusts its handlers' tags ([WithTrustedETags]) and
+// the response may be shared with every request of its key: a GET whose
+// Vary names nothing but the fields squeeze's own choice depends on (the
+// offer's coding and dictionary are in the key), and, for a request with
+// Authorization, a response that allows a shared cache to reuse it (RFC
+// 9111 §3.5). The key holds the Host and the request-target as the client
+// sent it: a handler mounted under http.StripPrefix sees a stripped, and
+// decoded, URL.Path, which other mounts and other escapings share. A
+// request without a RequestURI (built by hand, not by net/http's server)
+// gets no key, as its original target is unknown.
+func (cw *responseWriter) validatorKey(cf *cacheFields) (cacheKey, bool) {
+	r := cw.req
+	if !cw.m.trustETags || r.Method != http.MethodGet || r.RequestURI == "" || !isStrongETag(cf.etag) ||
+		cf.varies || (!cf.shared && hasAuthorization(r.Header)) {
 		return cacheKey{}, false
 	}
 	o := cw.offer
 	return cacheKey{
 		coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID(),
-		host: cw.req.Host, path: cw.req.URL.Path, query: cw.req.URL.RawQuery, etag: trimOWS(v[0]),
+		host: r.Host, uri: r.RequestURI, etag: cf.etag,
 	}, true
 }
 
-// cachedStream looks an encoded stream up by validator. It returns the
-// stored encoding on a hit; on a miss of a response it may store, it sets
-// cw.storing to tee the stream into the cache, and returns nil.
+// hasAuthorization reports whether a request header has Authorization,
+// under any case.
+func hasAuthorization(h http.Header) bool {
+	if len(h["Authorization"]) > 0 {
+		return true
+	}
+	for k, v := range h {
+		if len(v) > 0 && equalFold(k, "Authorization") {
+			return true
+		}
+	}
+	return false
+}
+
+// cachedStream looks an encoded stream up by validator, only with
+// [WithTrustedETags]: nothing else can show that a stored encoding holds
+// the bytes this handler is about to write. It returns the stored encoding
+// on a hit; on a miss of a response it may store, it sets cw.storing to
+// tee the stream into the cache, and returns nil.
 func (cw *responseWriter) cachedStream(h http.Header, f *facts) []byte {
-	if cw.cacheUseless(h, f) {
+	if !cw.m.trustETags {
 		return nil
 	}
-	k, ok := cw.validatorKey(h)
+	cf, ok := cw.cacheable(h, f)
+	if !ok {
+		return nil
+	}
+	k, ok := cw.validatorKey(&cf)
 	if !ok {
 		return nil
 	}

@@ -62,7 +62,7 @@ func TestCacheCountsHitsAndMissesExactly(t *testing.T) {
 			t.Run(tc.name+"/"+coding, func(t *testing.T) {
 				c := newCache(t, 64<<20)
 				body := textBody(1, tc.size)
-				h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithEncodings(allCodings...)).Handler(
+				h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithEncodings(allCodings...)).Handler(
 					http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 						if tc.etag != "" {
 							w.Header().Set("ETag", tc.etag)
@@ -86,15 +86,18 @@ func TestCacheCountsHitsAndMissesExactly(t *testing.T) {
 // Content-Length a stream gains, over HTTP/1.1 and HTTP/2.
 func TestCacheHitHasTheHeaderOfAMiss(t *testing.T) {
 	c := newCache(t, 64<<20)
-	m := newMiddleware(t, squeeze.WithCache(c))
+	m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags())
 	small, large := textBody(2, 8<<10), textBody(3, 200<<10)
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=60")
 		w.Header().Set("ETag", `"t`+r.URL.Path[1:]+`"`)
-		w.Header().Set("Vary", "Accept-Language")
 		body := small
 		if r.URL.Path == "/large" {
 			body = large
+		} else {
+			// A stream is never shared across a Vary naming a request
+			// field; a body found by content may be.
+			w.Header().Set("Vary", "Accept-Language")
 		}
 		_, _ = w.Write(body) // no Content-Type: sniffed
 	}))
@@ -184,7 +187,7 @@ func (h *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestCacheServesAStreamedMiBByETag(t *testing.T) {
 	c := newCache(t, 64<<20)
 	ch := &countingHandler{body: textBody(5, 1<<20), etag: `"mib"`, done: make(chan struct{}, 1)}
-	h := newMiddleware(t, squeeze.WithCache(c)).Handler(ch)
+	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(ch)
 	forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, cl *http.Client) {
 		for _, coding := range []string{"br", "zstd", "gzip"} {
 			before := c.Stats()
@@ -278,7 +281,7 @@ func TestCacheNeverStores(t *testing.T) {
 				maxBytes = 64 << 10 // entries up to 8 KiB, plain and encoded
 			}
 			c := newCache(t, maxBytes)
-			h := newMiddleware(t, squeeze.WithCache(c)).Handler(tc.handler)
+			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(tc.handler)
 			for range 2 {
 				serve(h, tc.method, "gzip")
 			}
@@ -312,7 +315,7 @@ func TestCachePanicStoresNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCache(t, 64<<20)
-			h := newMiddleware(t, squeeze.WithCache(c)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/plain")
 				if tc.etag != "" {
 					w.Header().Set("ETag", tc.etag)
@@ -336,7 +339,7 @@ func TestCachePanicStoresNothing(t *testing.T) {
 func TestCacheBytesStayWithinBoundUnderRandomLoad(t *testing.T) {
 	const maxBytes = 128 << 10
 	c := newCache(t, maxBytes)
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithEncodings(allCodings...)).Handler(
+	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithEncodings(allCodings...)).Handler(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			seed, _ := strconv.Atoi(r.URL.Query().Get("seed"))
 			n, _ := strconv.Atoi(r.URL.Query().Get("n"))
@@ -407,7 +410,7 @@ func TestCacheUpgradesShrinkEntries(t *testing.T) {
 			if tc.etag != "" {
 				body = textBody(12, 200<<10)
 			}
-			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithEncodings(tc.coding)).Handler(
+			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithEncodings(tc.coding)).Handler(
 				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if tc.etag != "" {
 						w.Header().Set("ETag", tc.etag)
@@ -454,7 +457,7 @@ func TestCacheConcurrentClientsGetTheirOwnBodies(t *testing.T) {
 	// by the client's timeout.
 	squeeze.SetStreamPatience(c, 10*time.Minute)
 	sizes := []int{3000, 12 << 10, 40 << 10}
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithEncodings(allCodings...)).Handler(
+	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithEncodings(allCodings...)).Handler(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			i, _ := strconv.Atoi(r.URL.Query().Get("i"))
 			if i%2 == 0 {
@@ -466,20 +469,20 @@ func TestCacheConcurrentClientsGetTheirOwnBodies(t *testing.T) {
 	if squeeze.RaceEnabled {
 		rounds = 2 // 200 goroutines still, in the time the race detector leaves
 	}
-	// Responses with an ETag (even i) are found by validator, whose key
-	// holds the host: they miss once per server. Whole bodies without one
-	// are found by content, which holds no host: they miss over the first
-	// protocol only. Streams without an ETag (odd i, i%3 == 2) are not
-	// looked up.
+	// Streams (i%3 == 2) with an ETag (even i) are found by validator,
+	// whose key holds the host: they miss once per server. Whole bodies,
+	// with an ETag or without, are found by content, which holds no host:
+	// they miss over the first protocol only. Streams without an ETag
+	// (odd i) are not looked up.
 	lookups, contentKeys, validatorKeys := 0, map[string]bool{}, map[string]bool{}
 	for g := range 200 {
 		for j := range rounds {
 			i, coding := (g+j*7)%12, allCodings[(g+j)%len(allCodings)]
 			switch {
-			case i%2 == 0:
-				validatorKeys[fmt.Sprint(i, coding)] = true
 			case i%3 != 2:
 				contentKeys[fmt.Sprint(i, coding)] = true
+			case i%2 == 0:
+				validatorKeys[fmt.Sprint(i, coding)] = true
 			default:
 				continue
 			}
@@ -532,7 +535,7 @@ func TestCacheConcurrentIdenticalMissesEncodeOnce(t *testing.T) {
 	var started atomic.Int32
 	var leaderSeen atomic.Bool
 	release := make(chan struct{})
-	h := newMiddleware(t, squeeze.WithCache(c)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("ETag", `"once"`)
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -645,7 +648,7 @@ func TestCacheHitAllocations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCache(t, 64<<20)
 			page := textBody(16, tc.size)
-			h := newMiddleware(t, squeeze.WithCache(c)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header()["Content-Type"] = ct
 				if tc.etag != nil {
 					w.Header()["Etag"] = tc.etag
@@ -677,7 +680,7 @@ func TestCacheKeepsDeltasPerDictionary(t *testing.T) {
 			v1, v2 := versions(size)
 			other := textBody(99, size)
 			var cached []bool
-			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*"),
+			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithDictionaryMatch("/js/*"),
 				squeeze.WithObserver(func(e squeeze.Event) { cached = append(cached, e.Cached) }),
 			).Handler(scripts(map[string][]byte{"/js/v1.js": v1, "/js/other.js": other, "/js/v2.js": v2}))
 			serveAt(h, "/js/v1.js", chromeAE)

@@ -48,6 +48,9 @@ type Middleware struct {
 	observe func(Event) // WithObserver; nil when unset
 	// cache, if any, keeps encoded bodies (cache.go).
 	cache *Cache
+	// trustETags serves streams from the cache by their ETags
+	// (WithTrustedETags).
+	trustETags bool
 	// slots pools the per-response state (handle.go).
 	slots sync.Pool
 }
@@ -78,6 +81,12 @@ func New(opts ...Option) (*Middleware, error) {
 		types:   compileTypes(c.contentTypes),
 		observe: c.observe,
 		cache:   c.cache,
+	}
+	if c.trustETags {
+		if c.cache == nil {
+			return nil, errors.New("squeeze: WithTrustedETags needs WithCache: without a Cache there is nothing to serve by ETag")
+		}
+		m.trustETags = true
 	}
 	for _, coding := range writers.Codings() { // a fixed order: the same error every time
 		if level, ok := c.levels[coding]; ok && !slices.Contains(c.encodings, coding) {

@@ -40,7 +40,7 @@ func TestReview2StreamHitEventCountsHandlerBytes(t *testing.T) {
 	c := newCache(t, 64<<20)
 	var mu sync.Mutex
 	var evs []squeeze.Event
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithObserver(func(e squeeze.Event) {
+	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithObserver(func(e squeeze.Event) {
 		mu.Lock()
 		evs = append(evs, e)
 		mu.Unlock()
@@ -83,8 +83,8 @@ func TestReview2DictionaryRememberedFromStreamHitIsWholeBody(t *testing.T) {
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		etagChunks(files[r.URL.Path])(w, r)
 	}
-	plain := newMiddleware(t, squeeze.WithCache(c)).Handler(http.HandlerFunc(handler))
-	dict := newMiddleware(t, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*")).Handler(http.HandlerFunc(handler))
+	plain := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(handler))
+	dict := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithDictionaryMatch("/js/*")).Handler(http.HandlerFunc(handler))
 
 	rec := serveAt(plain, "/js/v1.js", "gzip")
 	checkBody(t, rec.Header(), rec.Body.Bytes(), v1)
@@ -116,7 +116,7 @@ func TestReview2StalledLeaderDoesNotBlockIdenticalRequests(t *testing.T) {
 	c := newCache(t, 64<<20)
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	h := newMiddleware(t, squeeze.WithCache(c)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/javascript")
 		w.Header().Set("ETag", `"big-v1"`)
 		if r.Header.Get("X-Stall") != "" {
@@ -206,7 +206,7 @@ func TestReview2MixedWorkloadSharedCache(t *testing.T) {
 	js := textBody(22, 20000)
 	c := newCache(t, 8<<20)
 	var events atomic.Int64
-	m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*"),
+	m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithDictionaryMatch("/js/*"),
 		squeeze.WithObserver(func(squeeze.Event) { events.Add(1) }))
 	files := map[string][]byte{"/js/v1.js": v1, "/js/v2.js": v2, "/small": small}
 	app := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,361 @@
+package squeeze_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/squeezehttp/squeeze"
+)
+
+// The tests in this file pin the cache's invariant: a response never
+// carries bytes its own handler did not produce, whatever its ETag, Vary,
+// cookies or mount point say.
+
+// cacheModes are the ways a Middleware may use its Cache: by default (whole
+// bodies by content, streams not cached) and trusting its handlers'
+// strong ETags for streams.
+var cacheModes = []struct {
+	name string
+	opts []squeeze.Option
+}{
+	{"default", nil},
+	{"trusted ETags", []squeeze.Option{squeeze.WithTrustedETags()}},
+}
+
+// sharingSizes are a body that ends within the buffer and a stream.
+var sharingSizes = []struct {
+	name string
+	n    int
+}{
+	{"whole", 4 << 10},
+	{"stream", 3 * squeeze.DefaultBufferSize},
+}
+
+// personal returns n bytes of compressible text that greet who, different
+// for every who.
+func personal(who string, n int) []byte {
+	b := []byte("Hello " + who + "\n")
+	return append(b, textBody(len(who), n-len(b))...)
+}
+
+// sharingRequest is one request of a sharing case: its path and header
+// fields, and whose body its handler writes.
+type sharingRequest struct {
+	path string
+	hdr  []string
+	who  string
+}
+
+// sharingCase is a handler whose two requests get different bytes under
+// one strong ETag (or none at all), as real handlers do.
+type sharingCase struct {
+	name string
+	// serve sets the handler's header for r and returns whose body it
+	// writes.
+	serve func(h http.Header, r *http.Request) (who string)
+	// mount mounts a handler made by the Middleware; nil serves it at
+	// the root.
+	mount         func(m *squeeze.Middleware, handler func(tenant string) http.Handler) http.Handler
+	first, second sharingRequest
+	// neverStored is set for responses that must never be stored.
+	neverStored bool
+}
+
+func cookieUser(r *http.Request) string {
+	c, err := r.Cookie("user")
+	if err != nil {
+		return "nobody"
+	}
+	return c.Value
+}
+
+var sharingCases = []sharingCase{
+	{
+		name: "Vary: Cookie",
+		serve: func(h http.Header, r *http.Request) string {
+			h.Set("ETag", `"articles-v7"`)
+			h.Set("Vary", "Cookie")
+			return cookieUser(r)
+		},
+		first:  sharingRequest{"/articles", []string{"Cookie", "user=alice"}, "alice"},
+		second: sharingRequest{"/articles", []string{"Cookie", "user=bob"}, "bob"},
+	},
+	{
+		name: "Authorization",
+		serve: func(h http.Header, r *http.Request) string {
+			h.Set("ETag", `"articles-v7"`)
+			return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		},
+		first:  sharingRequest{"/token", []string{"Authorization", "Bearer alice-secret"}, "alice-secret"},
+		second: sharingRequest{"/token", []string{"Authorization", "Bearer bob-secret"}, "bob-secret"},
+	},
+	{
+		name: "Vary: Accept-Language",
+		serve: func(h http.Header, r *http.Request) string {
+			lang := r.Header.Get("Accept-Language")
+			h.Set("ETag", `"articles-v7"`)
+			h.Set("Vary", "Accept-Language")
+			h.Set("Content-Language", lang)
+			return lang
+		},
+		first:  sharingRequest{"/", []string{"Accept-Language", "en"}, "en"},
+		second: sharingRequest{"/", []string{"Accept-Language", "fr"}, "fr"},
+	},
+	{
+		name: "tenants under StripPrefix",
+		serve: func(h http.Header, r *http.Request) string {
+			h.Set("ETag", `"1"`)
+			return "" // the tenant's handler says who
+		},
+		mount: func(m *squeeze.Middleware, handler func(string) http.Handler) http.Handler {
+			mux := http.NewServeMux()
+			mux.Handle("/a/", http.StripPrefix("/a", m.Handler(handler("tenant a"))))
+			mux.Handle("/b/", http.StripPrefix("/b", m.Handler(handler("tenant b"))))
+			return mux
+		},
+		first:  sharingRequest{"/a/items", nil, "tenant a"},
+		second: sharingRequest{"/b/items", nil, "tenant b"},
+	},
+	{
+		name: "an escaped slash",
+		serve: func(h http.Header, r *http.Request) string {
+			h.Set("ETag", `"1"`)
+			return r.URL.EscapedPath() // URL.Path is /files/x/y for both
+		},
+		first:  sharingRequest{"/files/x%2Fy", nil, "/files/x%2Fy"},
+		second: sharingRequest{"/files/x/y", nil, "/files/x/y"},
+	},
+	{
+		name: "Cache-Control: private under a lower-case key",
+		serve: func(h http.Header, r *http.Request) string {
+			h["Etag"] = []string{`"v1"`}
+			h["cache-control"] = []string{"private"}
+			return cookieUser(r)
+		},
+		first:       sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
+		second:      sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
+		neverStored: true,
+	},
+	{
+		name: "Cache-Control: no-store under a lower-case key",
+		serve: func(h http.Header, r *http.Request) string {
+			h["Etag"] = []string{`"v1"`}
+			h["cache-control"] = []string{"no-store"}
+			return cookieUser(r)
+		},
+		first:       sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
+		second:      sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
+		neverStored: true,
+	},
+	{
+		name: "Cache-Control: private naming a field",
+		serve: func(h http.Header, r *http.Request) string {
+			h.Set("ETag", `"v1"`)
+			h.Set("Cache-Control", `private="Set-Cookie", max-age=60`)
+			return cookieUser(r)
+		},
+		first:       sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
+		second:      sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
+		neverStored: true,
+	},
+	{
+		name: "Set-Cookie under a lower-case key",
+		serve: func(h http.Header, r *http.Request) string {
+			h["Etag"] = []string{`"v1"`}
+			h["set-cookie"] = []string{"session=" + cookieUser(r)}
+			return cookieUser(r)
+		},
+		first:       sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
+		second:      sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
+		neverStored: true,
+	},
+	{
+		name: "Vary: Cookie under a lower-case key",
+		serve: func(h http.Header, r *http.Request) string {
+			h["Etag"] = []string{`"v1"`}
+			h["vary"] = []string{"Cookie"}
+			return cookieUser(r)
+		},
+		first:  sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
+		second: sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
+	},
+	{
+		name: "Vary: *",
+		serve: func(h http.Header, r *http.Request) string {
+			h.Set("ETag", `"v1"`)
+			h.Set("Vary", "*")
+			return cookieUser(r)
+		},
+		first:       sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
+		second:      sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
+		neverStored: true,
+	},
+}
+
+// Each case's second request must get its own handler's bytes, with the
+// cache on, whether the Middleware trusts ETags or not, for whole bodies
+// and streams, over HTTP/1.1 and HTTP/2; and what must never be stored is
+// not.
+func TestCacheNeverServesAnotherHandlersBytes(t *testing.T) {
+	for _, tc := range sharingCases {
+		for _, mode := range cacheModes {
+			for _, size := range sharingSizes {
+				t.Run(tc.name+"/"+mode.name+"/"+size.name, func(t *testing.T) {
+					c := newCache(t, 64<<20)
+					m := newMiddleware(t, append([]squeeze.Option{squeeze.WithCache(c)}, mode.opts...)...)
+					handler := func(tenant string) http.Handler {
+						return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+							w.Header().Set("Content-Type", "text/html")
+							who := tc.serve(w.Header(), r)
+							if tenant != "" {
+								who = tenant
+							}
+							_, _ = w.Write(personal(who, size.n))
+						})
+					}
+					var h http.Handler
+					if tc.mount != nil {
+						h = tc.mount(m, handler)
+					} else {
+						h = m.Handler(handler(""))
+					}
+					forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, cl *http.Client) {
+						for _, req := range []sharingRequest{tc.first, tc.second, tc.first, tc.second} {
+							res, raw := fetch(t, cl, srv.URL+req.path, "zstd", req.hdr...)
+							if res.StatusCode != http.StatusOK {
+								t.Fatalf("GET %s: status %d", req.path, res.StatusCode)
+							}
+							checkBody(t, res.Header, raw, personal(req.who, size.n))
+						}
+						if s := c.Stats(); tc.neverStored && s.Stores != 0 {
+							t.Errorf("%d stores, want none: %+v", s.Stores, s)
+						}
+					})
+				})
+			}
+		}
+	}
+}
+
+// What may be shared still is: a whole body is found by its content for
+// any request, and with WithTrustedETags a stream is found by its ETag,
+// for a request with Authorization too when the response allows a shared
+// cache to reuse it (RFC 9111 §3.5). Without the option a stream is not
+// looked up at all; nor is one whose request has no RequestURI to key on.
+func TestCacheSharesOnlyWhatMayBeShared(t *testing.T) {
+	const whole, stream = 4 << 10, 3 * squeeze.DefaultBufferSize
+	cases := []struct {
+		name    string
+		trusted bool
+		n       int
+		// cacheControl and vary are the response's, hdr the requests'.
+		cacheControl, vary string
+		hdr                [2][]string
+		// hit is whether the second request is served from the cache;
+		// looked whether it looks an entry up at all.
+		hit, looked bool
+	}{
+		{name: "whole, two users, one body", n: whole, vary: "Cookie",
+			hdr: [2][]string{{"Cookie", "user=alice"}, {"Cookie", "user=bob"}}, hit: true, looked: true},
+		{name: "whole, Authorization", n: whole,
+			hdr: [2][]string{{"Authorization", "Bearer a"}, {"Authorization", "Bearer b"}}, hit: true, looked: true},
+		{name: "stream by default", n: stream},
+		{name: "stream, trusted", trusted: true, n: stream, hit: true, looked: true},
+		{name: "stream, trusted, Vary: accept-encoding", trusted: true, n: stream, vary: "accept-encoding, Available-Dictionary",
+			hit: true, looked: true},
+		{name: "stream, trusted, Vary: Cookie", trusted: true, n: stream, vary: "Cookie",
+			hdr: [2][]string{{"Cookie", "user=alice"}, {"Cookie", "user=alice"}}},
+		{name: "stream, trusted, Authorization", trusted: true, n: stream,
+			hdr: [2][]string{{"Authorization", "Bearer a"}, {"Authorization", "Bearer a"}}},
+		{name: "stream, trusted, Authorization, public", trusted: true, n: stream, cacheControl: "public, max-age=60",
+			hdr: [2][]string{{"Authorization", "Bearer a"}, {"Authorization", "Bearer b"}}, hit: true, looked: true},
+		{name: "stream, trusted, Authorization, s-maxage", trusted: true, n: stream, cacheControl: "s-maxage=60",
+			hdr: [2][]string{{"Authorization", "Bearer a"}, {"Authorization", "Bearer b"}}, hit: true, looked: true},
+		{name: "stream, trusted, Authorization, must-revalidate", trusted: true, n: stream, cacheControl: "max-age=0, must-revalidate",
+			hdr: [2][]string{{"Authorization", "Bearer a"}, {"Authorization", "Bearer b"}}, hit: true, looked: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCache(t, 64<<20)
+			opts := []squeeze.Option{squeeze.WithCache(c)}
+			if tc.trusted {
+				opts = append(opts, squeeze.WithTrustedETags())
+			}
+			body := personal("everyone", tc.n)
+			h := newMiddleware(t, opts...).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.Header().Set("ETag", `"v1"`)
+				if tc.cacheControl != "" {
+					w.Header().Set("Cache-Control", tc.cacheControl)
+				}
+				if tc.vary != "" {
+					w.Header().Set("Vary", tc.vary)
+				}
+				_, _ = w.Write(body)
+			}))
+			forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, cl *http.Client) {
+				before := c.Stats()
+				for i, hdr := range tc.hdr {
+					res, raw := fetch(t, cl, srv.URL+"/page?q=1", "zstd", hdr...)
+					checkBody(t, res.Header, raw, body)
+					s := c.Stats()
+					if i == 1 && (s.Hits > before.Hits) != tc.hit {
+						t.Errorf("second response a hit: %v, want %v (%+v)", s.Hits > before.Hits, tc.hit, s)
+					}
+					if looked := s.Hits+s.Misses > before.Hits+before.Misses; i == 1 && looked != tc.looked {
+						t.Errorf("looked up: %v, want %v (%+v)", looked, tc.looked, s)
+					}
+				}
+			})
+		})
+	}
+}
+
+// A request built by hand has no RequestURI, and a handler behind
+// http.StripPrefix sees only the stripped path: no stream is stored or
+// served by ETag without the target the client sent.
+func TestCacheStoresNoStreamWithoutRequestURI(t *testing.T) {
+	c := newCache(t, 64<<20)
+	m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags())
+	handler := func(tenant string) http.Handler {
+		return m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("ETag", `"1"`)
+			_, _ = w.Write(personal(tenant, 3*squeeze.DefaultBufferSize))
+		}))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/a/", http.StripPrefix("/a", handler("tenant a")))
+	mux.Handle("/b/", http.StripPrefix("/b", handler("tenant b")))
+	for _, tenant := range []string{"a", "b", "a", "b"} {
+		r, err := http.NewRequest(http.MethodGet, "http://example.com/"+tenant+"/items", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Accept-Encoding", "zstd")
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, r)
+		checkBody(t, rec.Header(), rec.Body.Bytes(), personal("tenant "+tenant, 3*squeeze.DefaultBufferSize))
+	}
+	if s := c.Stats(); s.Stores != 0 || s.Hits+s.Misses != 0 {
+		t.Errorf("%+v: want no look-up and no store", s)
+	}
+}
+
+func TestTrustedETagsNeedACache(t *testing.T) {
+	_, err := squeeze.New(squeeze.WithTrustedETags())
+	if err == nil || !strings.Contains(err.Error(), "WithTrustedETags") || !strings.Contains(err.Error(), "WithCache") {
+		t.Errorf("New(WithTrustedETags()) = %v, want an error naming WithTrustedETags and WithCache", err)
+	}
+	c := newCache(t, 1<<20)
+	for _, opts := range [][]squeeze.Option{
+		{squeeze.WithTrustedETags(), squeeze.WithCache(c)},
+		{squeeze.WithCache(c), squeeze.WithTrustedETags()},
+	} {
+		if _, err := squeeze.New(opts...); err != nil {
+			t.Errorf("New: %v", err)
+		}
+	}
+}
