@@ -93,6 +93,7 @@ func (w *ResponseWriter) Body() []byte {
 // An empty coding sends no Accept-Encoding.
 func NewRequest(coding string) *http.Request {
 	r, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+	r.RequestURI = "/" // as net/http's server sets it
 	if coding != "" {
 		r.Header.Set("Accept-Encoding", coding)
 	}
