@@ -41,7 +41,7 @@ import (
 //     stored claims room as its copy grows, and is dropped, not stored,
 //     when there is none; an upgrade claims an estimate of its encoder's
 //     memory and room for its output before it starts, and is skipped
-//     without. At most two upgrades run at once, and a worker drops its
+//     without. One upgrade runs at a time, and the worker drops its
 //     encoder when no upgrade waits: best-level encoders hold tens of
 //     megabytes.
 //   - A stream's followers wait for its leader at most streamPatience in
@@ -163,9 +163,6 @@ const (
 	// upgradeChunk is how much an upgrade encodes between checks for
 	// Close.
 	upgradeChunk = 64 << 10
-	// upgradeWorkers bounds the upgrades under way at once, whatever the
-	// number of cores: each holds a best-level encoder.
-	upgradeWorkers = 2
 )
 
 // NewCache returns a Cache holding at most maxBytes of entries: encoded
@@ -173,8 +170,7 @@ const (
 // bookkeeping (see [CacheStats]), together with what the work in flight
 // holds: the copies of streams being stored and the encoders of upgrades.
 // maxBytes must be positive; one entry may take at most an eighth of it. It
-// starts one upgrade worker per two cores, at least one and at most two,
-// which [Cache.Close] stops.
+// starts one upgrade worker, which [Cache.Close] stops.
 func NewCache(maxBytes int64) (*Cache, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("squeeze: NewCache: maxBytes must be positive, got %d", maxBytes)
@@ -211,10 +207,11 @@ func NewCache(maxBytes int64) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("squeeze: NewCache(%d): %w", maxBytes, err)
 	}
-	for range min(upgradeWorkers, max(1, runtime.GOMAXPROCS(0)/2)) {
-		c.workers.Add(1)
-		go c.work()
-	}
+	// One worker, whatever the number of cores: each upgrade holds an
+	// encoder of up to tens of megabytes, and two workers in a small
+	// budget would only take the room each other needs.
+	c.workers.Add(1)
+	go c.work()
 	cache := &Cache{c}
 	runtime.AddCleanup(cache, func(c *cacheCore) { c.close() }, c)
 	return cache, nil
@@ -557,22 +554,24 @@ func encoderMemory(coding string, level int) int64 {
 	const MiB = 1 << 20
 	switch {
 	case coding == writers.Zstd && level >= 10:
-		return 40 * MiB
+		return 38 * MiB
 	case coding == writers.Zstd:
 		return 6 * MiB
 	case coding == writers.Brotli && level >= 9:
-		return 48 * MiB
+		return 42 * MiB
 	case coding == writers.Brotli && level >= 8:
-		return 24 * MiB
+		return 21 * MiB
+	case coding == writers.Brotli && level >= 7:
+		return 12 * MiB
 	case coding == writers.Brotli:
-		return 14 * MiB
+		return 7 * MiB
 	}
 	return 2 * MiB // gzip and deflate
 }
 
-// decoderMemory bounds what a decoder of an entry holds: the cache's own
-// encodings, whose windows NewEncoder keeps to 256 KiB at most.
-const decoderMemory = 2 << 20
+// decoderMemory bounds what a decoder of an entry allocates: the cache's
+// own encodings, whose windows NewEncoder keeps to 256 KiB at most.
+const decoderMemory = 1 << 20
 
 // upgradeLevels are the levels an upgrade tries for coding, best first:
 // when the budget has no room for a best-level encoder, a lesser one still
