@@ -325,10 +325,7 @@ type flight struct {
 // client of the URL. plain is the body looked up by content, which the
 // entry's must equal.
 func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int, patience time.Duration) (e *cacheEntry, leader bool) {
-	var deadline time.Time
-	if patience > 0 {
-		deadline = time.Now().Add(patience)
-	}
+	var deadline time.Time // of the wait in all, set when it begins
 	for {
 		if e, ok := c.store.GetIfPresent(*k); ok {
 			if e.plain != nil && !bytes.Equal(e.plain, plain) {
@@ -358,6 +355,9 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 			return nil, true
 		}
 		c.mu.Unlock()
+		if patience > 0 && deadline.IsZero() {
+			deadline = time.Now().Add(patience)
+		}
 		if !c.wait(r, f, deadline) || !f.stored {
 			c.misses.Add(1)
 			return nil, false
@@ -547,7 +547,7 @@ func (u *upgradeEncoder) release(c *cacheCore) {
 
 // encoderMemory bounds the heap an encoder for coding at level allocates
 // over its life, tables and transient buffers of one encode together
-// (TestUpgradeEncoderMemoryIsBounded checks it). zstd runs levels 10-22 as
+// (TestUpgradeCodecMemoryIsBounded checks it). zstd runs levels 10-22 as
 // klauspost/compress's best, with its largest tables; br 9 and over search
 // deeper hash chains, and 10-11 allocate their tables at each encode.
 func encoderMemory(coding string, level int) int64 {
@@ -593,7 +593,7 @@ func upgradeLevels(coding string, best int) []int {
 // entry kept without its plain bytes, and room for the new encoding. It
 // counts an upgrade dropped when there is no room.
 func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
-	if e, ok := c.store.GetEntryQuietly(j.key); !ok || e.Value != j.entry {
+	if e, ok := c.store.GetEntryQuietly(j.key); !ok || e.Value != j.entry || len(j.entry.body) < 2 {
 		return // gone: its upgrade could not be kept
 	}
 	var enc writers.Encoder
@@ -614,9 +614,6 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	// The work: the encoding (less than the entry's, or it is no gain),
 	// its copy that the new entry keeps, the buffer the plain bytes go
 	// through, and a decoder if the entry has no plain bytes.
-	if len(j.entry.body) < 2 {
-		return
-	}
 	held := 2*int64(len(j.entry.body)) + upgradeChunk
 	var src io.Reader = bytes.NewReader(j.entry.plain)
 	var dec writers.Decoder
