@@ -35,8 +35,18 @@ import (
 //   - Bytes <= maxBytes holds at all times, not only after otter's
 //     maintenance: every store first reserves its weight against maxBytes
 //     in Cache.bytes, and otter is bounded at maxBytes less one entry's
-//     limit, which leaves the headroom for stores in flight. A store that
+//     limit, which leaves the headroom for work in flight. A store that
 //     finds no room is skipped, never admitted over the bound.
+//   - Work in flight is counted in the same budget, so that no number of
+//     requests can make the cache hold more than maxBytes: a stream being
+//     stored claims room as its copy grows, and is dropped, not stored,
+//     when there is none; an upgrade claims an estimate of its encoder's
+//     memory and room for its output before it starts, and is skipped
+//     without. One upgrade runs at a time, and the worker drops its
+//     encoder when no upgrade waits: best-level encoders hold tens of
+//     megabytes.
+//   - A stream's followers wait for its leader at most streamPatience in
+//     all: the leader goes at its client's pace, which may be any.
 //   - Content keys are hash/maphash with a per-cache random seed, and a hit
 //     compares the plain bytes, which a content entry keeps beside its
 //     encoding. A hit must never serve another body's bytes: a collision
@@ -98,8 +108,9 @@ type cacheCore struct {
 	// max is maxBytes; entryMax the largest weight one entry may have.
 	max, entryMax int64
 
-	// bytes is the weight of the stored entries plus that of the stores
-	// reserved and not yet made; it never exceeds max.
+	// bytes is the weight of the stored entries plus what work in flight
+	// claimed: stores about to be made, fills, and upgrades with their
+	// encoders. It never exceeds max.
 	bytes                                    atomic.Int64
 	entries                                  atomic.Int64
 	hits, misses, stores, evictions          atomic.Int64
@@ -110,11 +121,13 @@ type cacheCore struct {
 
 	mu      sync.Mutex
 	flights map[cacheKey]*flight
-	// patience is how long a stream's follower waits for a leader that
-	// makes no progress: streamPatience, but for tests.
+	// patience is the longest a stream's follower waits for its leader:
+	// streamPatience, but for tests.
 	patience time.Duration
 
-	jobs      chan upgradeJob
+	jobs chan upgradeJob
+	// pending counts the upgrades queued or under way.
+	pending   atomic.Int64
 	stop      chan struct{}
 	closeOnce sync.Once
 	workers   sync.WaitGroup
@@ -132,13 +145,16 @@ type CacheStats struct {
 	// Evictions counts the entries removed to make room.
 	Evictions int64
 	// Upgrades counts the entries replaced by a smaller encoding at the
-	// coding's best level; UpgradesDropped the upgrades not attempted
-	// because the queue was full or the cache closed.
+	// coding's best level (or a lesser one when the budget has no room for
+	// the best level's encoder); UpgradesDropped the upgrades not attempted
+	// because the queue was full, the cache closed, or the budget had no
+	// room for the encoder and the bytes it works on.
 	Upgrades, UpgradesDropped int64
 	// Entries and Bytes are what the cache holds now. Bytes counts the
 	// encoded bytes, the plain bytes that entries found by content keep,
-	// and an estimate of each entry's bookkeeping; it never exceeds
-	// MaxBytes.
+	// and an estimate of each entry's bookkeeping, and what work in flight
+	// holds: streams being stored, and upgrades with an estimate of their
+	// encoder's memory. It never exceeds MaxBytes.
 	Entries, Bytes, MaxBytes int64
 }
 
@@ -158,9 +174,10 @@ const (
 
 // NewCache returns a Cache holding at most maxBytes of entries: encoded
 // bodies, the plain bytes of those found by content, and their
-// bookkeeping (see [CacheStats]). maxBytes must be positive; one entry may
-// take at most an eighth of it. It starts one upgrade worker per two cores
-// (at least one), which [Cache.Close] stops.
+// bookkeeping (see [CacheStats]), together with what the work in flight
+// holds: the copies of streams being stored and the encoders of upgrades.
+// maxBytes must be positive; one entry may take at most an eighth of it. It
+// starts one upgrade worker, which [Cache.Close] stops.
 func NewCache(maxBytes int64) (*Cache, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("squeeze: NewCache: maxBytes must be positive, got %d", maxBytes)
@@ -197,10 +214,11 @@ func NewCache(maxBytes int64) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("squeeze: NewCache(%d): %w", maxBytes, err)
 	}
-	for range max(1, runtime.GOMAXPROCS(0)/2) {
-		c.workers.Add(1)
-		go c.work()
-	}
+	// One worker, whatever the number of cores: each upgrade holds an
+	// encoder of up to tens of megabytes, and two workers in a small
+	// budget would only take the room each other needs.
+	c.workers.Add(1)
+	go c.work()
 	cache := &Cache{c}
 	runtime.AddCleanup(cache, func(c *cacheCore) { c.close() }, c)
 	return cache, nil
@@ -311,8 +329,8 @@ func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
 	return &cacheEntry{body: body, plain: plain, level: level, weight: w}
 }
 
-// streamPatience is how long a request waits for an identical stream being
-// stored by another to make progress before it encodes its own.
+// streamPatience is the longest a request waits for an identical stream
+// being stored by another before it encodes its own.
 const streamPatience = 2 * time.Second
 
 // flight is a miss being encoded, which identical misses wait for.
@@ -325,10 +343,6 @@ type flight struct {
 	// the rest wait for it, so that identical requests for a body that
 	// does not compress would encode one after another.
 	stored bool
-	// progress counts the bytes a stream's leader has taken from its
-	// handler or sent to its client: followers wait for a leader that makes
-	// progress, not for a stalled one.
-	progress atomic.Int64
 }
 
 // lookup returns the entry for k, counting a hit, or, after counting a
@@ -336,13 +350,14 @@ type flight struct {
 // A miss identical to one in flight waits for it (or for the request's
 // end), and then looks again if the flight left an entry, or encodes for
 // itself and stores nothing if it left none. With patience above zero it
-// waits only while the leader sends something at least that often, then
-// encodes for itself and stores nothing. A whole body's leader encodes in
-// memory at once, so its followers wait; a stream's leader goes at its
-// client's pace, and one stalled reader must not hold back every other
+// waits at most that long in all, then encodes for itself and stores
+// nothing. A whole body's leader encodes in memory at once, so its
+// followers wait; a stream's leader goes at its client's pace, and one
+// slow reader, however steadily it reads, must not hold back every other
 // client of the URL. plain is the body looked up by content, which the
 // entry's must equal.
 func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int, patience time.Duration) (e *cacheEntry, leader bool) {
+	var deadline time.Time // of the wait in all, set when it begins
 	for {
 		if e, ok := c.store.GetIfPresent(*k); ok {
 			if plain != nil && !bytes.Equal(e.plain, plain) {
@@ -372,7 +387,10 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 			return nil, true
 		}
 		c.mu.Unlock()
-		if !c.wait(r, f, patience) || !f.stored {
+		if patience > 0 && deadline.IsZero() {
+			deadline = time.Now().Add(patience)
+		}
+		if !c.wait(r, f, deadline) || !f.stored {
 			c.misses.Add(1)
 			return nil, false
 		}
@@ -380,10 +398,9 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 }
 
 // wait waits for flight f to end, and reports whether it did: not when the
-// request ends first, nor, with patience above zero, when the leader sends
-// nothing for that long.
-func (c *cacheCore) wait(r *http.Request, f *flight, patience time.Duration) bool {
-	if patience <= 0 {
+// request ends first, nor, with a deadline, when the deadline passes.
+func (c *cacheCore) wait(r *http.Request, f *flight, deadline time.Time) bool {
+	if deadline.IsZero() {
 		select {
 		case <-f.done:
 			return true
@@ -391,35 +408,34 @@ func (c *cacheCore) wait(r *http.Request, f *flight, patience time.Duration) boo
 			return false
 		}
 	}
-	t := time.NewTimer(patience)
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
-	for {
-		last := f.progress.Load()
-		select {
-		case <-f.done:
-			return true
-		case <-r.Context().Done():
-			return false
-		case <-t.C:
-			if f.progress.Load() == last {
-				return false // the leader is stalled
-			}
-			t.Reset(patience)
-		}
+	select {
+	case <-f.done:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-t.C:
+		return false // the leader is slow: encode without it
 	}
-}
-
-// flightOf returns the flight for k, which the caller leads.
-func (c *cacheCore) flightOf(k *cacheKey) *flight {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.flights[*k]
 }
 
 // end ends the flight for k that lookup made the caller lead, storing body
 // and plain (which the cache then owns) unless body is nil.
 func (c *cacheCore) end(k *cacheKey, body, plain []byte, level int) {
-	stored := body != nil && c.add(k, newEntry(k, body, plain, level))
+	c.endHeld(k, body, plain, level, 0)
+}
+
+// endHeld is end for a caller that holds held bytes of the budget, claimed
+// for body as it grew: the entry's weight takes them over, and what it does
+// not need, or all of them if nothing is stored, goes back.
+func (c *cacheCore) endHeld(k *cacheKey, body, plain []byte, level int, held int64) {
+	stored := false
+	if body != nil {
+		stored = c.add(k, newEntry(k, body, plain, level), held)
+	} else {
+		c.bytes.Add(-held)
+	}
 	c.mu.Lock()
 	f := c.flights[*k]
 	delete(c.flights, *k)
@@ -428,13 +444,13 @@ func (c *cacheCore) end(k *cacheKey, body, plain []byte, level int) {
 	close(f.done)
 }
 
-// reserve claims w bytes of the budget for a store about to be made, or
-// reports that there is no room for it.
-func (c *cacheCore) reserve(w int64) bool {
+// claim takes w bytes of the budget for work or a store about to be made,
+// or reports that there is no room for them. Whoever claims gives back:
+// c.bytes.Add(-w).
+func (c *cacheCore) claim(w int64) bool {
 	for {
 		cur := c.bytes.Load()
-		if w > c.entryMax || cur+w > c.max {
-			c.storesSkipped.Add(1)
+		if cur+w > c.max {
 			return false
 		}
 		if c.bytes.CompareAndSwap(cur, cur+w) {
@@ -443,12 +459,34 @@ func (c *cacheCore) reserve(w int64) bool {
 	}
 }
 
-// add stores e under k unless an entry is there already, and reports
-// whether k has an entry now. The deletion handler gives its weight back
-// when otter removes it.
-func (c *cacheCore) add(k *cacheKey, e *cacheEntry) bool {
-	if !c.reserve(e.weight) {
+// reserve claims w bytes for a store about to be made, or reports, counting
+// a store skipped, that w is over the entry limit or there is no room.
+func (c *cacheCore) reserve(w int64) bool {
+	if w > c.entryMax || !c.claim(w) {
+		c.storesSkipped.Add(1)
 		return false
+	}
+	return true
+}
+
+// add stores e under k unless an entry is there already, and reports
+// whether k has an entry now. The caller holds held bytes of the budget,
+// which e's weight takes over: add claims the difference or gives back the
+// excess, and gives all back if e is not stored. The deletion handler
+// gives the weight back when otter removes the entry.
+func (c *cacheCore) add(k *cacheKey, e *cacheEntry, held int64) bool {
+	if e.weight > c.entryMax {
+		c.storesSkipped.Add(1)
+		c.bytes.Add(-held)
+		return false
+	}
+	if more := e.weight - held; more > 0 {
+		if !c.reserve(more) {
+			c.bytes.Add(-held)
+			return false
+		}
+	} else {
+		c.bytes.Add(more) // the excess goes back
 	}
 	if _, stored := c.store.SetIfAbsent(*k, e); !stored {
 		c.bytes.Add(-e.weight)
@@ -474,82 +512,175 @@ func (c *cacheCore) enqueue(j upgradeJob) {
 		return
 	default:
 	}
+	c.pending.Add(1)
 	select {
 	case c.jobs <- j:
 	default:
+		c.pending.Add(-1)
 		c.upgradesDropped.Add(1)
 	}
 }
 
-// work runs upgrades until Close. Each worker keeps one encoder and one
-// decoder per coding it met: best-level encoders hold megabytes, and they
-// are used only here.
+// work runs upgrades until Close. It keeps the encoder of its last job, and
+// the budget claimed for it, only while more jobs wait: a best-level
+// encoder holds tens of megabytes.
 func (c *cacheCore) work() {
 	defer c.workers.Done()
-	encoders := map[string]writers.Encoder{}
-	decoders := map[string]writers.Decoder{}
+	var enc upgradeEncoder
+	defer enc.release(c)
 	for {
 		select {
 		case <-c.stop:
 			return
 		case j := <-c.jobs:
-			c.upgrade(j, encoders, decoders)
+			c.upgrade(j, &enc)
+			if len(c.jobs) == 0 {
+				enc.release(c) // idle
+			}
+			c.pending.Add(-1)
 		}
 	}
 }
 
-// upgrade re-encodes j's entry at its best level and replaces the entry
-// with the result if it is smaller and the entry is still the one stored.
-func (c *cacheCore) upgrade(j upgradeJob, encoders map[string]writers.Encoder, decoders map[string]writers.Decoder) {
-	coding := j.key.coding
-	dec, enc := decoders[coding], encoders[coding]
-	var err error
-	if dec == nil {
-		if dec, err = writers.NewDecoder(coding); err != nil {
-			return
+// upgradeEncoder is the encoder an upgrade worker holds, with the bytes of
+// the budget claimed for it.
+type upgradeEncoder struct {
+	enc    writers.Encoder
+	coding string
+	level  int
+	held   int64
+}
+
+// get returns an encoder for coding at level, claiming its estimated
+// memory unless it is the one held; nil if there is no room for it.
+func (u *upgradeEncoder) get(c *cacheCore, coding string, level int) writers.Encoder {
+	if u.enc != nil && u.coding == coding && u.level == level {
+		return u.enc
+	}
+	u.release(c)
+	w := encoderMemory(coding, level)
+	if !c.claim(w) {
+		return nil
+	}
+	enc, err := writers.NewEncoder(coding, level)
+	if err != nil {
+		c.bytes.Add(-w)
+		return nil
+	}
+	*u = upgradeEncoder{enc: enc, coding: coding, level: level, held: w}
+	return enc
+}
+
+// release drops the encoder held and gives its budget back.
+func (u *upgradeEncoder) release(c *cacheCore) {
+	c.bytes.Add(-u.held)
+	*u = upgradeEncoder{}
+}
+
+// encoderMemory bounds the heap an encoder for coding at level allocates
+// over its life, tables and transient buffers of one encode together
+// (TestUpgradeCodecMemoryIsBounded checks it). zstd runs levels 10-22 as
+// klauspost/compress's best, with its largest tables; br 9 and over search
+// deeper hash chains, and 10-11 allocate their tables at each encode.
+func encoderMemory(coding string, level int) int64 {
+	const MiB = 1 << 20
+	switch {
+	case coding == writers.Zstd && level >= 10:
+		return 38 * MiB
+	case coding == writers.Zstd:
+		return 6 * MiB
+	case coding == writers.Brotli && level >= 9:
+		return 42 * MiB
+	case coding == writers.Brotli && level >= 8:
+		return 21 * MiB
+	case coding == writers.Brotli && level >= 7:
+		return 12 * MiB
+	case coding == writers.Brotli:
+		return 7 * MiB
+	}
+	return 2 * MiB // gzip and deflate
+}
+
+// decoderMemory bounds what a decoder of an entry allocates: the cache's
+// own encodings, whose windows NewEncoder keeps to 256 KiB at most.
+const decoderMemory = 1 << 20
+
+// upgradeLevels are the levels an upgrade tries for coding, best first:
+// when the budget has no room for a best-level encoder, a lesser one still
+// gains.
+func upgradeLevels(coding string, best int) []int {
+	switch coding {
+	case writers.Zstd:
+		return []int{best, 9}
+	case writers.Brotli:
+		return []int{best, 7, 6}
+	}
+	return []int{best}
+}
+
+// upgrade re-encodes j's entry at its best level, or the best level whose
+// encoder the budget has room for, and replaces the entry with the result
+// if it is smaller and the entry is still the one stored. Everything it
+// holds is claimed against the budget first: the encoder, a decoder of an
+// entry kept without its plain bytes, and room for the new encoding. It
+// counts an upgrade dropped when there is no room.
+func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
+	if e, ok := c.store.GetEntryQuietly(j.key); !ok || e.Value != j.entry || len(j.entry.body) < 2 {
+		return // gone: its upgrade could not be kept
+	}
+	var enc writers.Encoder
+	level := 0
+	for _, l := range upgradeLevels(j.key.coding, j.best) {
+		if l <= j.entry.level {
+			break
 		}
-		decoders[coding] = dec
+		if enc = u.get(c, j.key.coding, l); enc != nil {
+			level = l
+			break
+		}
 	}
 	if enc == nil {
-		if enc, err = writers.NewEncoder(coding, j.best); err != nil {
-			return
-		}
-		encoders[coding] = enc
+		c.upgradesDropped.Add(1)
+		return
 	}
-	plain := j.entry.plain
-	if plain == nil {
-		if err := dec.Reset(bytes.NewReader(j.entry.body)); err != nil {
-			return
-		}
-		plain, err = io.ReadAll(io.LimitReader(dec, c.max))
-		_ = dec.Reset(nil)
-		if err != nil {
-			return
-		}
+	// The work: the encoding (less than the entry's, or it is no gain),
+	// its copy that the new entry keeps, the buffer the plain bytes go
+	// through, and a decoder if the entry has no plain bytes.
+	held := 2*int64(len(j.entry.body)) + upgradeChunk
+	var src io.Reader = bytes.NewReader(j.entry.plain)
+	var dec writers.Decoder
+	if j.entry.plain == nil {
+		held += decoderMemory
 	}
-	out := capped{max: len(j.entry.body) - 1}
+	if !c.claim(held) {
+		c.upgradesDropped.Add(1)
+		return
+	}
+	defer func() { c.bytes.Add(-held) }()
+	if j.entry.plain == nil {
+		var err error
+		if dec, err = writers.NewDecoder(j.key.coding); err != nil || dec.Reset(bytes.NewReader(j.entry.body)) != nil {
+			return
+		}
+		src = dec
+	}
+	out := capped{b: make([]byte, 0, len(j.entry.body)-1), max: len(j.entry.body) - 1}
 	enc.Reset(&out)
 	defer enc.Reset(io.Discard)
-	for p := plain; len(p) > 0; {
-		select {
-		case <-c.stop:
-			return
-		default:
-		}
-		n := min(len(p), upgradeChunk)
-		if _, err := enc.Write(p[:n]); err != nil {
-			return // no gain
-		}
-		p = p[n:]
-	}
-	if enc.Close() != nil {
+	if !c.encodeAll(enc, src) || enc.Close() != nil {
 		return
 	}
 	body := bytes.Clone(out.b)
-	e := newEntry(&j.key, body, j.entry.plain, j.best)
-	if !c.reserve(e.weight) {
+	e := newEntry(&j.key, body, j.entry.plain, level)
+	// The new entry's weight takes over what the work held (the old
+	// entry's goes back when it is replaced), and claims the rest: the
+	// plain bytes both entries keep are counted twice until then.
+	take := min(e.weight, held)
+	if e.weight > take && !c.claim(e.weight-take) {
+		c.upgradesDropped.Add(1)
 		return
 	}
+	held -= take
 	replaced := false
 	c.store.ComputeIfPresent(j.key, func(old *cacheEntry) (*cacheEntry, otter.ComputeOp) {
 		if old != j.entry {
@@ -563,6 +694,31 @@ func (c *cacheCore) upgrade(j upgradeJob, encoders map[string]writers.Encoder, d
 		return
 	}
 	c.upgrades.Add(1)
+}
+
+// encodeAll writes what src yields to enc in chunks of upgradeChunk,
+// stopping early at Close; it reports whether src ended and enc took all.
+func (c *cacheCore) encodeAll(enc writers.Encoder, src io.Reader) bool {
+	buf := make([]byte, upgradeChunk)
+	for {
+		select {
+		case <-c.stop:
+			return false
+		default:
+		}
+		n, err := io.ReadFull(src, buf)
+		if n > 0 {
+			if _, werr := enc.Write(buf[:n]); werr != nil {
+				return false // no gain
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
 }
 
 // capped collects up to max bytes and fails beyond: an encoding that is not
@@ -582,47 +738,70 @@ func (c *capped) Write(p []byte) (int, error) {
 
 // The response writer's side.
 
+// fillChunk is the least a fill claims of the budget at a time.
+const fillChunk = 64 << 10
+
 // cacheFill is a miss being stored as it goes out: the stream's encoder
-// writes through it to the client, and it keeps a copy.
+// writes through it to the client, and it keeps a copy. The copy grows
+// within bytes claimed against the cache's budget as it goes; when the
+// budget has no room, the fill stops keeping and leaves the flight.
 type cacheFill struct {
 	c   *cacheCore
 	key cacheKey
 	dst io.Writer
 	buf []byte
+	// held is what the fill claimed of the budget, at least cap(buf).
+	held int64
 	// level is the offer's level; closed is set once the stream ended
 	// whole; leading that the fill still leads its flight.
 	level   int
 	closed  bool
 	leading bool
-	// fl is the flight the fill leads, whose progress followers watch.
-	fl *flight
-}
-
-// advance records that the leading stream took n more plain bytes.
-func (f *cacheFill) advance(n int) {
-	if f != nil && f.fl != nil {
-		f.fl.progress.Add(int64(n))
-	}
 }
 
 func (f *cacheFill) Write(p []byte) (int, error) {
 	n, err := f.dst.Write(p)
-	f.advance(n) // bytes reaching the client are progress too
 	if f.leading {
-		if err != nil || int64(len(f.buf)+n) > f.c.entryMax {
+		if err != nil || !f.keep(p[:n]) {
 			f.drop()
-		} else {
-			f.buf = append(f.buf, p[:n]...)
 		}
 	}
 	return n, err
 }
 
-// drop ends the fill without storing, letting identical misses go on.
+// keep appends p to the copy, claiming budget for it as the copy grows,
+// and reports whether it could: not past the entry limit, nor when the
+// budget has no room.
+func (f *cacheFill) keep(p []byte) bool {
+	need := int64(len(f.buf) + len(p))
+	if need > f.c.entryMax {
+		f.c.storesSkipped.Add(1)
+		return false
+	}
+	if need > int64(cap(f.buf)) {
+		size := min(max(need, 2*int64(cap(f.buf)), 4<<10), f.c.entryMax)
+		if size > f.held {
+			more := min(max(size-f.held, fillChunk), f.c.entryMax-f.held)
+			if !f.c.reserve(more) {
+				return false
+			}
+			f.held += more
+		}
+		b := make([]byte, len(f.buf), size)
+		copy(b, f.buf)
+		f.buf = b
+	}
+	f.buf = append(f.buf, p...)
+	return true
+}
+
+// drop ends the fill without storing, giving back what it claimed and
+// letting identical misses go on.
 func (f *cacheFill) drop() {
 	if f != nil && f.leading {
-		f.leading, f.buf = false, nil
-		f.c.end(&f.key, nil, nil, 0)
+		held := f.held
+		f.leading, f.buf, f.held = false, nil, 0
+		f.c.endHeld(&f.key, nil, nil, 0, held)
 	}
 }
 
@@ -826,7 +1005,7 @@ func (cw *responseWriter) cachedStream(h http.Header, f *facts) []byte {
 		return e.body
 	}
 	if leader {
-		cw.storing = &cacheFill{c: cw.m.cache.cacheCore, key: k, dst: (*wire)(cw), level: k.level, leading: true, fl: cw.m.cache.flightOf(&k)}
+		cw.storing = &cacheFill{c: cw.m.cache.cacheCore, key: k, dst: (*wire)(cw), level: k.level, leading: true}
 	}
 	return nil
 }
@@ -841,7 +1020,9 @@ func (cw *responseWriter) streamTo() io.Writer {
 }
 
 // endFill stores the stream the fill kept if the response completed and
-// its stream ended whole, and otherwise drops it.
+// its stream ended whole, and otherwise drops it. The entry keeps an exact
+// copy, not the fill's buffer with its spare capacity, and its weight takes
+// over what the fill claimed.
 func (cw *responseWriter) endFill(completed bool) {
 	f := cw.storing
 	if f == nil {
@@ -852,8 +1033,13 @@ func (cw *responseWriter) endFill(completed bool) {
 		f.drop()
 		return
 	}
-	f.leading = false
-	f.c.end(&f.key, f.buf, nil, f.level)
+	body := f.buf
+	if cap(body) > len(body) {
+		body = make([]byte, len(f.buf))
+		copy(body, f.buf)
+	}
+	f.leading, f.buf = false, nil
+	f.c.endHeld(&f.key, body, nil, f.level, f.held)
 }
 
 // bestLevel is the level upgrades encode at: the coding's highest (br 11,

@@ -42,3 +42,21 @@ func SetStreamPatience(c *Cache, d time.Duration) { c.patience = d }
 
 // GoroutinesIn counts the goroutines with frame on their stacks.
 var GoroutinesIn = goroutinesIn
+
+// CacheEntriesWeight sums the weights of the entries c holds: what
+// Stats().Bytes must come back to once no work is in flight.
+func CacheEntriesWeight(c *Cache) int64 {
+	var w int64
+	for _, e := range c.store.All() {
+		w += e.weight
+	}
+	return w
+}
+
+// WaitUpgrades waits until no upgrade of c is queued or under way, and its
+// workers dropped their encoders.
+func WaitUpgrades(c *Cache) {
+	for c.pending.Load() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -439,7 +439,6 @@ func (cw *responseWriter) write(p []byte) (int, error) {
 		n, err := cw.enc.Write(p)
 		cw.spent(t0)
 		cw.written += int64(n)
-		cw.storing.advance(n) // identical requests waiting see progress
 		return n, err
 	case stateDiscarding:
 		// The stored encoding went out; the body still counts as the

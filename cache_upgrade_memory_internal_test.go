@@ -1,0 +1,106 @@
+package squeeze
+
+import (
+	"bytes"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/squeezehttp/squeeze/writers"
+)
+
+// allocated returns what fn allocates on the heap in all, and what it
+// leaves held after a collection: kept alive by fn's result until then.
+func allocated(fn func() any) (total, held int64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	v := fn()
+	runtime.ReadMemStats(&after)
+	total = int64(after.TotalAlloc - before.TotalAlloc)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(v)
+	return total, int64(after.HeapAlloc) - int64(before.HeapAlloc)
+}
+
+// The budget an upgrade claims for its encoder and decoder bounds all they
+// allocate, tables and transient buffers of one encode or decode together:
+// what an upgrade holds at any moment is within what it claimed.
+func TestUpgradeCodecMemoryIsBounded(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes heap sizes")
+	}
+	var b strings.Builder
+	for i := 0; b.Len() < 512<<10; i++ {
+		b.WriteString("line " + strconv.Itoa(i*7919%100003) + " of a page that compresses\n")
+	}
+	plain := []byte(b.String())
+	const MiB = 1 << 20
+	for _, coding := range []string{writers.Zstd, writers.Brotli, writers.Gzip, writers.Deflate} {
+		for _, level := range upgradeLevels(coding, bestLevel(coding)) {
+			var encoded bytes.Buffer
+			total, held := allocated(func() any {
+				enc, err := writers.NewEncoder(coding, level)
+				if err != nil {
+					t.Fatal(err)
+				}
+				enc.Reset(&encoded)
+				if _, err := enc.Write(plain); err != nil {
+					t.Fatal(err)
+				}
+				if err := enc.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return enc
+			})
+			total -= int64(encoded.Cap()) // the output is counted apart
+			t.Logf("%s-%d: %.1f MiB allocated, %.1f MiB held; claims %.1f MiB",
+				coding, level, float64(total)/MiB, float64(held)/MiB, float64(encoderMemory(coding, level))/MiB)
+			if total > encoderMemory(coding, level) {
+				t.Errorf("%s-%d allocates %.1f MiB; an upgrade claims %.1f MiB for it",
+					coding, level, float64(total)/MiB, float64(encoderMemory(coding, level))/MiB)
+			}
+		}
+		// The cache's own encodings at the default level are what an
+		// upgrade decodes.
+		enc, err := writers.NewEncoder(coding, 5-2*boolInt(coding == writers.Zstd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var encoded bytes.Buffer
+		enc.Reset(&encoded)
+		_, _ = enc.Write(plain)
+		_ = enc.Close()
+		total, _ := allocated(func() any {
+			dec, err := writers.NewDecoder(coding)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dec.Reset(bytes.NewReader(encoded.Bytes())); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, upgradeChunk)
+			for {
+				if _, err := io.ReadFull(dec, buf); err != nil {
+					break
+				}
+			}
+			return dec
+		})
+		t.Logf("%s decoder: %.1f MiB allocated; claims %.1f MiB", coding, float64(total)/MiB, float64(decoderMemory+upgradeChunk)/MiB)
+		if total > decoderMemory+upgradeChunk {
+			t.Errorf("a %s decoder allocates %.1f MiB; an upgrade claims %.1f MiB for it and its buffer",
+				coding, float64(total)/MiB, float64(decoderMemory+upgradeChunk)/MiB)
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
