@@ -50,6 +50,8 @@ type Middleware struct {
 	cache *Cache
 	// slots pools the per-response state (handle.go).
 	slots sync.Pool
+	// dotfiles is WithFileServerDotfiles (fileserver.go).
+	dotfiles bool
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -74,10 +76,11 @@ func New(opts ...Option) (*Middleware, error) {
 		}
 	}
 	m := &Middleware{
-		minSize: c.minSize,
-		types:   compileTypes(c.contentTypes),
-		observe: c.observe,
-		cache:   c.cache,
+		minSize:  c.minSize,
+		types:    compileTypes(c.contentTypes),
+		observe:  c.observe,
+		cache:    c.cache,
+		dotfiles: c.dotfiles,
 	}
 	for _, coding := range writers.Codings() { // a fixed order: the same error every time
 		if level, ok := c.levels[coding]; ok && !slices.Contains(c.encodings, coding) {

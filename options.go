@@ -66,6 +66,7 @@ type config struct {
 	decoderMemory       int64
 	observe             func(Event)
 	cache               *Cache
+	dotfiles            bool // WithFileServerDotfiles
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.
