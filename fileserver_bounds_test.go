@@ -5,11 +5,14 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/squeezehttp/squeeze"
 )
@@ -244,5 +247,55 @@ func TestFileServerGivesDictionariesAFreshness(t *testing.T) {
 				t.Errorf("status %d, Cache-Control fields %s, want %s", w.Code, got, want)
 			}
 		})
+	}
+}
+
+// BenchmarkFileServerBehindASmallCache serves a 2 MiB script as br from a
+// file server whose Middleware has a 2 MiB Cache, which keeps no entry over
+// 256 KiB, waiting for any background encoding after each request: what
+// each GET costs in all.
+func BenchmarkFileServerBehindASmallCache(b *testing.B) {
+	js := textBody(37, 2<<20)
+	m := newMiddleware(b, squeeze.WithCache(newCache(b, 2<<20)))
+	h := m.FileServer(fstest.MapFS{"app.js": {Data: js, ModTime: fsModTime}})
+	b.SetBytes(int64(len(js)))
+	for b.Loop() {
+		w := &discardWriter{h: http.Header{}}
+		r := httptest.NewRequest("GET", "/app.js", nil)
+		r.Header.Set("Accept-Encoding", "br")
+		h.ServeHTTP(w, r)
+		squeeze.WaitFileServer(h)
+		if w.status != http.StatusOK {
+			b.Fatalf("status %d", w.status)
+		}
+	}
+}
+
+// BenchmarkFileServerRangeOfANewVideo asks for the first KiB of a 256 MiB
+// video just replaced (a new modification time each time): a new version,
+// which the file server used to hash whole before answering.
+func BenchmarkFileServerRangeOfANewVideo(b *testing.B) {
+	dir := b.TempDir()
+	name := filepath.Join(dir, "clip.mp4")
+	if err := os.WriteFile(name, randomBody(38, 1<<20), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Truncate(name, 256<<20); err != nil {
+		b.Fatal(err)
+	}
+	h := newMiddleware(b).FileServer(os.DirFS(dir))
+	mt := fsModTime
+	for b.Loop() {
+		mt = mt.Add(time.Second)
+		if err := os.Chtimes(name, mt, mt); err != nil {
+			b.Fatal(err)
+		}
+		w := &discardWriter{h: http.Header{}}
+		r := httptest.NewRequest("GET", "/clip.mp4", nil)
+		r.Header.Set("Range", "bytes=0-1023")
+		h.ServeHTTP(w, r)
+		if w.status != http.StatusPartialContent || w.n != 1024 {
+			b.Fatalf("status %d, %d bytes", w.status, w.n)
+		}
 	}
 }
