@@ -51,19 +51,32 @@ var siblingExts = [...]struct{ coding, ext string }{
 //     file is missing is served all the same, and decoded for clients that
 //     accept none of the codings; decoded, it is served whole to a request
 //     for several ranges, so that no request decodes it more than once.
-//   - Otherwise a file of a type [WithContentTypes] allows and at least
-//     [WithMinSize] long is encoded on first use at the Middleware's level
-//     and kept (up to [DefaultFileStoreSize] bytes, least recently used
-//     first); a better encoding at the coding's best level replaces it in
-//     the background.
+//   - Otherwise a file of a type [WithContentTypes] allows, at least
+//     [WithMinSize] long and no longer than its store keeps in one entry,
+//     is encoded on first use at the Middleware's level and kept (up to
+//     [DefaultFileStoreSize] bytes, least recently used first, with files
+//     up to a quarter of it; with [WithCache], in the Cache, with files up
+//     to an eighth of it less an entry's bookkeeping); a better encoding
+//     at the coding's best level replaces it in the background. A longer
+//     file is sent from its siblings or unencoded: no request encodes, and
+//     no upgrade re-encodes, what the store cannot keep. Concurrent
+//     requests for one representation share one encoding.
 //   - With [WithDictionaryMatch], every file whose URL path matches a
 //     pattern is a dictionary for the others on that pattern: a client
 //     naming one in Available-Dictionary gets the file as a dcz or dcb
-//     delta, computed once and kept.
+//     delta, computed once and kept. Such a file goes out with
+//     Cache-Control: [DictionaryCacheControl] unless the handler in front
+//     of the file server set a Cache-Control: a browser keeps a dictionary
+//     only while it is fresh.
 //
-// Every response carries a strong ETag made from the SHA-256 of the plain
+// A file that may be encoded, has a sibling or is a dictionary is hashed
+// once per version (concurrent requests sharing one read), and its
+// responses carry a strong ETag made from the SHA-256 of the plain
 // bytes, suffixed per coding as the Middleware suffixes ("abc" and
-// "abc-br"), Content-Length, Vary: Accept-Encoding (and
+// "abc-br"). Any other file (a video, an archive, a script too long to
+// encode) is served as [http.FileServer] serves it, without an ETag and
+// without being read beyond what the request asks for. Every response
+// carries Content-Length, Vary: Accept-Encoding (and
 // Available-Dictionary where a dictionary pattern applies), Last-Modified
 // when fsys knows the modification time, and a Content-Type from the
 // extension, else sniffed, as [http.ServeContent] does. Conditional
@@ -73,7 +86,9 @@ var siblingExts = [...]struct{ coding, ext string }{
 //
 // A directory is served as its index.html, else 404: there are no
 // listings; a directory's path without the final slash is redirected to
-// it. Paths with ".." elements get 400; a NUL, a backslash or an encoded
+// it. A path with an element starting with a dot (/.env, /.git/config)
+// gets 404 unless [WithFileServerDotfiles] allows it. Paths with ".."
+// elements get 400; a NUL, a backslash or an encoded
 // slash (%2F) gets 404. An [os.DirFS] tree is opened as an [os.Root], so
 // no symbolic link leads out of it. Only fsys that is itself an os.DirFS
 // is recognised: one wrapped, fs.Sub(os.DirFS(dir), "static") among them,

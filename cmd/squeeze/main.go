@@ -11,7 +11,10 @@
 // level 9), each only where it is smaller than the file. A sibling newer
 // than its file that decodes to it is up to date and left alone; a stale
 // one that would no longer be smaller is removed. Directories and files
-// whose names start with "." are skipped. It prints what it did, and the
+// whose names start with "." are skipped. A file is judged by its name and
+// first 512 bytes before anything else is read, and is streamed through the
+// hash and the encoders into a temporary file, so that one file costs the
+// encoders' memory whatever its size. It prints what it did, and the
 // bytes saved and the time taken at the end; on a terminal it shows its
 // progress on one line instead.
 //
