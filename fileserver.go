@@ -646,10 +646,11 @@ func (q *request) servePlain(f fs.File, meta *fileMeta) {
 
 // isDictionary reports whether the file, of an eligible type or not and
 // of size bytes, is one the Middleware's dictionary store keeps for this
-// request's path: such a file is hashed to be remembered.
+// request's path: such a file is hashed to be remembered by a GET, and so
+// for a HEAD too, which gets the GET's header.
 func (q *request) isDictionary(eligible bool, size int64) bool {
 	d := q.s.m.dicts
-	return d != nil && eligible && q.r.Method == http.MethodGet && size > 0 && size <= d.maxBody && d.matchIndex(q.upath) >= 0
+	return d != nil && eligible && size > 0 && size <= d.maxBody && d.matchIndex(q.upath) >= 0
 }
 
 // hasSibling reports whether the file has a sibling for a coding on offer,
