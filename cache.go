@@ -1078,15 +1078,23 @@ func (f fileReps) load(k repKey) (rep, bool) {
 	return rep{data: e.body, best: e.final}, true
 }
 
-func (f fileReps) store(k repKey, r rep) {
+// maxEntry is the most data an entry may hold within the cache's limit on
+// one entry, beyond the weight of its key and bookkeeping.
+func (f fileReps) maxEntry() int64 {
+	ck := f.key(repKey{coding: Zstd, dict: [32]byte{1}})
+	return f.c.entryMax - newEntry(&ck, nil, nil, 0).weight
+}
+
+func (f fileReps) store(k repKey, r rep) bool {
 	ck := f.key(k)
 	e := newEntry(&ck, r.data, nil, bestLevel(k.coding))
 	e.final = r.best
 	if !f.c.reserve(e.weight) {
-		return
+		return false
 	}
 	if _, added := f.c.store.Set(ck, e); added {
 		f.c.entries.Add(1)
 		f.c.stores.Add(1) // Stores counts entries added, not replaced
 	}
+	return true
 }

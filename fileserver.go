@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -49,19 +51,32 @@ var siblingExts = [...]struct{ coding, ext string }{
 //     file is missing is served all the same, and decoded for clients that
 //     accept none of the codings; decoded, it is served whole to a request
 //     for several ranges, so that no request decodes it more than once.
-//   - Otherwise a file of a type [WithContentTypes] allows and at least
-//     [WithMinSize] long is encoded on first use at the Middleware's level
-//     and kept (up to [DefaultFileStoreSize] bytes, least recently used
-//     first); a better encoding at the coding's best level replaces it in
-//     the background.
+//   - Otherwise a file of a type [WithContentTypes] allows, at least
+//     [WithMinSize] long and no longer than its store keeps in one entry,
+//     is encoded on first use at the Middleware's level and kept (up to
+//     [DefaultFileStoreSize] bytes, least recently used first, with files
+//     up to a quarter of it; with [WithCache], in the Cache, with files up
+//     to an eighth of it less an entry's bookkeeping); a better encoding
+//     at the coding's best level replaces it in the background. A longer
+//     file is sent from its siblings or unencoded: no request encodes, and
+//     no upgrade re-encodes, what the store cannot keep. Concurrent
+//     requests for one representation share one encoding.
 //   - With [WithDictionaryMatch], every file whose URL path matches a
 //     pattern is a dictionary for the others on that pattern: a client
 //     naming one in Available-Dictionary gets the file as a dcz or dcb
-//     delta, computed once and kept.
+//     delta, computed once and kept. Such a file goes out with
+//     Cache-Control: [DictionaryCacheControl] unless the handler in front
+//     of the file server set a Cache-Control: a browser keeps a dictionary
+//     only while it is fresh.
 //
-// Every response carries a strong ETag made from the SHA-256 of the plain
+// A file that may be encoded, has a sibling or is a dictionary is hashed
+// once per version (concurrent requests sharing one read), and its
+// responses carry a strong ETag made from the SHA-256 of the plain
 // bytes, suffixed per coding as the Middleware suffixes ("abc" and
-// "abc-br"), Content-Length, Vary: Accept-Encoding (and
+// "abc-br"). Any other file (a video, an archive, a script too long to
+// encode) is served as [http.FileServer] serves it, without an ETag and
+// without being read beyond what the request asks for. Every response
+// carries Content-Length, Vary: Accept-Encoding (and
 // Available-Dictionary where a dictionary pattern applies), Last-Modified
 // when fsys knows the modification time, and a Content-Type from the
 // extension, else sniffed, as [http.ServeContent] does. Conditional
@@ -71,7 +86,9 @@ var siblingExts = [...]struct{ coding, ext string }{
 //
 // A directory is served as its index.html, else 404: there are no
 // listings; a directory's path without the final slash is redirected to
-// it. Paths with ".." elements get 400; a NUL, a backslash or an encoded
+// it. A path with an element starting with a dot (/.env, /.git/config)
+// gets 404 unless [WithFileServerDotfiles] allows it. Paths with ".."
+// elements get 400; a NUL, a backslash or an encoded
 // slash (%2F) gets 404. An [os.DirFS] tree is opened as an [os.Root], so
 // no symbolic link leads out of it. Only fsys that is itself an os.DirFS
 // is recognised: one wrapped, fs.Sub(os.DirFS(dir), "static") among them,
@@ -108,9 +125,15 @@ type fileServer struct {
 	rootFS fs.FS
 
 	reps repStore
-	// maxSize is the largest file encoded on the fly or decoded whole.
-	maxSize int64
-	logf    func(format string, args ...any)
+	// maxSize is the largest file decoded whole; maxEncode the largest
+	// encoded on the fly: no more than the store keeps in one entry, so
+	// that no request encodes, and no upgrade re-encodes, what cannot be
+	// kept.
+	maxSize, maxEncode int64
+	// hashing and encoding join the requests that hash one version of a
+	// file, or encode one representation, at the same time.
+	hashing, encoding singleflight.Group
+	logf              func(format string, args ...any)
 
 	mu       sync.Mutex
 	metas    map[string]*fileMeta      // by name in fsys
@@ -142,6 +165,7 @@ func newFileServer(m *Middleware, fsys fs.FS) *fileServer {
 		best:      map[string]*pool.Encoders{},
 	}
 	s.reps = s.storeFor(m)
+	s.maxEncode = min(s.maxSize, s.reps.maxEntry())
 	if reflect.TypeOf(fsys) == reflect.TypeOf(os.DirFS(".")) {
 		s.dir = reflect.ValueOf(fsys).String()
 	}
@@ -277,6 +301,10 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.ev.Kind = ResponseEvent
 		defer q.report()
 	}
+	if !s.m.dotfiles && hasDotSegment(name) {
+		q.fail(fs.ErrNotExist)
+		return
+	}
 	q.serve(strings.HasSuffix(upath, "/"))
 }
 
@@ -289,6 +317,33 @@ func originalPath(r *http.Request) string {
 		}
 	}
 	return r.URL.EscapedPath()
+}
+
+// WithFileServerDotfiles sets whether the Middleware's [Middleware.FileServer]
+// serves files and directories whose names start with a dot. By default it
+// does not: a path with any segment starting with a dot (/.env,
+// /.git/config, /.well-known/security.txt) gets 404, as if the file were
+// missing, and such files are never dictionaries, since a tree meant to be
+// served often holds a .env or a .git directory by mistake, and squeeze
+// precompress skips them too. Allow them only for a tree whose every
+// dotfile is public; to serve /.well-known alone, mount a FileServer of a
+// Middleware with this option on that path only.
+func WithFileServerDotfiles(allow bool) Option {
+	return func(c *config) error {
+		c.dotfiles = allow
+		return nil
+	}
+}
+
+// hasDotSegment reports whether the cleaned name in an fs.FS ("." for the
+// root) has an element starting with a dot.
+func hasDotSegment(name string) bool {
+	for _, e := range strings.Split(name, "/") {
+		if e != "." && strings.HasPrefix(e, ".") {
+			return true
+		}
+	}
+	return false
 }
 
 // containsDotDot reports whether a path has a ".." element.
@@ -369,42 +424,69 @@ func (q *request) redirect(to string) {
 	q.w.WriteHeader(http.StatusMovedPermanently)
 }
 
-// metaOf returns what is known of the open file f with info st, reading
-// it once per version to hash it. f is left at its start. A version is
-// known by its modification time, size and fileID: where the file system
-// tells no fileID, a file replaced by one of the same size and modification
-// time keeps the hash of the old one.
-func (q *request) metaOf(name string, f fs.File, st fs.FileInfo) (*fileMeta, error) {
+// metaOf returns what is known of version st of the file name, open as f,
+// and leaves f at its start. A version is known by its modification time,
+// size and fileID: where the file system tells no fileID, a file replaced
+// by one of the same size and modification time keeps the hash of the old
+// one. Without hash, it reads only the first 512 bytes, for the type, and
+// the meta it returns may have no hash (etag ""); with hash, it reads the
+// whole file once per version, concurrent requests for one version sharing
+// one read, and the meta has its SHA-256 and ETag.
+func (q *request) metaOf(name string, f fs.File, st fs.FileInfo, hash bool) (*fileMeta, error) {
 	s := q.s
 	id := idOf(st)
 	s.mu.Lock()
 	m := s.metas[name]
 	s.mu.Unlock()
-	if m != nil && m.modtime.Equal(st.ModTime()) && m.size == st.Size() && m.id == id {
+	if m != nil && m.modtime.Equal(st.ModTime()) && m.size == st.Size() && m.id == id && (m.etag != "" || !hash) {
 		return m, nil
 	}
-	h := sha256.New()
-	var head [512]byte
-	n, err := io.ReadFull(f, head[:])
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return nil, err
+	if !hash {
+		var head [512]byte
+		n, err := io.ReadFull(f, head[:])
+		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+			return nil, err
+		}
+		if err := rewind(f); err != nil {
+			return nil, err
+		}
+		m = &fileMeta{modtime: st.ModTime(), size: st.Size(), id: id, ctype: typeOf(name, head[:n])}
+		s.mu.Lock()
+		if old := s.metas[name]; old == nil || old.etag == "" {
+			s.metas[name] = m
+		}
+		s.mu.Unlock()
+		return m, nil
 	}
-	h.Write(head[:n])
-	rest, err := io.Copy(h, f)
+	key := fmt.Sprintf("%s\x00%d\x00%d\x00%v", name, st.ModTime().UnixNano(), st.Size(), id)
+	v, err, _ := s.hashing.Do(key, func() (any, error) {
+		h := sha256.New()
+		var head [512]byte
+		n, err := io.ReadFull(f, head[:])
+		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+			return nil, err
+		}
+		h.Write(head[:n])
+		rest, err := io.Copy(h, f)
+		if err != nil {
+			return nil, err
+		}
+		if err := rewind(f); err != nil {
+			return nil, err
+		}
+		m := &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, id: id}
+		h.Sum(m.hash[:0])
+		m.etag = `"` + hex.EncodeToString(m.hash[:16]) + `"`
+		m.ctype = typeOf(name, head[:n])
+		s.mu.Lock()
+		s.metas[name] = m
+		s.mu.Unlock()
+		return m, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := rewind(f); err != nil {
-		return nil, err
-	}
-	m = &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, id: id}
-	h.Sum(m.hash[:0])
-	m.etag = `"` + hex.EncodeToString(m.hash[:16]) + `"`
-	m.ctype = typeOf(name, head[:n])
-	s.mu.Lock()
-	s.metas[name] = m
-	s.mu.Unlock()
-	return m, nil
+	return v.(*fileMeta), nil
 }
 
 // typeOf returns the content type of a file named name starting with head:
@@ -428,17 +510,35 @@ func rewind(f fs.File) error {
 
 // serveFile serves the regular file f, open on q.name, with info st.
 func (q *request) serveFile(f fs.File, st fs.FileInfo) {
-	meta, err := q.metaOf(q.name, f, st)
-	if err != nil {
+	fail := func(err error) {
 		q.s.logf("squeeze: FileServer: %s: %v", q.name, err)
 		http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+	}
+	meta, err := q.metaOf(q.name, f, st, false)
+	if err != nil {
+		fail(err)
 		return
+	}
+	s, m := q.s, q.s.m
+	eligible := matchTypes(m.types, meta.ctype)
+	encodable := eligible && meta.size >= int64(m.minSize) && meta.size <= s.maxEncode
+	ranged := len(q.r.Header["Range"]) > 0
+	// The file is hashed only when it may be encoded (within maxEncode,
+	// which bounds the hash too), or when this request may send a sibling
+	// or keep it as a dictionary: a file that is none of these, such as a
+	// video, goes out as http.FileServer sends it, without an ETag and
+	// without being read beyond what the request asks for. A range of a
+	// file that may be encoded is hashed, so that its ETag serves If-Range.
+	if meta.etag == "" && (encodable || !ranged && (q.isDictionary(eligible, meta.size) || q.hasSibling())) {
+		if meta, err = q.metaOf(q.name, f, st, true); err != nil {
+			fail(err)
+			return
+		}
 	}
 	q.meta = meta
 	q.ev.In = meta.size
-	s, m := q.s, q.s.m
-	eligible := matchTypes(m.types, meta.ctype)
-	encodable := eligible && meta.size >= int64(m.minSize) && meta.size <= s.maxSize
+	hashed := meta.etag != ""
+	encodable = encodable && hashed
 
 	// The codings on offer for this file: all of the Middleware's when it
 	// can be encoded, else those with a good sibling.
@@ -446,6 +546,9 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 	offers := offersBuf[:0]
 	siblings := map[string]string{}
 	for _, o := range m.offers {
+		if !hashed {
+			break
+		}
 		if name := s.sibling(q.fsys, q.name, meta, o.coding); name != "" {
 			siblings[o.coding] = name
 			offers = append(offers, o)
@@ -453,7 +556,6 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 			offers = append(offers, o)
 		}
 	}
-	ranged := len(q.r.Header["Range"]) > 0
 	var o *offer
 	if !ranged {
 		if i := negotiate(q.r.Header["Accept-Encoding"], offers); i >= 0 {
@@ -478,7 +580,11 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 	h["Content-Type"] = []string{meta.ctype}
 	if dictPattern > 0 && eligible {
 		h["Use-As-Dictionary"] = []string{m.dicts.useAs[dictPattern-1]}
-		if q.r.Method == http.MethodGet {
+		if !hasField(h, "Cache-Control") {
+			// A browser keeps a dictionary only while it is fresh.
+			h["Cache-Control"] = []string{DictionaryCacheControl}
+		}
+		if q.r.Method == http.MethodGet && hashed {
 			q.rememberDictionary(f, m.dicts.patterns[dictPattern-1])
 		}
 	}
@@ -526,8 +632,10 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 // answers Range and the preconditions.
 func (q *request) servePlain(f fs.File, meta *fileMeta) {
 	h := q.w.Header()
-	h["Etag"] = []string{meta.etag}
-	q.conditionalTags(meta, "")
+	if meta.etag != "" {
+		h["Etag"] = []string{meta.etag}
+		q.conditionalTags(meta, "")
+	}
 	rs, ok := f.(io.ReadSeeker)
 	if !ok {
 		http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
@@ -535,6 +643,53 @@ func (q *request) servePlain(f fs.File, meta *fileMeta) {
 	}
 	http.ServeContent(q.w, q.r, q.name, meta.modtime, rs)
 }
+
+// isDictionary reports whether the file, of an eligible type or not and
+// of size bytes, is one the Middleware's dictionary store keeps for this
+// request's path: such a file is hashed to be remembered by a GET, and so
+// for a HEAD too, which gets the GET's header.
+func (q *request) isDictionary(eligible bool, size int64) bool {
+	d := q.s.m.dicts
+	return d != nil && eligible && size > 0 && size <= d.maxBody && d.matchIndex(q.upath) >= 0
+}
+
+// hasSibling reports whether the file has a sibling for a coding on offer,
+// by its name alone: whether it is good is for sibling to say, once the
+// file is hashed.
+func (q *request) hasSibling() bool {
+	for _, o := range q.s.m.offers {
+		if ext := siblingExt(o.coding); ext != "" {
+			if st, err := fs.Stat(q.fsys, q.name+ext); err == nil && st.Mode().IsRegular() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasField reports whether h has the field name under any case: net/http
+// sends a key as it was written.
+func hasField(h http.Header, name string) bool {
+	if _, ok := h[name]; ok {
+		return true
+	}
+	for k := range h {
+		if equalFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// DictionaryCacheControl is the Cache-Control a [Middleware.FileServer]
+// sends with a file it marks Use-As-Dictionary, when the handler in front
+// of it has set none: a browser keeps a dictionary only while the response
+// it came in is fresh (RFC 9842), so a file served without
+// freshness is never used for a delta. A day, as for [WithDictionary]'s
+// dictionaries; the client revalidates with the ETag after that. Set a
+// Cache-Control in front of the file server to choose another (a year and
+// immutable for names that carry a version).
+const DictionaryCacheControl = "max-age=86400"
 
 // serveSibling sends the sibling name, encoded with coding, byte for byte.
 func (q *request) serveSibling(name, coding string, meta *fileMeta) {
@@ -581,7 +736,7 @@ func (q *request) serveEncoded(body io.ReadSeeker, n int64, coding string, meta 
 // representation, as the Middleware reads it.
 func (q *request) conditionalTags(meta *fileMeta, coding string) {
 	im := q.r.Header["If-Match"]
-	if len(im) == 0 {
+	if len(im) == 0 || meta.etag == "" {
 		return
 	}
 	want := meta.etag[1 : len(meta.etag)-1]
@@ -609,8 +764,9 @@ func (q *request) conditionalTags(meta *fileMeta, coding string) {
 
 // encoded returns the file f, of version q.meta, encoded as o offers, from
 // the store or encoded now, or nil when the coding does not make it
-// smaller. A representation not yet at its best level is upgraded in the
-// background when the upgrader is free.
+// smaller. Concurrent requests for one representation share one encoding.
+// A representation kept not yet at its best level is upgraded in the
+// background when the upgrader is free; one the store did not keep is not.
 func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
 	s := q.s
 	k := repKey{plain: q.meta.hash, coding: o.coding}
@@ -624,32 +780,37 @@ func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
 		}
 		return r.data, nil
 	}
-	plain, err := io.ReadAll(f)
+	v, err, _ := s.encoding.Do(string(k.plain[:])+k.coding+"\x00"+string(k.dict[:]), func() (any, error) {
+		plain, err := io.ReadAll(f)
+		if err != nil {
+			return nil, err
+		}
+		if sha256.Sum256(plain) != q.meta.hash {
+			return nil, errors.New("file changed while read")
+		}
+		var t0 time.Time
+		if s.m.observe != nil {
+			t0 = time.Now()
+		}
+		data, err := encodeWith(o.encoders, plain)
+		if !t0.IsZero() {
+			q.ev.Elapsed = time.Since(t0)
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Deltas stay at the Middleware's level; so does a coding whose
+		// best level is the one it used.
+		best := o.dict != nil || s.bestLevel(o.coding) == levelOfOffer(s.m, o.coding)
+		if s.reps.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
+			s.upgrade(q.fsys, q.name, q.meta, k, data)
+		}
+		return data, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if sha256.Sum256(plain) != q.meta.hash {
-		return nil, errors.New("file changed while read")
-	}
-	var t0 time.Time
-	if s.m.observe != nil {
-		t0 = time.Now()
-	}
-	data, err := encodeWith(o.encoders, plain)
-	if !t0.IsZero() {
-		q.ev.Elapsed = time.Since(t0)
-	}
-	if err != nil {
-		return nil, err
-	}
-	// Deltas stay at the Middleware's level; so does a coding whose best
-	// level is the one it used.
-	best := o.dict != nil || s.bestLevel(o.coding) == levelOfOffer(s.m, o.coding)
-	s.reps.store(k, rep{data: data, best: best || data == nil})
-	if !best && data != nil {
-		s.upgrade(q.fsys, q.name, q.meta, k, data)
-	}
-	return data, nil
+	return v.([]byte), nil
 }
 
 // levelOfOffer returns the level of the Middleware's encoders for coding.
@@ -1266,7 +1427,16 @@ func (s *fileServer) reserveIndex(key string, ix *dictIndex) bool {
 func (q *request) indexDictionaries(prefix, pattern string, maxBody int64) *dictIndex {
 	ix := &dictIndex{built: time.Now(), byHash: map[[32]byte]string{}}
 	_ = fs.WalkDir(q.fsys, ".", func(name string, e fs.DirEntry, err error) error {
-		if err != nil || !e.Type().IsRegular() || siblingCoding(name) != "" {
+		if err != nil {
+			return nil
+		}
+		if !q.s.m.dotfiles && name != "." && strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() || siblingCoding(name) != "" {
 			return nil
 		}
 		if !matchPath(pattern, prefix+(&url.URL{Path: name}).EscapedPath()) {
@@ -1281,7 +1451,7 @@ func (q *request) indexDictionaries(prefix, pattern string, maxBody int64) *dict
 		if err != nil || !st.Mode().IsRegular() || st.Size() > maxBody {
 			return nil
 		}
-		if m, err := q.metaOf(name, f, st); err == nil {
+		if m, err := q.metaOf(name, f, st, true); err == nil {
 			ix.byHash[m.hash] = name
 		}
 		return nil

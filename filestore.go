@@ -36,7 +36,10 @@ type rep struct {
 // concurrent use and must not modify a stored data slice.
 type repStore interface {
 	load(k repKey) (rep, bool)
-	store(k repKey, r rep)
+	// store keeps r under k and reports whether it did.
+	store(k repKey, r rep) bool
+	// maxEntry is the most data one entry may hold.
+	maxEntry() int64
 }
 
 // repOverhead is what an entry is counted as beyond its bytes.
@@ -73,10 +76,12 @@ func (s *lruStore) load(k repKey) (rep, bool) {
 	return e.Value.(*lruEntry).rep, true
 }
 
-func (s *lruStore) store(k repKey, r rep) {
+func (s *lruStore) maxEntry() int64 { return s.budget - repOverhead }
+
+func (s *lruStore) store(k repKey, r rep) bool {
 	size := int64(len(r.data)) + repOverhead
 	if size > s.budget {
-		return
+		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -94,4 +99,5 @@ func (s *lruStore) store(k repKey, r rep) {
 		delete(s.byK, old.key)
 		s.used -= int64(len(old.rep.data)) + repOverhead
 	}
+	return s.byK[k] != nil
 }

@@ -53,6 +53,8 @@ type Middleware struct {
 	trustETags bool
 	// slots pools the per-response state (handle.go).
 	slots sync.Pool
+	// dotfiles is WithFileServerDotfiles (fileserver.go).
+	dotfiles bool
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -77,10 +79,11 @@ func New(opts ...Option) (*Middleware, error) {
 		}
 	}
 	m := &Middleware{
-		minSize: c.minSize,
-		types:   compileTypes(c.contentTypes),
-		observe: c.observe,
-		cache:   c.cache,
+		minSize:  c.minSize,
+		types:    compileTypes(c.contentTypes),
+		observe:  c.observe,
+		cache:    c.cache,
+		dotfiles: c.dotfiles,
 	}
 	if c.trustETags {
 		if c.cache == nil {

@@ -67,6 +67,7 @@ type config struct {
 	observe             func(Event)
 	cache               *Cache
 	trustETags          bool // WithTrustedETags
+	dotfiles            bool // WithFileServerDotfiles
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.

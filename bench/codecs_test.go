@@ -83,7 +83,7 @@ func deltaPairs(tb testing.TB) []deltaPair {
 	c := loadCorpus(tb)
 	spec := c.HTML[3].Data
 	read := func(name string) []byte {
-		b, err := os.ReadFile("../example/lib/" + name)
+		b, err := os.ReadFile("../example/static/lib/" + name)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -32,6 +32,13 @@ import (
 //go:embed static
 var static embed.FS
 
+// routeStatic mounts the static files on mux exactly as the README's
+// "Static files" section shows (readme_test.go holds the two together).
+func routeStatic(mux *http.ServeMux, m *squeeze.Middleware) {
+	sub, _ := fs.Sub(static, "static")
+	mux.Handle("/static/", http.StripPrefix("/static/", m.FileServer(sub)))
+}
+
 // maxUpload caps every upload, compressed or not. squeeze enforces it on the
 // decoded bytes of compressed bodies; http.MaxBytesReader covers plain ones.
 const maxUpload = squeeze.DefaultMaxDecompressedSize
@@ -77,17 +84,14 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 
 	r.Get("/", assets.handler("index.html"))
 	r.Get("/small", assets.handler("small.html"))
-	staticFS, err := fs.Sub(static, "static")
-	if err != nil {
-		return nil, err
-	}
 	// FileServer is a complete handler; behind compress.Handler, as here,
-	// its encoded responses pass through untouched.
-	files := http.StripPrefix("/static/", compress.FileServer(staticFS))
-	r.Get("/static/*", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-cache")
-		files.ServeHTTP(w, r)
-	})
+	// its encoded responses pass through untouched. It is mounted as the
+	// README mounts it, with nothing in front: the scripts under the
+	// dictionary pattern go out with the freshness FileServer gives
+	// dictionaries, which is what lets a browser keep them.
+	files := http.NewServeMux()
+	routeStatic(files, compress)
+	r.Handle("/static/*", files)
 	r.Get("/api/products", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(products) // an error means the client went away: nothing to do
@@ -133,6 +137,9 @@ func loadAssets(fsys fs.FS, dir string) (assets, error) {
 	}
 	a := assets{}
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
 		data, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"embed"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/squeezehttp/squeeze"
@@ -19,9 +16,6 @@ import (
 // real library under a dictionary pattern, so that a browser holding the
 // first gets the second as a delta, and a standalone dictionary for a JSON
 // API. dict.html shows both; e2e_test.go checks them in Chromium.
-
-//go:embed lib/*.js
-var lib embed.FS
 
 // Paths of the versioned scripts and of the standalone dictionary.
 const (
@@ -98,24 +92,14 @@ func ordersDictionary() []byte {
 // the router's squeeze middleware, used again by /debug/wire to measure
 // what the second release costs on the wire in each coding.
 func routeDictionaries(r chi.Router, compress *squeeze.Middleware, pages assets) error {
-	libs, err := loadAssets(lib, "lib")
+	// The releases themselves are static files (static/lib), served by
+	// the FileServer under libPattern; here they are only measured.
+	libs, err := loadAssets(static, "static/lib")
 	if err != nil {
 		return err
 	}
 	ordersBody := orders()
 	r.Get("/dict", pages.handler("dict.html"))
-	r.Get("/static/lib/{name}", func(w http.ResponseWriter, r *http.Request) {
-		f, ok := libs[chi.URLParam(r, "name")]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		// Versioned files never change: a browser keeps them, and keeps
-		// them as dictionaries, for a year.
-		w.Header().Set("ETag", f.etag)
-		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-		http.ServeContent(w, r, chi.URLParam(r, "name"), time.Time{}, bytes.NewReader(f.data))
-	})
 	r.Get("/api/orders", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")

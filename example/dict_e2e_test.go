@@ -25,7 +25,7 @@ func TestChromiumGetsTheNextReleaseAsADelta(t *testing.T) {
 		t.Fatalf("the page's script did not finish: %s\nDOM:\n%s", tag, dom)
 	}
 	records := clientCodings(t, srv, "Chrome")
-	v2, err := lib.ReadFile("lib/underscore-1.13.7.min.js")
+	v2, err := static.ReadFile("static/lib/underscore-1.13.7.min.js")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,3 +157,38 @@ func TestReadmeCommandsRunAgainstTheDemo(t *testing.T) {
 		})
 	}
 }
+
+// The README's static-files recipe is the demo's: every line of its code
+// (comments aside) is a line of app.go, where the demo mounts its
+// FileServer with nothing in front, so that the Chromium tests prove the
+// recipe as written (TestChromiumGetsTheNextReleaseAsADelta: deltas need
+// no Cache-Control of the user's own).
+func TestReadmeStaticRecipeIsTheDemos(t *testing.T) {
+	app, err := os.ReadFile("app.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]bool{}
+	for line := range strings.Lines(string(app)) {
+		lines[strings.TrimSpace(line)] = true
+	}
+	found := false
+	for _, block := range fences(t, "go") {
+		if !strings.Contains(block, ".FileServer(") {
+			continue
+		}
+		found = true
+		for line := range strings.Lines(block) {
+			code := strings.TrimSpace(line)
+			if code == "" || strings.HasPrefix(code, "// ") {
+				continue
+			}
+			if !lines[code] {
+				t.Errorf("README.md's static-files recipe has a line that example/app.go does not: %s", code)
+			}
+		}
+	}
+	if !found {
+		t.Error("README.md has no static-files recipe (a ```go block calling FileServer)")
+	}
+}

@@ -11,7 +11,10 @@
 // level 9), each only where it is smaller than the file. A sibling newer
 // than its file that decodes to it is up to date and left alone; a stale
 // one that would no longer be smaller is removed. Directories and files
-// whose names start with "." are skipped. It prints what it did, and the
+// whose names start with "." are skipped. A file is judged by its name and
+// first 512 bytes before anything else is read, and is streamed through the
+// hash and the encoders into a temporary file, so that one file costs the
+// encoders' memory whatever its size. It prints what it did, and the
 // bytes saved and the time taken at the end; on a terminal it shows its
 // progress on one line instead.
 //
@@ -24,7 +27,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"flag"
@@ -233,11 +235,20 @@ func eligible(name string, head []byte) bool {
 
 var defaults = squeeze.MustNew()
 
-// file precompresses one file.
+// file precompresses one file. It decides from the file's name and first
+// 512 bytes whether to, and streams the file through the hash and each
+// encoder rather than reading it whole: what one file costs in memory is
+// the encoders' state, whatever its size.
 func (p *precompressor) file(name string) {
 	var lines []string
 	defer func() { p.progress(name, lines) }()
-	st, err := os.Stat(name)
+	f, err := os.Open(name)
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
 	if err != nil {
 		p.fail(err)
 		return
@@ -245,17 +256,27 @@ func (p *precompressor) file(name string) {
 	if st.Size() < p.minSize {
 		return
 	}
-	data, err := os.ReadFile(name)
-	if err != nil {
+	var head [512]byte
+	n, err := io.ReadFull(f, head[:])
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		p.fail(err)
 		return
 	}
-	if !eligible(name, data[:min(len(data), 512)]) {
+	if !eligible(name, head[:n]) {
 		return
 	}
-	sum := sha256.Sum256(data)
+	h := sha256.New()
+	h.Write(head[:n])
+	rest, err := io.Copy(h, f)
+	if err != nil {
+		p.fail(fmt.Errorf("%s: %w", name, err))
+		return
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	size := int64(n) + rest
 	for _, coding := range p.codings {
-		line, err := p.sibling(name, st, data, sum, coding)
+		line, err := p.sibling(name, f, st, size, sum, coding)
 		if err != nil {
 			p.fail(err)
 			continue
@@ -266,25 +287,29 @@ func (p *precompressor) file(name string) {
 	}
 }
 
-// sibling writes, keeps or removes the sibling of name for coding, and
-// returns a line saying what it did, or "" when nothing changed.
-func (p *precompressor) sibling(name string, st fs.FileInfo, data []byte, sum [32]byte, coding string) (string, error) {
+// sibling writes, keeps or removes the sibling of name, open as f, of size
+// bytes hashing to sum, for coding, and returns a line saying what it did,
+// or "" when nothing changed.
+func (p *precompressor) sibling(name string, f *os.File, st fs.FileInfo, size int64, sum [32]byte, coding string) (string, error) {
 	cs := p.stats[coding]
 	sib := name + extensions[coding]
-	if sst, err := os.Stat(sib); err == nil && sst.ModTime().After(st.ModTime()) && decodesTo(sib, coding, sum, int64(len(data))) {
+	if sst, err := os.Stat(sib); err == nil && sst.ModTime().After(st.ModTime()) && decodesTo(sib, coding, sum, size) {
 		p.mu.Lock()
 		cs.upToDate++
 		p.skipped++
 		p.mu.Unlock()
 		return "", nil
 	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
 	t0 := time.Now()
-	enc, err := encode(coding, data)
+	tmp, wire, err := encodeToTemp(coding, f, sib, size)
 	elapsed := time.Since(t0)
 	if err != nil {
 		return "", fmt.Errorf("%s: %s: %w", name, coding, err)
 	}
-	if len(enc) >= len(data) {
+	if tmp == "" {
 		p.mu.Lock()
 		cs.notSmaller++
 		p.mu.Unlock()
@@ -295,33 +320,76 @@ func (p *precompressor) sibling(name string, st fs.FileInfo, data []byte, sum [3
 		}
 		return "", nil
 	}
-	if err := writeFile(sib, enc); err != nil {
+	if err := os.Rename(tmp, sib); err != nil {
+		_ = os.Remove(tmp)
 		return "", err
 	}
 	p.mu.Lock()
 	cs.files++
-	cs.plain += int64(len(data))
-	cs.wire += int64(len(enc))
+	cs.plain += size
+	cs.wire += wire
 	cs.elapsed += elapsed
 	p.mu.Unlock()
-	return fmt.Sprintf("%s: %d -> %d bytes (%.1f%%) in %v", sib, len(data), len(enc), 100*float64(len(enc))/float64(len(data)), elapsed.Round(time.Millisecond)), nil
+	return fmt.Sprintf("%s: %d -> %d bytes (%.1f%%) in %v", sib, size, wire, 100*float64(wire)/float64(size), elapsed.Round(time.Millisecond)), nil
 }
 
-// encode returns data encoded with coding at squeeze's best level.
-func encode(coding string, data []byte) ([]byte, error) {
+// encodeToTemp encodes src, of size bytes, with coding at squeeze's best
+// level into a temporary file next to sib, and returns its name and
+// length, or "" when the encoding would not be smaller than size: then it
+// stops writing as soon as it is not, and removes the temporary file. The
+// caller renames the file over sib, so that no reader sees half a sibling.
+func encodeToTemp(coding string, src io.Reader, sib string, size int64) (name string, n int64, err error) {
 	enc, err := writers.NewEncoder(coding, squeeze.BestLevel(coding))
 	if err != nil {
-		return nil, err
+		return "", 0, err
 	}
-	var out bytes.Buffer
-	enc.Reset(&out)
-	if _, err := enc.Write(data); err != nil {
-		return nil, err
+	tmp, err := os.CreateTemp(filepath.Dir(sib), "."+filepath.Base(sib)+".*")
+	if err != nil {
+		return "", 0, err
 	}
-	if err := enc.Close(); err != nil {
-		return nil, err
+	defer func() {
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil || name == "" {
+			_ = os.Remove(tmp.Name())
+			name = ""
+		}
+	}()
+	out := &smallerWriter{w: tmp, max: size - 1}
+	enc.Reset(out)
+	_, err = io.Copy(enc, src)
+	if err == nil {
+		err = enc.Close()
 	}
-	return out.Bytes(), nil
+	if errors.Is(err, errNotSmaller) {
+		return "", out.n, nil
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return "", 0, err
+	}
+	return tmp.Name(), out.n, nil
+}
+
+// errNotSmaller stops an encoding that is no longer smaller than its file.
+var errNotSmaller = errors.New("not smaller")
+
+// smallerWriter writes to w up to max bytes, and fails beyond.
+type smallerWriter struct {
+	w      io.Writer
+	n, max int64
+}
+
+func (s *smallerWriter) Write(p []byte) (int, error) {
+	if s.n+int64(len(p)) > s.max {
+		return 0, errNotSmaller
+	}
+	n, err := s.w.Write(p)
+	s.n += int64(n)
+	return n, err
 }
 
 // decodesTo reports whether the sibling decodes to size bytes hashing to
@@ -338,30 +406,7 @@ func decodesTo(sib, coding string, sum [32]byte, size int64) bool {
 	}
 	h := sha256.New()
 	n, err := io.Copy(h, io.LimitReader(dec, size+1))
-	return err == nil && n == size && bytes.Equal(h.Sum(nil), sum[:])
-}
-
-// writeFile writes data to name through a temporary file renamed over it,
-// so that no reader sees half a sibling.
-func writeFile(name string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), name)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-	}
-	return err
+	return err == nil && n == size && [32]byte(h.Sum(nil)) == sum
 }
 
 func (p *precompressor) fail(err error) {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -144,11 +145,7 @@ func TestPrecompressSkipsUpToDateSiblingsAndRedoesStaleOnes(t *testing.T) {
 // testGzip gzips b.
 func testGzip(t *testing.T, b []byte) []byte {
 	t.Helper()
-	out, err := encode("gzip", b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testtool.Encode(t, "gzip", b)
 }
 
 func TestPrecompressRemovesASiblingNoLongerSmaller(t *testing.T) {
@@ -205,5 +202,47 @@ func TestPrecompressErrors(t *testing.T) {
 	}
 	if exists(file + ".br") {
 		t.Error("a failed run wrote siblings")
+	}
+}
+
+// precompress decides from a file's name and first 512 bytes, and streams
+// what it encodes: a large video is not read, and a large script costs
+// what a small one does. What a run over large files allocates is measured
+// against a run over small ones of the same kinds, in the same test.
+func TestPrecompressCostDoesNotGrowWithTheFile(t *testing.T) {
+	allocated := func(videoSize, scriptSize int64) uint64 {
+		dir := tree(t, map[string][]byte{"app.js": text(int(scriptSize))})
+		video := filepath.Join(dir, "clip.mp4")
+		if err := os.WriteFile(video, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(video, videoSize); err != nil { // sparse: zeros, which no type claims
+			t.Fatal(err)
+		}
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		code, _, errs := runCmd(t, false, "precompress", "-codings", "gzip", dir)
+		runtime.ReadMemStats(&after)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		if exists(video + ".gz") {
+			t.Error("a video got a sibling")
+		}
+		gz, err := os.ReadFile(filepath.Join(dir, "app.js.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, _ := os.ReadFile(filepath.Join(dir, "app.js")); !bytes.Equal(testtool.Decode(t, "gzip", gz), data) {
+			t.Error("app.js.gz does not decode to app.js")
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small := allocated(4<<10, 64<<10)
+	large := allocated(256<<20, 8<<20)
+	t.Logf("a 4 KiB video and a 64 KiB script: %d bytes allocated; 256 MiB and 8 MiB: %d", small, large)
+	if large > small+2<<20 {
+		t.Errorf("precompressing a 256 MiB video and an 8 MiB script allocated %d bytes, %d more than a 4 KiB video and a 64 KiB script", large, large-small)
 	}
 }
