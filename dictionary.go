@@ -91,31 +91,61 @@ func parseMatchPattern(call, p string) (string, error) {
 	return p, nil
 }
 
+// maxMatchPath is the longest escaped path, in bytes, that a match pattern
+// is tried against, on both sides; a longer path matches no pattern, so it
+// is neither offered nor sent a dictionary. 8 KiB is the request line the
+// common servers take by default (Apache's LimitRequestLine is 8190 bytes,
+// nginx's large header buffers 8 KiB), so a path beyond it is not one a
+// dictionary was made for. It bounds what a pattern a peer chose can cost:
+// strings.Index, which matchPath relies on, searches a long literal by
+// Rabin-Karp, linear unless the peer also crafts hash collisions, and then
+// still within len(path) x len(literal) byte comparisons.
+const maxMatchPath = 8 << 10
+
 // matchPath reports whether path matches pattern, where "*" matches any run
-// of bytes, "/" included. It does not allocate; its time is linear in
-// len(pattern) x len(path) at worst.
+// of bytes, "/" included, and every other byte only itself; a path longer
+// than maxMatchPath matches nothing. It does not allocate, and runs in one
+// pass: the literal before the first "*" must start path and the one after
+// the last must end it; each literal between is then searched for leftmost
+// in what lies between those two. Taking the leftmost occurrence is never
+// wrong when the only wildcard is "*": any match that uses a later
+// occurrence of a literal still matches with the leftmost one, since the
+// "*" after it can absorb the difference. So no choice is ever revisited,
+// and the time is linear in len(pattern) + len(path), as strings.Index is
+// in all but crafted cases (see maxMatchPath).
 func matchPath(pattern, path string) bool {
-	px, nx := 0, 0
-	starPx, starNx := -1, 0
-	for px < len(pattern) || nx < len(path) {
-		if px < len(pattern) {
-			switch c := pattern[px]; {
-			case c == '*':
-				starPx, starNx = px, nx+1
-				px++
-				continue
-			case nx < len(path) && path[nx] == c:
-				px++
-				nx++
-				continue
-			}
-		}
-		if starPx >= 0 && starNx <= len(path) {
-			px, nx = starPx+1, starNx
-			starNx++
+	if len(path) > maxMatchPath {
+		return false
+	}
+	first, rest, star := strings.Cut(pattern, "*")
+	if !star {
+		return pattern == path
+	}
+	if !strings.HasPrefix(path, first) {
+		return false
+	}
+	path = path[len(first):]
+	var last string
+	if i := strings.LastIndexByte(rest, '*'); i >= 0 {
+		rest, last = rest[:i], rest[i+1:]
+	} else {
+		rest, last = "", rest
+	}
+	if !strings.HasSuffix(path, last) {
+		return false
+	}
+	path = path[:len(path)-len(last)]
+	for rest != "" {
+		var lit string
+		lit, rest, _ = strings.Cut(rest, "*")
+		if lit == "" {
 			continue
 		}
-		return false
+		i := strings.Index(path, lit)
+		if i < 0 {
+			return false
+		}
+		path = path[i+len(lit):]
 	}
 	return true
 }

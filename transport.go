@@ -128,9 +128,22 @@ type Transport struct {
 	// for a new one, so a request looks through at most 64 patterns.
 	DictionaryStoreSize int64
 
+	// DictionaryMaxAge is the longest a dictionary is kept, however long
+	// its response stays fresh; 0 means [DefaultDictionaryMaxAge].
+	// Negative is an error from RoundTrip.
+	DictionaryMaxAge time.Duration
+
 	once  sync.Once
 	state *transportState
 }
+
+// DefaultDictionaryMaxAge is the longest a [Transport] keeps a dictionary
+// when DictionaryMaxAge is 0: 30 days. A stored dictionary identifies the
+// client to its origin as a cookie would, and a response may declare
+// decades of freshness; 30 days is the lifetime common cookie policies
+// allow a tracking identifier, and covers the release cycle of the bundles
+// dictionaries are made for.
+const DefaultDictionaryMaxAge = 30 * 24 * time.Hour
 
 // uploadBufferMax is the longest request body of known length that is
 // compressed before it is sent, so its Content-Length can be given.
@@ -167,6 +180,7 @@ func (t *Transport) build() *transportState {
 		{"DecoderMemory", t.DecoderMemory},
 		{"RequestMinSize", t.RequestMinSize},
 		{"DictionaryStoreSize", t.DictionaryStoreSize},
+		{"DictionaryMaxAge", int64(t.DictionaryMaxAge)},
 	} {
 		if f.v < 0 {
 			return fail(fmt.Errorf("squeeze: Transport: %s %d must not be negative", f.name, f.v))
@@ -210,7 +224,11 @@ func (t *Transport) build() *transportState {
 		}
 	}
 	if t.DictionaryStoreSize > 0 {
-		s.dicts = newClientDictStore(t.DictionaryStoreSize)
+		maxAge := t.DictionaryMaxAge
+		if maxAge == 0 {
+			maxAge = DefaultDictionaryMaxAge
+		}
+		s.dicts = newClientDictStore(t.DictionaryStoreSize, maxAge)
 	}
 	return s
 }
@@ -359,13 +377,20 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 	}
 	var capture *dictCapture
 	if s.dicts != nil {
-		if offer, ok := offerOf(req, resp, time.Now()); ok {
-			capture = &dictCapture{store: s.dicts, offer: offer}
+		if offer, ok := offerOf(req, resp, time.Now(), s.dicts.maxAge); ok {
+			capture = &dictCapture{store: s.dicts, offer: offer, size: -1}
+			if n == 0 && resp.ContentLength >= 0 {
+				capture.size = resp.ContentLength
+			}
 		}
 	}
 	if n == 0 {
 		if capture != nil {
-			resp.Body = &transportBody{r: resp.Body, c: resp.Body, capture: capture}
+			body := &transportBody{r: resp.Body, c: resp.Body, capture: capture}
+			// A body dropped unclosed gives its capture's reservation
+			// back when collected.
+			runtime.AddCleanup(body, (*dictCapture).abandon, capture)
+			resp.Body = body
 		}
 		return
 	}
@@ -385,6 +410,9 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 	// A body dropped without Close gives its decoders and its budget back
 	// when collected; b does not point back to body, so body can be.
 	runtime.AddCleanup(body, func(b *decodedBody) { _ = b.Close() }, b)
+	if capture != nil {
+		runtime.AddCleanup(body, (*dictCapture).abandon, capture)
+	}
 	resp.Body = body
 	resp.Header.Del("Content-Encoding")
 	resp.Header.Del("Content-Length")
@@ -408,17 +436,19 @@ func (t *transportBody) Read(p []byte) (int, error) {
 		switch {
 		case err == io.EOF:
 			c.finish()
-			t.capture = nil
 		case err != nil:
-			t.capture = nil
+			c.abandon()
 		}
 	}
 	return n, err
 }
 
-// Close gives the decoders back and closes the response body.
+// Close gives the decoders and any capture's reservation back and closes
+// the response body.
 func (t *transportBody) Close() error {
-	t.capture = nil
+	if c := t.capture; c != nil {
+		c.abandon()
+	}
 	return t.c.Close()
 }
 
