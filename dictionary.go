@@ -96,10 +96,8 @@ func parseMatchPattern(call, p string) (string, error) {
 // is neither offered nor sent a dictionary. 8 KiB is the request line the
 // common servers take by default (Apache's LimitRequestLine is 8190 bytes,
 // nginx's large header buffers 8 KiB), so a path beyond it is not one a
-// dictionary was made for. It bounds what a pattern a peer chose can cost:
-// strings.Index, which matchPath relies on, searches a long literal by
-// Rabin-Karp, linear unless the peer also crafts hash collisions, and then
-// still within len(path) x len(literal) byte comparisons.
+// dictionary was made for; the bound caps what one request's matching can
+// cost, whatever the patterns.
 const maxMatchPath = 8 << 10
 
 // matchPath reports whether path matches pattern, where "*" matches any run
@@ -111,8 +109,7 @@ const maxMatchPath = 8 << 10
 // wrong when the only wildcard is "*": any match that uses a later
 // occurrence of a literal still matches with the leftmost one, since the
 // "*" after it can absorb the difference. So no choice is ever revisited,
-// and the time is linear in len(pattern) + len(path), as strings.Index is
-// in all but crafted cases (see maxMatchPath).
+// and the time is linear in len(pattern) + len(path) (see indexLiteral).
 func matchPath(pattern, path string) bool {
 	if len(path) > maxMatchPath {
 		return false
@@ -141,13 +138,73 @@ func matchPath(pattern, path string) bool {
 		if lit == "" {
 			continue
 		}
-		i := strings.Index(path, lit)
+		i := indexLiteral(path, lit)
 		if i < 0 {
 			return false
 		}
 		path = path[i+len(lit):]
 	}
 	return true
+}
+
+// shortLiteral is the longest literal indexLiteral leaves to strings.Index
+// unconditionally: up to it, strings.Index compares the literal at each
+// place with a few vector instructions, so its time is linear in the text.
+const shortLiteral = 64
+
+// indexLiteral is strings.Index(s, lit), in time linear in len(s) +
+// len(lit). A longer literal strings.Index searches by Rabin-Karp, whose
+// hash (fixed, not seeded) a peer can make collide at every place of a
+// path it also chose, for len(s) x len(lit) byte comparisons; those of up
+// to maxDictionaryMatch bytes, all a peer can send, are searched by
+// Knuth-Morris-Pratt instead. Longer ones come only from the server's own
+// configuration.
+func indexLiteral(s, lit string) int {
+	if len(lit) <= shortLiteral || len(lit) > maxDictionaryMatch {
+		return strings.Index(s, lit)
+	}
+	return indexKMP(s, lit)
+}
+
+// indexKMP is strings.Index(s, lit) by Knuth-Morris-Pratt, for a literal
+// of 1 to maxDictionaryMatch bytes: at most 2 x len(s) + 2 x len(lit)
+// byte comparisons, with no allocation. While no prefix of lit is matched,
+// it skips to the next occurrence of lit's first byte.
+func indexKMP(s, lit string) int {
+	// border[i] is the length of the longest proper prefix of lit[:i+1]
+	// that is also its suffix.
+	var table [maxDictionaryMatch]int16
+	border := table[:len(lit)]
+	k := 0
+	for i := 1; i < len(lit); i++ {
+		for k > 0 && lit[i] != lit[k] {
+			k = int(border[k-1])
+		}
+		if lit[i] == lit[k] {
+			k++
+		}
+		border[i] = int16(k)
+	}
+	k = 0
+	for i := 0; i < len(s); i++ {
+		if k == 0 {
+			j := strings.IndexByte(s[i:], lit[0])
+			if j < 0 {
+				return -1
+			}
+			i += j
+		}
+		for k > 0 && s[i] != lit[k] {
+			k = int(border[k-1])
+		}
+		if s[i] == lit[k] {
+			k++
+		}
+		if k == len(lit) {
+			return i + 1 - len(lit)
+		}
+	}
+	return -1
 }
 
 // sfString serializes s as an RFC 8941 §3.3.3 sf-string: in double quotes,

@@ -377,11 +377,13 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 	}
 	var capture *dictCapture
 	if s.dicts != nil {
-		if offer, ok := offerOf(req, resp, time.Now(), s.dicts.maxAge); ok {
-			capture = &dictCapture{store: s.dicts, offer: offer, size: -1}
-			if n == 0 && resp.ContentLength >= 0 {
-				capture.size = resp.ContentLength
-			}
+		offer, ok := offerOf(req, resp, time.Now(), s.dicts.maxAge)
+		size := int64(-1)
+		if n == 0 {
+			size = resp.ContentLength // of the body as it will be read
+		}
+		if ok && size <= s.dicts.maxCapture {
+			capture = &dictCapture{store: s.dicts, offer: offer, size: size}
 		}
 	}
 	if n == 0 {

@@ -870,8 +870,8 @@ func (c *dictCapture) write(p []byte) {
 			return
 		}
 		size := min(max(need, 2*int64(cap(c.buf)), minCaptureBuffer), c.store.maxCapture)
-		if c.size >= need {
-			size = c.size
+		if c.size >= need && c.size <= c.store.maxCapture {
+			size = c.size // the whole body at once
 		}
 		if !c.store.reserve(dictKey{c.offer.origin, c.offer.pattern}, size-c.held) {
 			c.abandonLocked()
