@@ -72,13 +72,25 @@ import (
 //
 // # Dictionaries
 //
+// Dictionaries are off unless DictionaryStoreSize is above zero; leave it
+// 0 to keep them off. A stored dictionary identifies the client to its
+// origin much as a cookie does, even with [http.Client.Jar] nil: each
+// request sends the dictionary's hash and echoes its id. A client that must
+// not be recognised across requests keeps dictionaries off, or gives each
+// identity a Transport of its own.
+//
 // With DictionaryStoreSize above zero, a 200 response whose
 // Use-As-Dictionary field is valid (a match pattern, an optional id, type
 // raw) and that is fresh by its Cache-Control max-age or Expires is kept,
 // decoded, as a dictionary for its origin and pattern, for as long as it
-// stays fresh, once its body has been read to the end. The origin is the
-// request's scheme and the host it names: Request.Host when set, the URL's
-// host otherwise, in lower case and without the scheme's default port, so a
+// stays fresh but no longer than DictionaryMaxAge (30 days unless set),
+// once its body has been read to the end. A body longer than a quarter of
+// DictionaryStoreSize is not kept; bodies being read to become dictionaries
+// are counted against DictionaryStoreSize as they arrive, and one that finds
+// no room is simply not kept (its response is read as usual).
+//
+// The origin is the request's scheme and the host it names: Request.Host
+// when set, the URL's host otherwise, in lower case and without the scheme's default port, so a
 // dictionary of one virtual host is never offered to another reached through
 // the same address. The least recently used dictionaries are dropped to stay
 // within DictionaryStoreSize bytes and 64 per origin. A later request that
@@ -87,7 +99,9 @@ import (
 // id) and adds dcb and dcz to Accept-Encoding; a dcz or dcb response is
 // checked against the dictionary's hash and decoded with it.
 // Patterns are paths with '*' wildcards; other URLPattern syntax is not
-// stored (see the package's README).
+// stored (see the package's README). A pattern is matched in time linear
+// in its length and the path's, outside any lock, and a path longer than
+// 8 KiB matches no pattern.
 type Transport struct {
 	// Base carries the requests; nil means [http.DefaultTransport].
 	Base http.RoundTripper
@@ -118,8 +132,10 @@ type Transport struct {
 	// RequestEncoding applies to.
 	RequestMinSize int64
 
-	// DictionaryStoreSize is the byte budget of stored dictionaries; 0
-	// turns dictionaries off. Each dictionary is charged its decoded body,
+	// DictionaryStoreSize is the byte budget of stored dictionaries and of
+	// the bodies being read to become ones; 0 (the default) turns
+	// dictionaries off. A body over a quarter of it is not kept. Each
+	// dictionary is charged its decoded body,
 	// its origin, match pattern and id, and 512 bytes for the store's own
 	// records of it; one that costs more than the budget is not stored. A
 	// match pattern over 2048 bytes (as written or resolved against the
@@ -180,11 +196,13 @@ func (t *Transport) build() *transportState {
 		{"DecoderMemory", t.DecoderMemory},
 		{"RequestMinSize", t.RequestMinSize},
 		{"DictionaryStoreSize", t.DictionaryStoreSize},
-		{"DictionaryMaxAge", int64(t.DictionaryMaxAge)},
 	} {
 		if f.v < 0 {
 			return fail(fmt.Errorf("squeeze: Transport: %s %d must not be negative", f.name, f.v))
 		}
+	}
+	if t.DictionaryMaxAge < 0 {
+		return fail(fmt.Errorf("squeeze: Transport: DictionaryMaxAge %v must not be negative", t.DictionaryMaxAge))
 	}
 	offered, err := t.offered()
 	if err != nil {

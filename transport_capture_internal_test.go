@@ -218,3 +218,47 @@ func TestTransportDictionaryCaptureOfADroppedBodyIsReleased(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A response that says it stays fresh for 68 years is kept as a dictionary
+// for DictionaryMaxAge at most (30 days unless set), so the hash the client
+// sends cannot identify it for longer than that.
+func TestTransportCapsDictionaryLifetime(t *testing.T) {
+	for _, tt := range []struct {
+		maxAge time.Duration
+		field  string
+		want   time.Duration
+	}{
+		{0, "max-age=2147483648", DefaultDictionaryMaxAge},
+		{0, "max-age=60", time.Minute},
+		{time.Hour, "max-age=2147483648", time.Hour},
+		{time.Hour, "max-age=60", time.Minute},
+	} {
+		t.Run(fmt.Sprint(tt.maxAge, tt.field), func(t *testing.T) {
+			base := inProcess(func(r *http.Request) *http.Response {
+				h := http.Header{}
+				h.Set("Use-As-Dictionary", `match="/*", id="tracker"`)
+				h.Set("Cache-Control", tt.field)
+				return &http.Response{StatusCode: 200, Header: h, ContentLength: 1, Request: r, Body: io.NopCloser(strings.NewReader("d"))}
+			})
+			tr := &Transport{Base: base, DictionaryStoreSize: 1 << 20, DictionaryMaxAge: tt.maxAge}
+			start := time.Now()
+			resp, err := tr.RoundTrip(mustRequest("https://a.example/d"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			d := tr.init().dicts.match(mustRequest("https://a.example/x"), start)
+			if d == nil {
+				t.Fatal("no dictionary kept")
+			}
+			if life := d.expires.Sub(start); life < tt.want || life > tt.want+time.Minute {
+				t.Errorf("kept for %v; want %v", life, tt.want)
+			}
+		})
+	}
+	tr := &Transport{DictionaryStoreSize: 1 << 20, DictionaryMaxAge: -time.Second}
+	if _, err := tr.RoundTrip(mustRequest("https://a.example/")); err == nil || !strings.Contains(err.Error(), "DictionaryMaxAge -1s") {
+		t.Errorf("DictionaryMaxAge -1s: RoundTrip error %v; want one naming DictionaryMaxAge -1s", err)
+	}
+}
