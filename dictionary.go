@@ -91,33 +91,120 @@ func parseMatchPattern(call, p string) (string, error) {
 	return p, nil
 }
 
+// maxMatchPath is the longest escaped path, in bytes, that a match pattern
+// is tried against, on both sides; a longer path matches no pattern, so it
+// is neither offered nor sent a dictionary. 8 KiB is the request line the
+// common servers take by default (Apache's LimitRequestLine is 8190 bytes,
+// nginx's large header buffers 8 KiB), so a path beyond it is not one a
+// dictionary was made for; the bound caps what one request's matching can
+// cost, whatever the patterns.
+const maxMatchPath = 8 << 10
+
 // matchPath reports whether path matches pattern, where "*" matches any run
-// of bytes, "/" included. It does not allocate; its time is linear in
-// len(pattern) x len(path) at worst.
+// of bytes, "/" included, and every other byte only itself; a path longer
+// than maxMatchPath matches nothing. It does not allocate, and runs in one
+// pass: the literal before the first "*" must start path and the one after
+// the last must end it; each literal between is then searched for leftmost
+// in what lies between those two. Taking the leftmost occurrence is never
+// wrong when the only wildcard is "*": any match that uses a later
+// occurrence of a literal still matches with the leftmost one, since the
+// "*" after it can absorb the difference. So no choice is ever revisited,
+// and the time is linear in len(pattern) + len(path) (see indexLiteral).
 func matchPath(pattern, path string) bool {
-	px, nx := 0, 0
-	starPx, starNx := -1, 0
-	for px < len(pattern) || nx < len(path) {
-		if px < len(pattern) {
-			switch c := pattern[px]; {
-			case c == '*':
-				starPx, starNx = px, nx+1
-				px++
-				continue
-			case nx < len(path) && path[nx] == c:
-				px++
-				nx++
-				continue
-			}
-		}
-		if starPx >= 0 && starNx <= len(path) {
-			px, nx = starPx+1, starNx
-			starNx++
-			continue
-		}
+	if len(path) > maxMatchPath {
 		return false
 	}
+	first, rest, star := strings.Cut(pattern, "*")
+	if !star {
+		return pattern == path
+	}
+	if !strings.HasPrefix(path, first) {
+		return false
+	}
+	path = path[len(first):]
+	var last string
+	if i := strings.LastIndexByte(rest, '*'); i >= 0 {
+		rest, last = rest[:i], rest[i+1:]
+	} else {
+		rest, last = "", rest
+	}
+	if !strings.HasSuffix(path, last) {
+		return false
+	}
+	path = path[:len(path)-len(last)]
+	for rest != "" {
+		var lit string
+		lit, rest, _ = strings.Cut(rest, "*")
+		if lit == "" {
+			continue
+		}
+		i := indexLiteral(path, lit)
+		if i < 0 {
+			return false
+		}
+		path = path[i+len(lit):]
+	}
 	return true
+}
+
+// shortLiteral is the longest literal indexLiteral leaves to strings.Index
+// unconditionally: up to it, strings.Index compares the literal at each
+// place with a few vector instructions, so its time is linear in the text.
+const shortLiteral = 64
+
+// indexLiteral is strings.Index(s, lit), in time linear in len(s) +
+// len(lit). A longer literal strings.Index searches by Rabin-Karp, whose
+// hash (fixed, not seeded) a peer can make collide at every place of a
+// path it also chose, for len(s) x len(lit) byte comparisons; those of up
+// to maxDictionaryMatch bytes, all a peer can send, are searched by
+// Knuth-Morris-Pratt instead. Longer ones come only from the server's own
+// configuration.
+func indexLiteral(s, lit string) int {
+	if len(lit) <= shortLiteral || len(lit) > maxDictionaryMatch {
+		return strings.Index(s, lit)
+	}
+	return indexKMP(s, lit)
+}
+
+// indexKMP is strings.Index(s, lit) by Knuth-Morris-Pratt, for a literal
+// of 1 to maxDictionaryMatch bytes: at most 2 x len(s) + 2 x len(lit)
+// byte comparisons, with no allocation. While no prefix of lit is matched,
+// it skips to the next occurrence of lit's first byte.
+func indexKMP(s, lit string) int {
+	// border[i] is the length of the longest proper prefix of lit[:i+1]
+	// that is also its suffix.
+	var table [maxDictionaryMatch]int16
+	border := table[:len(lit)]
+	k := 0
+	for i := 1; i < len(lit); i++ {
+		for k > 0 && lit[i] != lit[k] {
+			k = int(border[k-1])
+		}
+		if lit[i] == lit[k] {
+			k++
+		}
+		border[i] = int16(k)
+	}
+	k = 0
+	for i := 0; i < len(s); i++ {
+		if k == 0 {
+			j := strings.IndexByte(s[i:], lit[0])
+			if j < 0 {
+				return -1
+			}
+			i += j
+		}
+		for k > 0 && s[i] != lit[k] {
+			k = int(border[k-1])
+		}
+		if s[i] == lit[k] {
+			k++
+		}
+		if k == len(lit) {
+			return i + 1 - len(lit)
+		}
+	}
+	return -1
 }
 
 // sfString serializes s as an RFC 8941 §3.3.3 sf-string: in double quotes,

@@ -72,13 +72,25 @@ import (
 //
 // # Dictionaries
 //
+// Dictionaries are off unless DictionaryStoreSize is above zero; leave it
+// 0 to keep them off. A stored dictionary identifies the client to its
+// origin much as a cookie does, even with [http.Client.Jar] nil: each
+// request sends the dictionary's hash and echoes its id. A client that must
+// not be recognised across requests keeps dictionaries off, or gives each
+// identity a Transport of its own.
+//
 // With DictionaryStoreSize above zero, a 200 response whose
 // Use-As-Dictionary field is valid (a match pattern, an optional id, type
 // raw) and that is fresh by its Cache-Control max-age or Expires is kept,
 // decoded, as a dictionary for its origin and pattern, for as long as it
-// stays fresh, once its body has been read to the end. The origin is the
-// request's scheme and the host it names: Request.Host when set, the URL's
-// host otherwise, in lower case and without the scheme's default port, so a
+// stays fresh but no longer than DictionaryMaxAge (30 days unless set),
+// once its body has been read to the end. A body longer than a quarter of
+// DictionaryStoreSize is not kept; bodies being read to become dictionaries
+// are counted against DictionaryStoreSize as they arrive, and one that finds
+// no room is simply not kept (its response is read as usual).
+//
+// The origin is the request's scheme and the host it names: Request.Host
+// when set, the URL's host otherwise, in lower case and without the scheme's default port, so a
 // dictionary of one virtual host is never offered to another reached through
 // the same address. The least recently used dictionaries are dropped to stay
 // within DictionaryStoreSize bytes and 64 per origin. A later request that
@@ -87,7 +99,9 @@ import (
 // id) and adds dcb and dcz to Accept-Encoding; a dcz or dcb response is
 // checked against the dictionary's hash and decoded with it.
 // Patterns are paths with '*' wildcards; other URLPattern syntax is not
-// stored (see the package's README).
+// stored (see the package's README). A pattern is matched in time linear
+// in its length and the path's, outside any lock, and a path longer than
+// 8 KiB matches no pattern.
 type Transport struct {
 	// Base carries the requests; nil means [http.DefaultTransport].
 	Base http.RoundTripper
@@ -118,8 +132,10 @@ type Transport struct {
 	// RequestEncoding applies to.
 	RequestMinSize int64
 
-	// DictionaryStoreSize is the byte budget of stored dictionaries; 0
-	// turns dictionaries off. Each dictionary is charged its decoded body,
+	// DictionaryStoreSize is the byte budget of stored dictionaries and of
+	// the bodies being read to become ones; 0 (the default) turns
+	// dictionaries off. A body over a quarter of it is not kept. Each
+	// dictionary is charged its decoded body,
 	// its origin, match pattern and id, and 512 bytes for the store's own
 	// records of it; one that costs more than the budget is not stored. A
 	// match pattern over 2048 bytes (as written or resolved against the
@@ -128,9 +144,22 @@ type Transport struct {
 	// for a new one, so a request looks through at most 64 patterns.
 	DictionaryStoreSize int64
 
+	// DictionaryMaxAge is the longest a dictionary is kept, however long
+	// its response stays fresh; 0 means [DefaultDictionaryMaxAge].
+	// Negative is an error from RoundTrip.
+	DictionaryMaxAge time.Duration
+
 	once  sync.Once
 	state *transportState
 }
+
+// DefaultDictionaryMaxAge is the longest a [Transport] keeps a dictionary
+// when DictionaryMaxAge is 0: 30 days. A stored dictionary identifies the
+// client to its origin as a cookie would, and a response may declare
+// decades of freshness; 30 days is the lifetime common cookie policies
+// allow a tracking identifier, and covers the release cycle of the bundles
+// dictionaries are made for.
+const DefaultDictionaryMaxAge = 30 * 24 * time.Hour
 
 // uploadBufferMax is the longest request body of known length that is
 // compressed before it is sent, so its Content-Length can be given.
@@ -172,6 +201,9 @@ func (t *Transport) build() *transportState {
 			return fail(fmt.Errorf("squeeze: Transport: %s %d must not be negative", f.name, f.v))
 		}
 	}
+	if t.DictionaryMaxAge < 0 {
+		return fail(fmt.Errorf("squeeze: Transport: DictionaryMaxAge %v must not be negative", t.DictionaryMaxAge))
+	}
 	offered, err := t.offered()
 	if err != nil {
 		return fail(err)
@@ -210,7 +242,11 @@ func (t *Transport) build() *transportState {
 		}
 	}
 	if t.DictionaryStoreSize > 0 {
-		s.dicts = newClientDictStore(t.DictionaryStoreSize)
+		maxAge := t.DictionaryMaxAge
+		if maxAge == 0 {
+			maxAge = DefaultDictionaryMaxAge
+		}
+		s.dicts = newClientDictStore(t.DictionaryStoreSize, maxAge)
 	}
 	return s
 }
@@ -359,13 +395,22 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 	}
 	var capture *dictCapture
 	if s.dicts != nil {
-		if offer, ok := offerOf(req, resp, time.Now()); ok {
-			capture = &dictCapture{store: s.dicts, offer: offer}
+		offer, ok := offerOf(req, resp, time.Now(), s.dicts.maxAge)
+		size := int64(-1)
+		if n == 0 {
+			size = resp.ContentLength // of the body as it will be read
+		}
+		if ok && size <= s.dicts.maxCapture {
+			capture = &dictCapture{store: s.dicts, offer: offer, size: size}
 		}
 	}
 	if n == 0 {
 		if capture != nil {
-			resp.Body = &transportBody{r: resp.Body, c: resp.Body, capture: capture}
+			body := &transportBody{r: resp.Body, c: resp.Body, capture: capture}
+			// A body dropped unclosed gives its capture's reservation
+			// back when collected.
+			runtime.AddCleanup(body, (*dictCapture).abandon, capture)
+			resp.Body = body
 		}
 		return
 	}
@@ -385,6 +430,9 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 	// A body dropped without Close gives its decoders and its budget back
 	// when collected; b does not point back to body, so body can be.
 	runtime.AddCleanup(body, func(b *decodedBody) { _ = b.Close() }, b)
+	if capture != nil {
+		runtime.AddCleanup(body, (*dictCapture).abandon, capture)
+	}
 	resp.Body = body
 	resp.Header.Del("Content-Encoding")
 	resp.Header.Del("Content-Length")
@@ -408,17 +456,19 @@ func (t *transportBody) Read(p []byte) (int, error) {
 		switch {
 		case err == io.EOF:
 			c.finish()
-			t.capture = nil
 		case err != nil:
-			t.capture = nil
+			c.abandon()
 		}
 	}
 	return n, err
 }
 
-// Close gives the decoders back and closes the response body.
+// Close gives the decoders and any capture's reservation back and closes
+// the response body.
 func (t *transportBody) Close() error {
-	t.capture = nil
+	if c := t.capture; c != nil {
+		c.abandon()
+	}
 	return t.c.Close()
 }
 

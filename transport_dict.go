@@ -220,38 +220,99 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // clientDictStore holds a Transport's dictionaries within a byte budget,
 // each charged its cost, at most maxDictionariesPerOrigin for an origin, the
-// least recently used dropped first.
+// least recently used dropped first. The budget also holds the captures in
+// flight: the buffers of response bodies being read to become dictionaries,
+// each reserved as it grows (see dictCapture), so that stored and captured
+// bytes together never exceed it.
 type clientDictStore struct {
-	mu      sync.Mutex
-	budget  int64
-	used    int64     // the cost of the stored dictionaries
-	clock   uint64    // counts adds and offers, for clientDict.used
-	lru     list.List // of *clientDict, most recently used first
-	entries map[dictKey]*clientDict
-	origins map[string][]*clientDict // each origin's entries, in no order
+	budget     int64
+	maxCapture int64         // the longest body kept: a quarter of the budget
+	maxAge     time.Duration // the longest a dictionary is kept, however fresh
+
+	// matches is matchPath; a test may replace it, before the store is
+	// used, to watch a match in progress.
+	matches func(pattern, path string) bool
+
+	mu       sync.Mutex
+	used     int64     // the cost of the stored dictionaries
+	reserved int64     // the bytes held by captures in flight
+	clock    uint64    // counts adds and offers, for clientDict.used
+	lru      list.List // of *clientDict, most recently used first
+	entries  map[dictKey]*clientDict
+	origins  map[string][]*clientDict // each origin's entries, in no order
 }
 
 // dictKey is what a stored dictionary is found by: a later one with the
 // same origin and pattern replaces it.
 type dictKey struct{ origin, pattern string }
 
-func newClientDictStore(budget int64) *clientDictStore {
-	return &clientDictStore{budget: budget, entries: map[dictKey]*clientDict{}, origins: map[string][]*clientDict{}}
+func newClientDictStore(budget int64, maxAge time.Duration) *clientDictStore {
+	return &clientDictStore{
+		budget:     budget,
+		maxCapture: budget / 4,
+		maxAge:     maxAge,
+		matches:    matchPath,
+		entries:    map[dictKey]*clientDict{},
+		origins:    map[string][]*clientDict{},
+	}
+}
+
+// candidate is a stored dictionary as match saw it under the lock.
+type candidate struct {
+	d    *clientDict
+	used uint64
 }
 
 // match returns the fresh dictionary of req's origin whose pattern matches
 // req's path, the longest pattern winning and then the most recently used
 // (RFC 9842 §2.2.2), or nil. It looks through that origin's dictionaries
-// only, and drops those that have expired.
+// only, and drops those that have expired. The patterns are matched outside
+// the lock, on a copy of the origin's list taken under it, so a slow match
+// (a peer's patterns against a long path) holds up no other request; a path
+// longer than maxMatchPath matches nothing.
 func (s *clientDictStore) match(req *http.Request, now time.Time) *clientDict {
-	origin := requestOrigin(req)
 	path := req.URL.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
+	if len(path) > maxMatchPath {
+		return nil
+	}
+	origin := requestOrigin(req)
+	var buf [maxDictionariesPerOrigin]candidate
+	cands := s.candidates(origin, now, buf[:0])
+	best := -1
+	for i, c := range cands {
+		if best >= 0 {
+			b := cands[best]
+			if len(c.d.pattern) < len(b.d.pattern) || len(c.d.pattern) == len(b.d.pattern) && c.used < b.used {
+				continue
+			}
+		}
+		if s.matches(c.d.pattern, path) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	d := cands[best].d
+	s.mu.Lock()
+	if s.entries[dictKey{d.origin, d.pattern}] == d {
+		s.lru.MoveToFront(d.elem)
+		s.clock++
+		d.used = s.clock
+	}
+	s.mu.Unlock()
+	// A dictionary dropped meanwhile is still offered: it is immutable.
+	return d
+}
+
+// candidates appends origin's fresh dictionaries to dst, dropping the
+// expired ones.
+func (s *clientDictStore) candidates(origin string, now time.Time, dst []candidate) []candidate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var best *clientDict
 	ds := s.origins[origin]
 	for i := 0; i < len(ds); {
 		d := ds[i]
@@ -261,33 +322,57 @@ func (s *clientDictStore) match(req *http.Request, now time.Time) *clientDict {
 			continue
 		}
 		i++
-		if best != nil && (len(d.pattern) < len(best.pattern) || len(d.pattern) == len(best.pattern) && d.used < best.used) {
-			continue
-		}
-		if matchPath(d.pattern, path) {
-			best = d
-		}
+		dst = append(dst, candidate{d, d.used})
 	}
-	if best != nil {
-		s.lru.MoveToFront(best.elem)
-		s.clock++
-		best.used = s.clock
+	return dst
+}
+
+// reserve takes n bytes of the budget for a capture in flight that will
+// replace the dictionary stored under key, if any. It makes room by
+// dropping that dictionary first, then the least recently used ones. It
+// reports false, taking nothing, when the captures in flight would hold
+// more than the budget.
+func (s *clientDictStore) reserve(key dictKey, n int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reserved+n > s.budget {
+		return false
 	}
-	return best
+	if old := s.entries[key]; old != nil && s.used+s.reserved+n > s.budget {
+		s.removeLocked(old)
+	}
+	for s.used+s.reserved+n > s.budget && s.lru.Len() > 0 {
+		s.removeLocked(s.lru.Back().Value.(*clientDict))
+	}
+	s.reserved += n
+	return true
+}
+
+// unreserve gives back n bytes reserve took.
+func (s *clientDictStore) unreserve(n int64) {
+	if n == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.reserved -= n
+	s.mu.Unlock()
 }
 
 // add stores d, replacing a dictionary with the same origin and pattern,
 // dropping its origin's least recently used one when the origin has
 // maxDictionariesPerOrigin, and dropping the least recently used ones until
 // the budget holds it. A dictionary that costs more than the whole budget is
-// not stored.
-func (s *clientDictStore) add(d *clientDict) {
+// not stored. held is what a capture reserved for d's data: it is given
+// back as d is charged, under the one lock, so the two are never counted
+// at once.
+func (s *clientDictStore) add(d *clientDict, held int64) {
 	cost := d.cost()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reserved -= held
 	if cost > s.budget || len(d.data) == 0 {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if old := s.entries[dictKey{d.origin, d.pattern}]; old != nil {
 		s.removeLocked(old)
 	}
@@ -300,7 +385,10 @@ func (s *clientDictStore) add(d *clientDict) {
 		}
 		s.removeLocked(oldest)
 	}
-	for s.used+cost > s.budget {
+	for s.used+s.reserved+cost > s.budget {
+		if s.lru.Len() == 0 {
+			return // the captures in flight hold the room
+		}
 		s.removeLocked(s.lru.Back().Value.(*clientDict))
 	}
 	s.clock++
@@ -358,8 +446,8 @@ func origin(scheme, host string) string {
 }
 
 // dictOffer describes the dictionary a response asks to become: what
-// Use-As-Dictionary said, resolved against the response's URL, and how long
-// it stays fresh.
+// Use-As-Dictionary said, resolved against the response's URL, and until
+// when it is kept: while fresh, for maxAge at most.
 type dictOffer struct {
 	origin  string
 	pattern string
@@ -371,8 +459,11 @@ type dictOffer struct {
 // false when it asks for nothing, asks with an invalid or unsupported
 // Use-As-Dictionary or with a match pattern longer than maxDictionaryMatch
 // once resolved, is not a 200, or is not fresh (RFC 9842 §2.1: the
-// dictionary lives as long as the response is fresh).
-func offerOf(req *http.Request, resp *http.Response, now time.Time) (dictOffer, bool) {
+// dictionary lives as long as the response is fresh). It is kept for maxAge
+// at most, however long the response says it stays fresh: a dictionary
+// identifies the client to its origin as a cookie would (see
+// Transport.DictionaryMaxAge).
+func offerOf(req *http.Request, resp *http.Response, now time.Time, maxAge time.Duration) (dictOffer, bool) {
 	values := resp.Header.Values("Use-As-Dictionary")
 	if len(values) == 0 || resp.StatusCode != http.StatusOK || req.URL == nil {
 		return dictOffer{}, false
@@ -390,7 +481,7 @@ func offerOf(req *http.Request, resp *http.Response, now time.Time) (dictOffer, 
 	if !ok {
 		return dictOffer{}, false
 	}
-	return dictOffer{origin: origin, pattern: pattern, id: u.id, expires: now.Add(life)}, true
+	return dictOffer{origin: origin, pattern: pattern, id: u.id, expires: now.Add(min(life, maxAge))}, true
 }
 
 // useAsField is a parsed Use-As-Dictionary field.
@@ -742,39 +833,88 @@ func freshness(h http.Header, now time.Time) (time.Duration, bool) {
 }
 
 // dictCapture keeps the decoded bytes of a response that asked to become a
-// dictionary, and stores them when the body has been read to its end. A
-// body cut short, failed or larger than the store's budget stores nothing.
+// dictionary, and stores them when the body has been read to its end. Its
+// buffer is reserved from the store's budget as it grows, by doubling; a
+// body longer than the store's maxCapture, or one that finds no room, is
+// no longer captured (the response itself is read as usual), and neither
+// is one cut short or failed. Read and Close may race, so a mutex guards
+// it.
 type dictCapture struct {
 	store *clientDictStore
 	offer dictOffer
-	buf   []byte
-	over  bool
+	size  int64 // the body's length when known, else -1
+
+	mu   sync.Mutex
+	buf  []byte
+	held int64 // the bytes reserved for buf: its capacity
+	done bool  // stored or given up: capture nothing more
 }
 
+// minCaptureBuffer is the first buffer a capture reserves: a dictionary is
+// seldom smaller.
+const minCaptureBuffer = 4 << 10
+
 func (c *dictCapture) write(p []byte) {
-	if c.over {
+	if len(p) == 0 {
 		return
 	}
-	if int64(len(c.buf)+len(p)) > c.store.budget {
-		c.over, c.buf = true, nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
 		return
+	}
+	need := int64(len(c.buf)) + int64(len(p))
+	if need > int64(cap(c.buf)) {
+		if need > c.store.maxCapture {
+			c.abandonLocked()
+			return
+		}
+		size := min(max(need, 2*int64(cap(c.buf)), minCaptureBuffer), c.store.maxCapture)
+		if c.size >= need && c.size <= c.store.maxCapture {
+			size = c.size // the whole body at once
+		}
+		if !c.store.reserve(dictKey{c.offer.origin, c.offer.pattern}, size-c.held) {
+			c.abandonLocked()
+			return
+		}
+		grown := make([]byte, len(c.buf), size)
+		copy(grown, c.buf)
+		c.buf, c.held = grown, size
 	}
 	c.buf = append(c.buf, p...)
 }
 
+// abandon stops the capture and gives its reservation back; it is what
+// Close, a failed Read and the cleanup of a body dropped unclosed call.
+func (c *dictCapture) abandon() {
+	c.mu.Lock()
+	c.abandonLocked()
+	c.mu.Unlock()
+}
+
+func (c *dictCapture) abandonLocked() {
+	c.done, c.buf = true, nil
+	c.store.unreserve(c.held)
+	c.held = 0
+}
+
+// finish stores what was captured, at the end of the body.
 func (c *dictCapture) finish() {
-	if c.over || len(c.buf) == 0 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done || len(c.buf) == 0 {
+		c.abandonLocked()
 		return
 	}
 	data := c.buf
 	if cap(data)-len(data) > len(data)/8 {
-		// The room append left is charged too: copy it away when large.
+		// The room doubling left is charged too: copy it away when large.
 		data = bytes.Clone(data)
 	}
 	// The strings are cloned: each may be a substring of a longer one (a
 	// match given as a full URL keeps only its path, after a user part an
 	// attacker may make 2 KiB long), which the store would otherwise keep
-	// whole while charging only the substring (review7).
+	// whole while charging only the substring.
 	d := &clientDict{
 		origin:  strings.Clone(c.offer.origin),
 		pattern: strings.Clone(c.offer.pattern),
@@ -783,6 +923,7 @@ func (c *dictCapture) finish() {
 		hash:    sha256.Sum256(data),
 		expires: c.offer.expires,
 	}
-	c.buf, c.over = nil, true
-	c.store.add(d)
+	held := c.held
+	c.buf, c.held, c.done = nil, 0, true
+	c.store.add(d, held)
 }

@@ -223,7 +223,7 @@ func TestClientDictEntryOverheadCoversItsMemory(t *testing.T) {
 
 	const n = 20000
 	exp := time.Now().Add(time.Hour)
-	s := newClientDictStore(1 << 40)
+	s := newClientDictStore(1<<40, time.Hour)
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -233,7 +233,7 @@ func TestClientDictEntryOverheadCoversItsMemory(t *testing.T) {
 			pattern: fmt.Sprintf("/app/%d/*", i),
 			data:    make([]byte, 128),
 			expires: exp,
-		})
+		}, 0)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -390,10 +390,11 @@ func dictionaryOffers(t *testing.T, store int64, paths ...string) []string {
 
 func TestTransportDictionaryStoreIsLRUWithinBudget(t *testing.T) {
 	size := int64(len(pollJSON(1)))
-	got := dictionaryOffers(t, 2*size+size/2, "/a", "/b", "/a", "/c", "/b") // room for two
-	// /a stored (1); /b stored (2); /a offers 1 and is replaced by 3; /c
-	// evicts the least recently used, /b; /b then offers nothing.
-	want := []string{"/a ", "/b ", "/a " + availableDictionary(pollJSON(1)), "/c ", "/b "}
+	// Room for four, each within the quarter of the budget one may take.
+	got := dictionaryOffers(t, 4*size+8<<10, "/a", "/b", "/c", "/d", "/a", "/e", "/b")
+	// /a, /b, /c, /d stored (1 to 4); /a offers 1 and is replaced by 5;
+	// /e evicts the least recently used, /b; /b then offers nothing.
+	want := []string{"/a ", "/b ", "/c ", "/d ", "/a " + availableDictionary(pollJSON(1)), "/e ", "/b "}
 	if !slices.Equal(got, want) {
 		t.Errorf("requests offered\n%q\nwant\n%q", got, want)
 	}
