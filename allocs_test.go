@@ -1,6 +1,7 @@
 package squeeze_test
 
 import (
+	"io"
 	"math"
 	"net/http"
 	"runtime"
@@ -22,6 +23,10 @@ type allocWriter struct {
 func (w *allocWriter) Header() http.Header         { return w.h }
 func (w *allocWriter) WriteHeader(int)             {}
 func (w *allocWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+
+// WriteString is there because net/http's writers have it: a plain body
+// written with io.WriteString reaches it without a copy.
+func (w *allocWriter) WriteString(s string) (int, error) { w.n += len(s); return len(s), nil }
 
 // reusedWriter returns an allocWriter and a func that serves req through
 // h into it, cleared first, so that repeated responses count only the
@@ -163,4 +168,55 @@ func allocsPerResponse(n int, serve func()) (allocs, bytes float64) {
 		bytes = min(bytes, float64(after.TotalAlloc-before.TotalAlloc)/float64(n))
 	}
 	return allocs, bytes
+}
+
+// io.WriteString on the middleware's writer costs no more than Write: the
+// writer has WriteString, which passes the string on without copying it,
+// whether the body is held back and encoded or goes out plain.
+func TestWriteStringAllocatesNoMoreThanWrite(t *testing.T) {
+	if squeeze.RaceEnabled {
+		t.Skip("sync.Pool drops Puts at random under -race")
+	}
+	if testing.Short() {
+		t.Skip("allocation counts need warm pools")
+	}
+	chunk := string(textBody(11, 200))
+	chunkBytes := []byte(chunk)
+	ct := []string{"text/plain; charset=utf-8"}
+	handlers := map[string]http.HandlerFunc{
+		"Write": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header()["Content-Type"] = ct
+			for range 10 {
+				_, _ = w.Write(chunkBytes)
+			}
+		},
+		"WriteString": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header()["Content-Type"] = ct
+			for range 10 {
+				_, _ = io.WriteString(w, chunk)
+			}
+		},
+	}
+	for _, ae := range []string{squeeze.Gzip, ""} {
+		name := ae
+		if name == "" {
+			name = "plain"
+		}
+		t.Run(name, func(t *testing.T) {
+			var allocs, bytes [2]float64
+			for i, method := range []string{"Write", "WriteString"} {
+				h := newMiddleware(t).Handler(handlers[method])
+				w, serve := reusedWriter(h, request("GET", ae))
+				serve()
+				if ce := w.h.Get("Content-Encoding"); ce != ae || w.n == 0 {
+					t.Fatalf("%s warm-up: Content-Encoding %q, %d bytes; want %q", method, ce, w.n, ae)
+				}
+				allocs[i], bytes[i] = allocsPerResponse(3200, serve)
+				t.Logf("%s, %s: %.3f allocations, %.0f bytes per response", name, method, allocs[i], bytes[i])
+			}
+			if allocs[1] > allocs[0]+0.05 || bytes[1] > bytes[0]+16 {
+				t.Errorf("%s: io.WriteString costs %.3f allocations and %.0f bytes per response, Write %.3f and %.0f", name, allocs[1], bytes[1], allocs[0], bytes[0])
+			}
+		})
+	}
 }

@@ -4,11 +4,8 @@ go 1.26.0
 
 require (
 	github.com/andybalholm/brotli v1.3.0
-	github.com/go-chi/chi/v5 v5.5.0
 	github.com/klauspost/compress v1.20.4
+	github.com/maypok86/otter/v2 v2.4.0
+	github.com/molecule-man/go-brrr v1.3.1
 	golang.org/x/sync v0.24.0
 )
-
-require github.com/molecule-man/go-brrr v1.3.1
-
-require github.com/maypok86/otter/v2 v2.4.0

@@ -2,6 +2,7 @@ package squeeze
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -218,17 +219,23 @@ func (m *Middleware) open(w http.ResponseWriter, r *http.Request, q *requestFiel
 }
 
 // close finishes the response in s, clears the pointer to the slot of hw,
-// the handlerWriter open gave with s, so that the writer goes stale,
-// clears the state, and puts the slot back. It is called once per open. If finish panics (an observer, or an
-// underlying writer aborting with [http.ErrAbortHandler]), the writer
-// still goes stale and the lock is still released, but the slot, in a
-// state no one checked, is left to the garbage collector.
+// the handlerWriter open gave with s, so that the writer goes stale (or,
+// for an untouched response, points it to the response's own slot that
+// handBack makes), clears the state, and puts the slot back. It is called
+// once per open. If finish panics (an observer, or an underlying writer
+// aborting with [http.ErrAbortHandler]), the writer still goes stale and
+// the lock is still released, but the slot, in a state no one checked, is
+// left to the garbage collector.
 func (m *Middleware) close(s *slot, hw *handlerWriter, completed bool) {
 	s.mu.Lock()
 	finished := false
 	defer func() {
 		s.served++
-		hw.s.Store(nil)
+		if s.cw.untouched {
+			hw.s.Store(handBack(&s.cw))
+		} else {
+			hw.s.Store(nil)
+		}
 		s.cw = responseWriter{}
 		s.mu.Unlock()
 		if finished {
@@ -239,20 +246,37 @@ func (m *Middleware) close(s *slot, hw *handlerWriter, completed bool) {
 	finished = true
 }
 
+// handBack returns the slot that the handlerWriter of cw, an untouched
+// response, stands for once the response has finished: the response's
+// own, never pooled, with nothing in it but the underlying writer (and
+// the request, for CloseNotify), to which everything then passes. So the
+// writes of whoever writes next through the writer the handler was given
+// (echo's error handler, behind echo.WrapMiddleware) reach this response,
+// as plain, and never a later one that reuses the pooled slot. It costs
+// an allocation, on untouched responses only.
+func handBack(cw *responseWriter) *slot {
+	s := &slot{}
+	s.cw.m, s.cw.slot, s.cw.w, s.cw.req = cw.m, s, cw.w, cw.req
+	s.cw.state = stateHandedBack
+	return s
+}
+
 // lock locks the slot and returns its responseWriter if hw is current; if
 // the response finished, it returns nil with the slot unlocked.
 func (hw *handlerWriter) lock() *responseWriter {
-	s := hw.s.Load()
-	if s == nil {
-		return nil
-	}
-	s.mu.Lock()
-	if hw.s.Load() != s {
-		// The response finished while this call waited for the lock.
+	for {
+		s := hw.s.Load()
+		if s == nil {
+			return nil
+		}
+		s.mu.Lock()
+		if hw.s.Load() == s {
+			return &s.cw
+		}
+		// The response finished while this call waited for the lock:
+		// the writer went stale, or was handed back (close), once.
 		s.mu.Unlock()
-		return nil
 	}
-	return &s.cw
 }
 
 // unlock unlocks the slot of a current hw, locked by lock.
@@ -293,6 +317,40 @@ func (hw *handlerWriter) Write(p []byte) (int, error) {
 	}
 	defer hw.unlock()
 	return cw.write(p)
+}
+
+// WriteString is Write for a string, without copying it: io.WriteString
+// calls it.
+func (hw *handlerWriter) WriteString(s string) (int, error) {
+	cw := hw.lock()
+	if cw == nil {
+		return 0, errFinished
+	}
+	defer hw.unlock()
+	return cw.writeString(s)
+}
+
+// CloseNotify returns a channel that receives true, and is then closed,
+// when the request's context ends: the client went away, or the server is
+// done with the request. It implements [http.CloseNotifier], deprecated
+// but still asserted by frameworks (gin's Context.Stream); new code should
+// watch the request's context. Each call costs a channel and a
+// [context.AfterFunc], and nothing is spent on responses that never call it.
+func (hw *handlerWriter) CloseNotify() <-chan bool {
+	ch := make(chan bool, 1)
+	notify := func() {
+		ch <- true
+		close(ch)
+	}
+	cw := hw.lock()
+	if cw == nil {
+		notify() // the response is over
+		return ch
+	}
+	ctx := cw.req.Context()
+	hw.unlock()
+	context.AfterFunc(ctx, notify)
+	return ch
 }
 
 // Flush commits the decision, sends what is buffered, flushes the encoder
@@ -377,7 +435,8 @@ func (hw *handlerWriter) readHeld(src io.Reader) (total int64, state writerState
 	defer hw.unlock()
 	total, err = cw.readHeld(src)
 	state = cw.state
-	return total, state, state == statePlain && !cw.remembering(), cw.w, cw.m.buffers, err
+	direct = state == statePlain && !cw.remembering() || state == stateHandedBack
+	return total, state, direct, cw.w, cw.m.buffers, err
 }
 
 // quiet stops the response being reported to m's observer if m is the

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
@@ -250,6 +251,10 @@ const (
 	stateHijacked
 	// stateFinished means the handler returned; later writes fail.
 	stateFinished
+	// stateHandedBack is the state of the slot a handlerWriter stands
+	// for once an untouched response finished (see handBack): everything
+	// passes straight to the underlying writer.
+	stateHandedBack
 )
 
 // errFinished is returned by writes, flushes, copies and hijacks made after
@@ -326,6 +331,10 @@ type responseWriter struct {
 	// was committed, an API handler's commonest: there is no Vary, ETag
 	// or Accept-Ranges to look up.
 	bare bool
+	// untouched is set when the handler returned without choosing a
+	// status or writing a byte: finish then makes the header edits but
+	// sends nothing, and the response is handed back (see leaveUntouched).
+	untouched bool
 }
 
 // afterStatus holds the header as it was when the status was chosen, since
@@ -380,6 +389,10 @@ func (cw *responseWriter) header() http.Header {
 // writeHeader records the final status and decides what it can: the
 // header goes out once the verdict is known. 1xx responses go out at once.
 func (cw *responseWriter) writeHeader(code int) {
+	if cw.state == stateHandedBack {
+		cw.w.WriteHeader(code)
+		return
+	}
 	if cw.state != stateWaiting || cw.status != 0 {
 		// The first final status wins, as in net/http; 1xx after it are
 		// dropped rather than sent in the middle of a body.
@@ -404,30 +417,76 @@ func (cw *responseWriter) begin() {
 // write holds p back while the verdict waits, then passes the body on.
 func (cw *responseWriter) write(p []byte) (int, error) {
 	if cw.state == stateWaiting {
-		cw.begin()
-	}
-	if cw.state == stateWaiting {
-		held := cw.buffered()
-		if cw.hdr.declared >= 0 && int64(len(held)+len(p)) > cw.hdr.declared && !cw.head {
-			return 0, http.ErrContentLength
+		held, err := cw.hold(p)
+		if err != nil {
+			return 0, err
 		}
-		if len(held)+len(p) > cw.m.buffers.Size() {
-			if err := cw.advance(atOverflow, p); err != nil {
-				return 0, err
-			}
-		} else {
-			if cw.buf == nil {
-				cw.buf = cw.getBuffer()
-			}
-			*cw.buf = append(*cw.buf, p...)
-			if cw.need == needBytes && len(*cw.buf) >= sniffLen {
-				if err := cw.advance(atWrite, nil); err != nil {
-					return 0, err
-				}
-			}
+		if held {
 			return len(p), nil
 		}
 	}
+	return cw.pass(p)
+}
+
+// writeString is write for a string, which it does not copy: the held
+// back buffer, the dictionary being collected and the encoders copy or
+// only read its bytes, and a plain body goes to the underlying writer's
+// own WriteString (io.WriteString), which is given the string itself.
+func (cw *responseWriter) writeString(s string) (int, error) {
+	p := unsafe.Slice(unsafe.StringData(s), len(s))
+	if cw.state == stateWaiting {
+		held, err := cw.hold(p)
+		if err != nil {
+			return 0, err
+		}
+		if held {
+			return len(s), nil
+		}
+	}
+	switch cw.state {
+	case statePlain:
+		if cw.remembering() {
+			cw.teeDictionary(p)
+		}
+		n, err := io.WriteString(cw.w, s)
+		cw.sent += int64(n)
+		return n, err
+	case stateHandedBack:
+		return io.WriteString(cw.w, s)
+	}
+	return cw.pass(p)
+}
+
+// hold is the part of a write made while the verdict waits: it holds p
+// back and reports true when p fits in the buffer, and otherwise asks for
+// the verdict that p must then go through. On an error, nothing of p was
+// taken.
+func (cw *responseWriter) hold(p []byte) (bool, error) {
+	cw.begin()
+	if cw.state != stateWaiting {
+		return false, nil
+	}
+	held := cw.buffered()
+	if cw.hdr.declared >= 0 && int64(len(held)+len(p)) > cw.hdr.declared && !cw.head {
+		return false, http.ErrContentLength
+	}
+	if len(held)+len(p) > cw.m.buffers.Size() {
+		return false, cw.advance(atOverflow, p)
+	}
+	if cw.buf == nil {
+		cw.buf = cw.getBuffer()
+	}
+	*cw.buf = append(*cw.buf, p...)
+	if cw.need == needBytes && len(*cw.buf) >= sniffLen {
+		if err := cw.advance(atWrite, nil); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// pass passes p on through the committed path.
+func (cw *responseWriter) pass(p []byte) (int, error) {
 	if cw.remembering() && (cw.state == statePlain || cw.state == stateEncoding || cw.state == stateDiscarding) {
 		cw.teeDictionary(p) // a body to remember as a dictionary
 	}
@@ -452,6 +511,8 @@ func (cw *responseWriter) write(p []byte) (int, error) {
 		return 0, http.ErrHijacked
 	case stateFinished:
 		return 0, errFinished
+	case stateHandedBack:
+		return cw.w.Write(p)
 	}
 	// stateSent: a whole body goes out only as the handler returns, and
 	// finish runs under the slot's lock until the state is stateFinished,
@@ -699,7 +760,9 @@ func (cw *responseWriter) restoreHeader(h http.Header) {
 // trailers that restoreHeader held out, for net/http to send after the
 // body.
 func (cw *responseWriter) sendHeader(h http.Header) {
-	cw.w.WriteHeader(cw.status)
+	if !cw.untouched {
+		cw.w.WriteHeader(cw.status)
+	}
 	if cw.after != nil {
 		for k, v := range cw.after.late {
 			h[k] = v
@@ -884,7 +947,11 @@ func copyThrough(buffers *pool.Buffers, dst io.Writer, src io.Reader) (int64, er
 func (cw *responseWriter) finish(completed bool) {
 	if !completed {
 		cw.releaseEncoder()
+		cw.untouched = cw.state == stateWaiting && cw.status == 0
 	} else {
+		if cw.state == stateWaiting && cw.status == 0 {
+			cw.leaveUntouched()
+		}
 		if cw.state == stateWaiting {
 			cw.begin()
 		}
@@ -909,6 +976,21 @@ func (cw *responseWriter) finish(completed bool) {
 		}
 		cw.state = stateFinished
 	}
+}
+
+// leaveUntouched makes the header edits of a response whose handler
+// returned without choosing a status or writing a byte, decided as the
+// empty 200 it would be (Vary, for one), and sends nothing: in net/http the
+// implicit 200 is the server's, once the outermost handler has returned.
+// Until then the response belongs to whoever writes next: a handler
+// around the middleware, or one that writes through the writer the
+// handler was given once it returned (echo's error handler, behind
+// echo.WrapMiddleware), which close hands back the response for.
+func (cw *responseWriter) leaveUntouched() {
+	cw.untouched = true
+	cw.status = http.StatusOK
+	cw.hdr = cw.readFields(cw.w.Header())
+	_ = cw.advance(atEnd, nil)
 }
 
 // endStream completes an encoded stream, or, when the body did not match

@@ -181,3 +181,61 @@ func TestReadFrom(t *testing.T) {
 		})
 	}
 }
+
+// The writer is an http.CloseNotifier, as net/http's is (gin's
+// Context.Stream asserts it): its channel receives true when the client
+// goes away mid-stream, and a channel asked for once the response has
+// finished is ready at once.
+func TestCloseNotifyReportsTheClientGone(t *testing.T) {
+	notified := make(chan bool, 2)
+	var finished http.ResponseWriter
+	h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/finished" {
+			finished = w
+			return
+		}
+		cn, ok := w.(http.CloseNotifier)
+		if !ok {
+			http.Error(w, "the writer is no http.CloseNotifier", http.StatusInternalServerError)
+			return
+		}
+		gone := cn.CloseNotify()
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: first\n\n")
+		_ = http.NewResponseController(w).Flush()
+		select {
+		case v := <-gone:
+			notified <- v
+		case <-time.After(10 * time.Second):
+			notified <- false
+		}
+	}))
+	forEachProtocolQuiet(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/stream", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK {
+			raw, _ := io.ReadAll(res.Body)
+			t.Fatalf("%d %s", res.StatusCode, raw)
+		}
+		if _, err := res.Body.Read(make([]byte, 1)); err != nil {
+			t.Fatalf("reading the first event: %v", err)
+		}
+		cancel()
+		res.Body.Close()
+		if !<-notified {
+			t.Error("CloseNotify's channel did not receive true within 10s of the client leaving")
+		}
+
+		fetch(t, c, srv.URL+"/finished", "gzip")
+		select {
+		case <-finished.(http.CloseNotifier).CloseNotify():
+		case <-time.After(10 * time.Second):
+			t.Error("CloseNotify on a finished response's writer did not report it")
+		}
+	})
+}
