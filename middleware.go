@@ -75,7 +75,7 @@ func New(opts ...Option) (*Middleware, error) {
 	}
 	m := &Middleware{
 		minSize: c.minSize,
-		types:   compileTypes(c.contentTypes),
+		types:   compileTypesExcept(c.contentTypes, c.exceptTypes),
 		observe: c.observe,
 		cache:   c.cache,
 	}
