@@ -123,12 +123,12 @@ func TestWithoutContentTypesExcludes(t *testing.T) {
 	} {
 		m := newMiddleware(t, opts...)
 		for ct, want := range map[string]string{
-			"application/octet-stream":            "gzip",
-			"text/html; charset=utf-8":            "gzip",
-			"video/mp4":                           "gzip",
-			"image/png":                           "",
-			"IMAGE/BMP":                           "",
-			"application/zip":                     "",
+			"application/octet-stream":           "gzip",
+			"text/html; charset=utf-8":           "gzip",
+			"video/mp4":                          "gzip",
+			"image/png":                          "",
+			"IMAGE/BMP":                          "",
+			"application/zip":                    "",
 			"application/ld+json; charset=utf-8": "",
 		} {
 			rec := serve(m.Handler(writeText(ct, body, 0)), http.MethodGet, "gzip")
