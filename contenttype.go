@@ -2,6 +2,7 @@ package squeeze
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -57,14 +58,24 @@ type typePattern struct {
 	sub string // "*" for any; the suffix with its "+" ("+json") when suffix is set
 	// suffix is set for a structured-suffix pattern, "type/*+suffix".
 	suffix bool
+	// except is set for a pattern of WithoutContentTypes: a type it
+	// matches is not compressed.
+	except bool
 }
 
 // compileTypes takes the lower-case patterns apart.
 func compileTypes(patterns []string) []typePattern {
-	out := make([]typePattern, 0, len(patterns))
-	for _, p := range patterns {
+	return compileTypesExcept(patterns, nil)
+}
+
+// compileTypesExcept takes apart the patterns to compress and, before
+// them, the patterns not to compress, so that matchTypes meets an
+// exclusion first.
+func compileTypesExcept(patterns, except []string) []typePattern {
+	out := make([]typePattern, 0, len(except)+len(patterns))
+	for i, p := range append(slices.Clone(except), patterns...) {
 		typ, sub, _ := strings.Cut(p, "/")
-		tp := typePattern{typ: typ, sub: sub}
+		tp := typePattern{typ: typ, sub: sub, except: i < len(except)}
 		if rest, ok := strings.CutPrefix(sub, "*+"); ok {
 			tp.sub, tp.suffix = "+"+rest, true
 		}
@@ -74,7 +85,8 @@ func compileTypes(patterns []string) []typePattern {
 }
 
 // matchTypes reports whether the Content-Type value ct (parameters allowed)
-// matches one of the compiled patterns. It does not allocate.
+// matches one of the compiled patterns, and no exclusion before it. It
+// does not allocate.
 func matchTypes(patterns []typePattern, ct string) bool {
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
@@ -90,13 +102,13 @@ func matchTypes(patterns []typePattern, ct string) bool {
 		}
 		switch {
 		case p.sub == "*":
-			return true
+			return !p.except
 		case p.suffix:
 			if len(sub) > len(p.sub) && equalFold(sub[len(sub)-len(p.sub):], p.sub) {
-				return true
+				return !p.except
 			}
 		case equalFold(p.sub, sub):
-			return true
+			return !p.except
 		}
 	}
 	return false

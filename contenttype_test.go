@@ -112,3 +112,64 @@ func TestSniffsMissingContentType(t *testing.T) {
 		})
 	}
 }
+
+// WithoutContentTypes excludes types from the list to compress, whichever
+// the order of the options, and leaves the others compressed.
+func TestWithoutContentTypesExcludes(t *testing.T) {
+	body := textBody(3, 4096)
+	for _, opts := range [][]squeeze.Option{
+		{squeeze.WithContentTypes("*/*"), squeeze.WithoutContentTypes("image/*", "application/zip", "*/*+json")},
+		{squeeze.WithoutContentTypes("image/*", "application/zip", "*/*+json"), squeeze.WithContentTypes("*/*")},
+	} {
+		m := newMiddleware(t, opts...)
+		for ct, want := range map[string]string{
+			"application/octet-stream":           "gzip",
+			"text/html; charset=utf-8":           "gzip",
+			"video/mp4":                          "gzip",
+			"image/png":                          "",
+			"IMAGE/BMP":                          "",
+			"application/zip":                    "",
+			"application/ld+json; charset=utf-8": "",
+		} {
+			rec := serve(m.Handler(writeText(ct, body, 0)), http.MethodGet, "gzip")
+			if got := rec.Header().Get("Content-Encoding"); got != want {
+				t.Errorf("%s: Content-Encoding %q, want %q", ct, got, want)
+			}
+			if got := m.Compresses(ct); got != (want != "") {
+				t.Errorf("Compresses(%q) = %v", ct, got)
+			}
+		}
+	}
+}
+
+// The default list names the formats that compress, binary ones among
+// them, which gzhttp's exclusion list compresses too; it leaves out
+// application/octet-stream, which names no format (downloads), and formats
+// compressed inside.
+func TestDefaultContentTypesCoverCompressibleFormats(t *testing.T) {
+	body := textBody(4, 4096)
+	h := squeeze.Handler
+	for ct, want := range map[string]string{
+		"application/x-protobuf":   "gzip",
+		"application/protobuf":     "gzip",
+		"application/msgpack":      "gzip",
+		"application/x-msgpack":    "gzip",
+		"application/vnd.msgpack":  "gzip",
+		"text/csv":                 "gzip",
+		"application/csv":          "gzip",
+		"application/sql":          "gzip",
+		"application/graphql":      "gzip",
+		"image/bmp":                "gzip",
+		"image/x-icon":             "gzip",
+		"image/vnd.microsoft.icon": "gzip",
+		"application/octet-stream": "",
+		"image/png":                "",
+		"font/woff2":               "",
+		"application/zip":          "",
+	} {
+		rec := serve(h(writeText(ct, body, 0)), http.MethodGet, "gzip")
+		if got := rec.Header().Get("Content-Encoding"); got != want {
+			t.Errorf("%s: Content-Encoding %q, want %q", ct, got, want)
+		}
+	}
+}

@@ -23,14 +23,16 @@ const (
 )
 
 // Reason says why a response went out unencoded. It is what an [Event]
-// reports as Skipped, and the one place these reasons are chosen is the
-// switch in decide, so what the observer counts is what the middleware did.
+// reports as Skipped, and the reasons are chosen in one place, the
+// middleware's compress-or-not decision, so what the observer counts is
+// what the middleware did.
 // [ReasonNone] goes with an encoded response; every other value names why a
 // response that squeeze handled was sent as the handler wrote it.
 type Reason uint8
 
-// The reasons a response goes out unencoded. New reasons are added before
-// reasonCount; their String is a stable name for metrics.
+// The reasons a response goes out unencoded. A new reason is added after
+// the others, so that no value changes; each one's String is a stable name
+// for metrics.
 const (
 	// ReasonNone: the response was encoded (or is not decided yet).
 	ReasonNone Reason = iota

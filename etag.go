@@ -182,7 +182,7 @@ func addPlainTags(lines []string, weakToo bool, suffixOf func(opaque string) str
 // [http.ServeContent] drops its Content-Type: the tag is suffixed only when
 // the handler declared a type to compress, and never when it already ends
 // like a coded tag (a handler that encodes for itself, such as a
-// [FileServer] behind a Middleware, sends its 304 with the tag of its
+// [Middleware.FileServer] behind a Middleware, sends its 304 with the tag of its
 // encoded 200). Otherwise the handler's tag goes out as it is. Vary, by
 // contrast, is added where unsure (notModifiedVaries): one too many costs
 // a cache some sharing, a wrong tag a revalidation.

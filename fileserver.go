@@ -854,15 +854,20 @@ func (s *fileServer) bestLevel(coding string) int {
 // BestLevel returns the level squeeze's precompression uses for coding:
 // the highest the codec has ([writers.Levels]), except zstd at 19, as the
 // zstd command line's highest level without --ultra (klauspost/compress
-// runs 10 to 22 alike). It returns 0 for a coding it does not know.
+// runs 10 to 22 alike). It reads coding as [WithEncodings] and [WithLevel]
+// do: case-insensitively, "x-gzip" meaning gzip. For a coding it does not
+// know ("identity", "dcz", a typo) it returns -1, a level that no coding
+// takes, so that passing it on to [WithLevel] or [writers.NewEncoder] is
+// an error rather than a valid level of another coding.
 func BestLevel(coding string) int {
-	if coding == Zstd {
+	canonical, ok := writers.Canonical(coding)
+	if !ok {
+		return -1
+	}
+	if canonical == Zstd {
 		return 19
 	}
-	r, err := writers.Levels(coding)
-	if err != nil {
-		return 0
-	}
+	r, _ := writers.Levels(canonical)
 	return r.Max
 }
 

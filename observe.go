@@ -58,8 +58,8 @@ type Event struct {
 	// coding decoded, as Content-Encoding named it ("gzip", or "gzip, br"
 	// for stacked codings, in the order applied).
 	Coding string
-	// Skipped says why a response went out unencoded: one of the reasons
-	// decide chooses, [ReasonTooSmall], [ReasonContentType] and so on. It
+	// Skipped says why a response went out unencoded: [ReasonTooSmall],
+	// [ReasonContentType] or another [Reason]. It
 	// is [ReasonNone] for an encoded response and for a request body.
 	Skipped Reason
 	// In is the number of plain bytes: the body the handler wrote, or the
@@ -76,7 +76,7 @@ type Event struct {
 	// finding out.
 	Elapsed time.Duration
 	// Cached is set when the encoded bytes were not encoded for this
-	// response: they came from the [Cache], or from a [FileServer]'s
+	// response: they came from the [Cache], or from a [Middleware.FileServer]'s
 	// precompressed sibling file or its store of encoded files. Such a
 	// response is not a skip, so Coding is set and Skipped is ReasonNone.
 	Cached bool
@@ -156,7 +156,7 @@ func (b *decodedBody) report() {
 	b.observe(e)
 }
 
-// Counters aggregates [Event]s into the counters Envoy's compressor and
+// Counters aggregates each [Event] into the counters Envoy's compressor and
 // decompressor filters keep, per content coding, with the reasons responses
 // went out unencoded. Pass its Observe method to [WithObserver]. The zero
 // value is ready to use; Counters is safe for concurrent use (each counter

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"expvar"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -693,4 +698,80 @@ func BenchmarkObserver(b *testing.B) {
 			})
 		}
 	}
+}
+
+// The README's table of reasons gives every Reason's Go name and its
+// label, the String that the counters export, and nothing else.
+func TestReadmeReasonTableMatchesEveryReason(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "| `Reason` | label |")
+	if section == "" {
+		t.Fatal("README.md has no table with the header | `Reason` | label |")
+	}
+	table := map[string]string{}
+	var order []string
+	for i, line := range strings.Split(section, "\n")[1:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(line, "|")
+		if i == 0 || len(cells) < 3 {
+			continue // the delimiter row
+		}
+		name := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		table[name] = strings.Trim(strings.TrimSpace(cells[2]), "`")
+		order = append(order, name)
+	}
+	// The Go names, in the order of their values (iota), from the source.
+	goNames := reasonConstNames(t)
+	var want []string
+	for r := squeeze.Reason(0); !strings.HasPrefix(r.String(), "Reason("); r++ {
+		if int(r) >= len(goNames) {
+			t.Fatalf("Reason %d (%q) has no constant", r, r)
+		}
+		name := goNames[r]
+		want = append(want, name)
+		if got, ok := table[name]; !ok {
+			t.Errorf("README.md's reason table has no row for %s (label %q)", name, r.String())
+		} else if got != r.String() {
+			t.Errorf("README.md gives %s the label %q; its String is %q", name, got, r.String())
+		}
+	}
+	if !slices.Equal(order, want) {
+		t.Errorf("README.md's reason table lists\n%v\nwant, in the order of their values,\n%v", order, want)
+	}
+}
+
+// reasonConstNames returns the exported constants of type Reason in the
+// order they are declared, which is the order of their values.
+func reasonConstNames(t *testing.T) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "decide.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "Reason" || len(names) > 0 && vs.Type == nil && len(vs.Values) == 0 {
+				for _, n := range vs.Names {
+					if n.IsExported() {
+						names = append(names, n.Name)
+					}
+				}
+			}
+		}
+		if len(names) > 0 {
+			break
+		}
+	}
+	return names
 }

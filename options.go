@@ -31,10 +31,20 @@ const (
 func DefaultEncodings() []string { return []string{Zstd, Brotli, Gzip} }
 
 // DefaultContentTypes returns the media-type patterns compressed when
-// [WithContentTypes] is not given: text, JSON, JavaScript, XML, SVG, wasm,
-// uncompressed font formats and the +json and +xml structured suffixes.
-// Images, audio, video, archives and woff/woff2 (compressed inside) are not
-// listed, so they pass through.
+// [WithContentTypes] is not given: text (CSV among it), JSON, JavaScript,
+// XML, SVG, wasm, YAML, TOML, SQL, GraphQL, the binary but uncompressed
+// formats protobuf, MessagePack, BMP and ICO, uncompressed font formats and
+// the +json and +xml structured suffixes.
+//
+// It is a list of formats known to compress, not of formats known not to:
+// images, audio, video, archives and woff/woff2 (compressed inside) are not
+// listed, so they pass through. Nor is application/octet-stream, which
+// names no format: it is what downloads (archives, installers, disk images)
+// are served as, and compressing one past the buffer spends CPU on bytes
+// that do not shrink and drops its Content-Length, which a download's
+// progress needs. List it with [WithContentTypes] where it names
+// compressible data, or allow everything and exclude with
+// [WithoutContentTypes].
 func DefaultContentTypes() []string {
 	return []string{
 		"text/*",
@@ -43,6 +53,10 @@ func DefaultContentTypes() []string {
 		"application/xml", "*/*+xml", // *+xml covers image/svg+xml and application/xhtml+xml
 		"application/wasm",
 		"application/yaml", "application/x-yaml", "application/toml",
+		"application/csv", "application/sql", "application/graphql",
+		"application/protobuf", "application/x-protobuf",
+		"application/msgpack", "application/x-msgpack", "application/vnd.msgpack",
+		"image/bmp", "image/x-ms-bmp", "image/x-icon", "image/vnd.microsoft.icon",
 		"font/ttf", "font/otf", "application/x-font-ttf", "application/x-font-otf",
 		"application/vnd.ms-fontobject",
 	}
@@ -61,6 +75,7 @@ type config struct {
 	minSize             int
 	bufferSize          int
 	contentTypes        []string
+	exceptTypes         []string // WithoutContentTypes
 	maxDecompressedSize int64
 	noRequestDecoding   bool
 	decoderMemory       int64
@@ -80,7 +95,10 @@ type config struct {
 // configured ([WithDictionaryMatch], [WithDictionary]) and win over the
 // others when a client can use one. Without WithEncodings both are offered,
 // dcz first; a list that names neither turns dictionary compression off,
-// and one listing DCB before DCZ prefers dcb.
+// and one listing DCB before DCZ prefers dcb. A list of dictionary codings
+// alone is an error: a client holds a dictionary only after a response in
+// another coding (or plain) gave it one, and a response whose client holds
+// none would never be compressed.
 func WithEncodings(codings ...string) Option {
 	return func(c *config) error {
 		call := fmt.Sprintf("WithEncodings(%s)", quoteList(codings))
@@ -97,14 +115,19 @@ func WithEncodings(codings ...string) Option {
 		if err != nil {
 			return err
 		}
-		c.encodings, c.dictCodings = nil, nil
+		var encodings, dictCodings []string
 		for _, coding := range list {
 			if coding == DCZ || coding == DCB {
-				c.dictCodings = append(c.dictCodings, coding)
+				dictCodings = append(dictCodings, coding)
 			} else {
-				c.encodings = append(c.encodings, coding)
+				encodings = append(encodings, coding)
 			}
 		}
+		if len(encodings) == 0 {
+			return fmt.Errorf("squeeze: %s: dcz and dcb need a fallback coding: a client holds a "+
+				"dictionary only after a response sent in another coding; list zstd, br, gzip or deflate too", call)
+		}
+		c.encodings, c.dictCodings = encodings, dictCodings
 		return nil
 	}
 }
@@ -159,10 +182,17 @@ func unknownCodingWant(call, name, want string) error {
 }
 
 // notOfferedError reports a WithLevel for a coding that the WithEncodings
-// list (or the default list) leaves out.
+// list (or the default list) leaves out, and spells out the WithEncodings
+// call that would offer it.
 func notOfferedError(coding string, level int, offered []string) error {
-	return fmt.Errorf("squeeze: WithLevel(%q, %d): %s is not offered (the codings offered are %s; add it with WithEncodings)",
-		coding, level, coding, strings.Join(offered, ", "))
+	names := map[string]string{Zstd: "squeeze.Zstd", Brotli: "squeeze.Brotli", Gzip: "squeeze.Gzip", Deflate: "squeeze.Deflate"}
+	var fix []string
+	for _, c := range append(slices.Clone(offered), coding) {
+		fix = append(fix, names[c])
+	}
+	return fmt.Errorf("squeeze: WithLevel(%q, %d): %s is not offered (the codings offered are %s); "+
+		"offer it with squeeze.WithEncodings(%s)",
+		coding, level, coding, strings.Join(offered, ", "), strings.Join(fix, ", "))
 }
 
 // quoteList formats items as the arguments of a call: "a", "b".
@@ -215,23 +245,53 @@ func WithBufferSize(n int) Option {
 // WithContentTypes replaces the list of media types that are compressed.
 // A pattern is "type/subtype", "type/*", or "type/*+suffix" for a structured
 // suffix such as "application/*+json"; "*" may stand for the type. Matching
-// ignores case and media-type parameters.
+// ignores case and media-type parameters. An empty list is an error: leave
+// the option out to keep [DefaultContentTypes].
 func WithContentTypes(patterns ...string) Option {
 	return func(c *config) error {
-		call := fmt.Sprintf("WithContentTypes(%s)", quoteList(patterns))
-		list, err := canonicalList(call, "pattern", patterns, func(p string) (string, error) {
-			t, err := parseTypePattern(p)
-			if err != nil {
-				return "", fmt.Errorf("squeeze: %s: %w", call, err)
-			}
-			return t, nil
-		})
+		list, err := typePatterns("WithContentTypes", patterns, "leave the option out for DefaultContentTypes()")
 		if err != nil {
 			return err
 		}
 		c.contentTypes = list
 		return nil
 	}
+}
+
+// WithoutContentTypes sets media types that are never compressed, even
+// where [WithContentTypes] (or the default list) matches them. The
+// patterns are those of WithContentTypes. It turns the allow-list into an
+// exclusion list, as gzhttp's ExceptContentTypes does:
+//
+//	squeeze.WithContentTypes("*/*"),
+//	squeeze.WithoutContentTypes("image/*", "video/*", "audio/*", "application/zip"),
+//
+// An empty list is an error.
+func WithoutContentTypes(patterns ...string) Option {
+	return func(c *config) error {
+		list, err := typePatterns("WithoutContentTypes", patterns, "leave the option out to exclude none")
+		if err != nil {
+			return err
+		}
+		c.exceptTypes = list
+		return nil
+	}
+}
+
+// typePatterns checks the patterns of the option named name; hint says what
+// to write instead of an empty list.
+func typePatterns(name string, patterns []string, hint string) ([]string, error) {
+	call := fmt.Sprintf("%s(%s)", name, quoteList(patterns))
+	if len(patterns) == 0 {
+		return nil, fmt.Errorf("squeeze: %s: needs at least one pattern (%s)", call, hint)
+	}
+	return canonicalList(call, "pattern", patterns, func(p string) (string, error) {
+		t, err := parseTypePattern(p)
+		if err != nil {
+			return "", fmt.Errorf("squeeze: %s: %w", call, err)
+		}
+		return t, nil
+	})
 }
 
 // canonicalList maps items to their canonical forms, refusing an empty list

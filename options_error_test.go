@@ -39,7 +39,15 @@ func TestNewErrorMessages(t *testing.T) {
 		{"level of an unknown coding", []squeeze.Option{squeeze.WithLevel("lzma", 1)},
 			`squeeze: WithLevel("lzma", 1): unknown coding "lzma" (want zstd, br, gzip or deflate)`, writers.ErrUnknownCoding},
 		{"level of a coding not offered", []squeeze.Option{squeeze.WithLevel(squeeze.Deflate, 6)},
-			`squeeze: WithLevel("deflate", 6): deflate is not offered (the codings offered are zstd, br, gzip; add it with WithEncodings)`, nil},
+			`squeeze: WithLevel("deflate", 6): deflate is not offered (the codings offered are zstd, br, gzip); offer it with squeeze.WithEncodings(squeeze.Zstd, squeeze.Brotli, squeeze.Gzip, squeeze.Deflate)`, nil},
+		{"level of a coding not offered by a list", []squeeze.Option{squeeze.WithEncodings(squeeze.Gzip), squeeze.WithLevel("DEFLATE", 5)},
+			`squeeze: WithLevel("deflate", 5): deflate is not offered (the codings offered are gzip); offer it with squeeze.WithEncodings(squeeze.Gzip, squeeze.Deflate)`, nil},
+		// A client holds a dictionary only after a response in another
+		// coding gave it one: dcz or dcb alone would compress nothing.
+		{"dictionary coding alone", []squeeze.Option{squeeze.WithEncodings(squeeze.DCZ)},
+			`squeeze: WithEncodings("dcz"): dcz and dcb need a fallback coding: a client holds a dictionary only after a response sent in another coding; list zstd, br, gzip or deflate too`, nil},
+		{"dictionary codings alone", []squeeze.Option{squeeze.WithEncodings("DCB", squeeze.DCZ)},
+			`squeeze: WithEncodings("DCB", "dcz"): dcz and dcb need a fallback coding: a client holds a dictionary only after a response sent in another coding; list zstd, br, gzip or deflate too`, nil},
 		{"negative min size", []squeeze.Option{squeeze.WithMinSize(-1)},
 			"squeeze: WithMinSize(-1): size must be 0 to 16777216 bytes (16 MiB)", nil},
 		// The buffer is raised to the minimum size, so a minimum beyond
@@ -51,7 +59,11 @@ func TestNewErrorMessages(t *testing.T) {
 		{"huge buffer", []squeeze.Option{squeeze.WithBufferSize(32 << 20)},
 			"squeeze: WithBufferSize(33554432): size must be 1 to 16777216 bytes (16 MiB)", nil},
 		{"no content types", []squeeze.Option{squeeze.WithContentTypes()},
-			"squeeze: WithContentTypes(): needs at least one pattern", nil},
+			"squeeze: WithContentTypes(): needs at least one pattern (leave the option out for DefaultContentTypes())", nil},
+		{"no excluded content types", []squeeze.Option{squeeze.WithoutContentTypes()},
+			"squeeze: WithoutContentTypes(): needs at least one pattern (leave the option out to exclude none)", nil},
+		{"bad excluded content type", []squeeze.Option{squeeze.WithoutContentTypes("image")},
+			`squeeze: WithoutContentTypes("image"): pattern "image" is not of the form type/subtype`, nil},
 		{"content type twice", []squeeze.Option{squeeze.WithContentTypes("text/html", "TEXT/HTML")},
 			`squeeze: WithContentTypes("text/html", "TEXT/HTML"): pattern "TEXT/HTML" repeats "text/html"`, nil},
 		{"zero decompressed size", []squeeze.Option{squeeze.WithMaxDecompressedSize(0)},
@@ -88,5 +100,37 @@ func TestNewLevelErrorAs(t *testing.T) {
 	}
 	if le.Coding != writers.Brotli || le.Level != 12 || le.Range.Max != 11 {
 		t.Errorf("LevelError = %+v", *le)
+	}
+}
+
+// BestLevel reads a coding's name as WithEncodings and WithLevel do, case
+// aside and x-gzip meaning gzip, and answers a name it does not know with
+// -1, which no coding takes, so that it cannot pass for a level.
+func TestBestLevelReadsNamesAsWithEncodings(t *testing.T) {
+	for _, tt := range []struct {
+		coding string
+		want   int
+	}{
+		{"br", 11}, {"BR", 11}, {"Br", 11},
+		{"zstd", 19}, {"ZSTD", 19},
+		{"gzip", 9}, {"GZIP", 9}, {"x-gzip", 9}, {"X-Gzip", 9},
+		{"deflate", 9}, {"Deflate", 9},
+		{"identity", -1}, {"dcz", -1}, {"dcb", -1}, {"lz4", -1}, {"", -1}, {"*", -1},
+	} {
+		got := squeeze.BestLevel(tt.coding)
+		if got != tt.want {
+			t.Errorf("BestLevel(%q) = %d, want %d", tt.coding, got, tt.want)
+		}
+		if _, ok := writers.Canonical(tt.coding); !ok {
+			for _, coding := range writers.Codings() {
+				if _, err := squeeze.New(squeeze.WithEncodings(writers.Codings()...), squeeze.WithLevel(coding, got)); err == nil {
+					t.Errorf("BestLevel(%q) = %d is a valid %s level", tt.coding, got, coding)
+				}
+			}
+			continue
+		}
+		if _, err := squeeze.New(squeeze.WithEncodings(tt.coding), squeeze.WithLevel(tt.coding, got)); err != nil {
+			t.Errorf("WithLevel(%q, BestLevel(%q)): %v", tt.coding, tt.coding, err)
+		}
 	}
 }

@@ -7,10 +7,6 @@
 //
 // Nothing here depends on net/http: a database driver or a log shipper that
 // compresses with a coding named by its HTTP token can use the package alone.
-// The package is more than its name says: it holds the encoders and the
-// decoders of every coding, one face over each codec. It keeps the name
-// writers, and its place beside pool in the repository's layout, so that
-// importers do not break; a codec package would hold the same API.
 //
 // The codecs are github.com/klauspost/compress (gzip, deflate, zstd),
 // github.com/molecule-man/go-brrr (br encoding) and

@@ -21,7 +21,7 @@ func main() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/items", listItems)
 	mux.HandleFunc("POST /upload", upload)
-	log.Fatal(http.ListenAndServe("127.0.0.1:8080", m.Handler(mux)))
+	log.Fatal(http.ListenAndServe("127.0.0.1:8081", m.Handler(mux)))
 }
 
 // listItems answers with a JSON list of about 2 KiB, enough to be compressed.
