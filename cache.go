@@ -30,7 +30,7 @@ import (
 //     trace with scans its hit ratio beat plain LRU at every size measured,
 //     and a hit allocates nothing in it. Its maintenance runs on the
 //     calling goroutine (a synchronous Executor), so the cache starts no
-//     goroutine but its own upgrade workers.
+//     goroutine but its own upgrade worker.
 //   - Bytes <= maxBytes holds at all times, not only after otter's
 //     maintenance: every store first reserves its weight against maxBytes
 //     in Cache.bytes, and otter is bounded at maxBytes less one entry's
@@ -76,7 +76,7 @@ import (
 // once, and re-encodes the entries that are hit often at the coding's best
 // level in the background. Give it to [New] with [WithCache]; one Cache may
 // be shared by several Middlewares and is safe for concurrent use.
-// [Cache.Close] stops its upgrade workers.
+// [Cache.Close] stops its upgrade worker.
 //
 // A response to a GET with a strong ETag, of any size, is found by the
 // request's host, path and query with the tag and the coding, as soon as
@@ -93,7 +93,7 @@ type Cache struct {
 	*cacheCore
 }
 
-// cacheCore is the Cache proper. The upgrade workers hold it, not the
+// cacheCore is the Cache proper. The upgrade worker holds it, not the
 // Cache, so that a Cache nobody holds any more becomes unreachable and its
 // cleanup stops them.
 type cacheCore struct {
@@ -233,7 +233,7 @@ func (c *Cache) Stats() CacheStats {
 	}
 }
 
-// Close stops the upgrade workers and waits for them: an upgrade under way
+// Close stops the upgrade worker and waits for it: an upgrade under way
 // stops at its next 64 KiB. The cache goes on serving and storing entries,
 // without upgrades. Close always returns nil; it may be called more than
 // once.
