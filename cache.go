@@ -95,7 +95,7 @@ type Cache struct {
 
 // cacheCore is the Cache proper. The upgrade worker holds it, not the
 // Cache, so that a Cache nobody holds any more becomes unreachable and its
-// cleanup stops them.
+// cleanup stops it.
 type cacheCore struct {
 	store *otter.Cache[cacheKey, *cacheEntry]
 	// max is maxBytes; entryMax the largest weight one entry may have.
