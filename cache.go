@@ -31,7 +31,7 @@ import (
 //     trace with scans its hit ratio beat plain LRU at every size measured,
 //     and a hit allocates nothing in it. Its maintenance runs on the
 //     calling goroutine (a synchronous Executor), so the cache starts no
-//     goroutine but its own upgrade workers.
+//     goroutine but its own upgrade worker.
 //   - Bytes <= maxBytes holds at all times, not only after otter's
 //     maintenance: every store first reserves its weight against maxBytes
 //     in Cache.bytes, and otter is bounded at maxBytes less one entry's
@@ -83,7 +83,7 @@ import (
 // once, and re-encodes the entries that are hit often at the coding's best
 // level in the background. Give it to [New] with [WithCache]; one Cache may
 // be shared by several Middlewares and is safe for concurrent use.
-// [Cache.Close] stops its upgrade workers.
+// [Cache.Close] stops its upgrade worker.
 //
 // What is cached, and why it is safe: a body that ends within the buffer
 // (see [WithBufferSize]) is found by a seeded hash of its bytes with its
@@ -100,9 +100,9 @@ type Cache struct {
 	*cacheCore
 }
 
-// cacheCore is the Cache proper. The upgrade workers hold it, not the
+// cacheCore is the Cache proper. The upgrade worker holds it, not the
 // Cache, so that a Cache nobody holds any more becomes unreachable and its
-// cleanup stops them.
+// cleanup stops it.
 type cacheCore struct {
 	store *otter.Cache[cacheKey, *cacheEntry]
 	// max is maxBytes; entryMax the largest weight one entry may have.
@@ -240,7 +240,7 @@ func (c *Cache) Stats() CacheStats {
 	}
 }
 
-// Close stops the upgrade workers and waits for them: an upgrade under way
+// Close stops the upgrade worker and waits for it: an upgrade under way
 // stops at its next 64 KiB. The cache goes on serving and storing entries,
 // without upgrades. Close always returns nil; it may be called more than
 // once.

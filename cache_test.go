@@ -444,10 +444,10 @@ func TestCacheUpgradesShrinkEntries(t *testing.T) {
 // each distinct response is encoded once.
 func TestCacheConcurrentClientsGetTheirOwnBodies(t *testing.T) {
 	c := newCache(t, 256<<20)
-	// A stream's follower stops waiting for a leader that sends nothing
-	// for the stream patience (2 s) and encodes for itself, storing
-	// nothing: a miss more, by design (a stalled reader must not hold
-	// back the URL's other clients). Here no leader stalls, but 400
+	// A stream's follower stops waiting for its leader after the stream
+	// patience (2 s) in all and encodes for itself, storing nothing: a
+	// miss more, by design (a slow reader must not hold back the URL's
+	// other clients). Here no leader stalls, but 400
 	// goroutines under the race detector on a loaded 2-core machine can
 	// leave a leader unscheduled that long: one run counted a 21st miss
 	// from a follower of the zstd stream for i=8 whose wait timed out,

@@ -35,9 +35,8 @@ func SetFileServerLog(h http.Handler, logf func(format string, args ...any)) {
 	h.(*fileServer).logf = logf
 }
 
-// SetStreamPatience sets how long a follower of c waits for a stream's
-// leader that makes no progress before it encodes for itself. Set it
-// before c serves.
+// SetStreamPatience sets the longest a follower of c waits for a stream's
+// leader before it encodes for itself. Set it before c serves.
 func SetStreamPatience(c *Cache, d time.Duration) { c.patience = d }
 
 // GoroutinesIn counts the goroutines with frame on their stacks.
