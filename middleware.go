@@ -76,12 +76,12 @@ func New(opts ...Option) (*Middleware, error) {
 		}
 	}
 	m := &Middleware{
-		minSize:  c.minSize,
-		types:    compileTypes(c.contentTypes),
-		observe:  c.observe,
-		cache:    c.cache,
-		dotfiles: c.dotfiles,
+		minSize: c.minSize,
+		types:   compileTypes(c.contentTypes),
+		observe: c.observe,
+		cache:   c.cache,
 	}
+	m.dotfiles = c.dotfiles
 	for _, coding := range writers.Codings() { // a fixed order: the same error every time
 		if level, ok := c.levels[coding]; ok && !slices.Contains(c.encodings, coding) {
 			return nil, notOfferedError(coding, level, c.encodings)
