@@ -452,8 +452,8 @@ func (q *request) metaOf(name string, f fs.File, st fs.FileInfo, hash bool) (*fi
 		}
 		m = &fileMeta{modtime: st.ModTime(), size: st.Size(), id: id, ctype: typeOf(name, head[:n])}
 		s.mu.Lock()
-		if old := s.metas[name]; old == nil || old.etag == "" {
-			s.metas[name] = m
+		if old := s.metas[name]; old == nil || old.etag == "" || !old.modtime.Equal(m.modtime) || old.size != m.size || old.id != id {
+			s.metas[name] = m // never in place of the hash of this version
 		}
 		s.mu.Unlock()
 		return m, nil
