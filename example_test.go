@@ -45,7 +45,7 @@ func ExampleNew() {
 	// Content-Encoding: gzip
 	// Vary: Accept-Encoding
 	// squeeze: WithLevel("br", 12): level must be 0 to 11
-	// squeeze: WithLevel("deflate", 6): deflate is not offered (the codings offered are zstd, br, gzip; add it with WithEncodings)
+	// squeeze: WithLevel("deflate", 6): deflate is not offered (the codings offered are zstd, br, gzip); offer it with squeeze.WithEncodings(squeeze.Zstd, squeeze.Brotli, squeeze.Gzip, squeeze.Deflate)
 }
 
 // Handler wraps a handler with the defaults: zstd, br and gzip, bodies of at

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -49,7 +48,10 @@ var readmeContext = []struct{ name, decl string }{
 // that use a package outside this module (a framework) are left to the
 // module that has it.
 func TestReadmeGoExcerptsCompile(t *testing.T) {
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command, to vet the excerpts: %v", err)
+	}
 	dir, err := os.MkdirTemp(".", "_readme")
 	if err != nil {
 		t.Fatal(err)
