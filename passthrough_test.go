@@ -194,6 +194,7 @@ func TestCloseNotifyReportsTheClientGone(t *testing.T) {
 			finished = w
 			return
 		}
+		//lint:ignore SA1019 the writer has it for frameworks that assert it (gin)
 		cn, ok := w.(http.CloseNotifier)
 		if !ok {
 			http.Error(w, "the writer is no http.CloseNotifier", http.StatusInternalServerError)
@@ -232,8 +233,10 @@ func TestCloseNotifyReportsTheClientGone(t *testing.T) {
 		}
 
 		fetch(t, c, srv.URL+"/finished", "gzip")
+		//lint:ignore SA1019 as above
+		notifier := finished.(http.CloseNotifier)
 		select {
-		case <-finished.(http.CloseNotifier).CloseNotify():
+		case <-notifier.CloseNotify():
 		case <-time.After(10 * time.Second):
 			t.Error("CloseNotify on a finished response's writer did not report it")
 		}
