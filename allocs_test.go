@@ -220,3 +220,34 @@ func TestWriteStringAllocatesNoMoreThanWrite(t *testing.T) {
 		})
 	}
 }
+
+// A response its handler returns from without writing is handed back
+// (handle.go, handBack): the writer the handler was given then reaches the
+// response's own underlying writer through a slot of its own, never
+// pooled. That slot is the one allocation such a response adds.
+func TestUntouchedResponseAllocations(t *testing.T) {
+	if squeeze.RaceEnabled {
+		t.Skip("sync.Pool drops Puts at random under -race")
+	}
+	if testing.Short() {
+		t.Skip("allocation counts need warm pools")
+	}
+	const (
+		maxAllocs = 1 + 2.0/36 // the handed-back slot, and TestSteadyStateAllocations's share of a block
+		maxBytes  = 416 + 80   // the slot's size class, and TestSteadyStateAllocations's bound
+	)
+	ct := []string{"application/json"}
+	h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header()["Content-Type"] = ct
+	}))
+	w, serve := reusedWriter(h, request("GET", squeeze.Gzip))
+	serve()
+	if w.n != 0 || w.h.Get("Vary") != "Accept-Encoding" {
+		t.Fatalf("warm-up response: %d bytes, Vary %q; want none and Accept-Encoding", w.n, w.h.Get("Vary"))
+	}
+	allocs, bytes := allocsPerResponse(3200, serve)
+	t.Logf("%.3f allocations, %.0f bytes per response", allocs, bytes)
+	if allocs > maxAllocs || bytes > maxBytes {
+		t.Errorf("%.3f allocations and %.0f bytes per response, want at most %.3f and %d", allocs, bytes, maxAllocs, maxBytes)
+	}
+}

@@ -27,7 +27,9 @@ import (
 // running finds the pointer cleared, or, if it was waiting for the lock,
 // finds it cleared once it holds the lock, and gets errFinished; it can
 // never write into a later client's response, nor into a pooled encoder or
-// buffer.
+// buffer. A response its handler left untouched is handed back instead
+// (handBack): its writer then points to a slot of the response's own,
+// which reaches that response's underlying writer and nothing pooled.
 type slot struct {
 	mu sync.Mutex
 	// served counts the responses the slot finished.

@@ -194,6 +194,7 @@ func TestCloseNotifyReportsTheClientGone(t *testing.T) {
 			finished = w
 			return
 		}
+		//lint:ignore SA1019 the writer has it for frameworks that assert it (gin)
 		cn, ok := w.(http.CloseNotifier)
 		if !ok {
 			http.Error(w, "the writer is no http.CloseNotifier", http.StatusInternalServerError)
@@ -232,10 +233,43 @@ func TestCloseNotifyReportsTheClientGone(t *testing.T) {
 		}
 
 		fetch(t, c, srv.URL+"/finished", "gzip")
+		//lint:ignore SA1019 as above
+		notifier := finished.(http.CloseNotifier)
 		select {
-		case <-finished.(http.CloseNotifier).CloseNotify():
+		case <-notifier.CloseNotify():
 		case <-time.After(10 * time.Second):
 			t.Error("CloseNotify on a finished response's writer did not report it")
 		}
 	})
+}
+
+// io.WriteString reaches the writer's WriteString, which takes the
+// string's bytes without copying them: the body decodes to what was
+// written whether it is held back and sent whole, streamed past the
+// buffer through the encoder, or passed through plain.
+func TestWriteStringBodiesDecode(t *testing.T) {
+	for _, n := range []int{3 << 10, 300 << 10} {
+		body := string(textBody(n, n))
+		h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if _, ok := w.(io.StringWriter); !ok {
+				t.Error("the writer is no io.StringWriter")
+			}
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			for off := 0; off < len(body); off += 1000 {
+				if _, err := io.WriteString(w, body[off:min(off+1000, len(body))]); err != nil {
+					t.Errorf("WriteString: %v", err)
+					return
+				}
+			}
+		}))
+		forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+			for _, ae := range []string{squeeze.Zstd, squeeze.Gzip, ""} {
+				res, raw := fetch(t, c, srv.URL, ae)
+				if ae != "" && res.Header.Get("Content-Encoding") != ae {
+					t.Errorf("%d bytes, Accept-Encoding %q: Content-Encoding %q", n, ae, res.Header.Get("Content-Encoding"))
+				}
+				checkBody(t, res.Header, raw, []byte(body))
+			}
+		})
+	}
 }

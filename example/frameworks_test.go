@@ -112,9 +112,9 @@ func frameworks() []framework {
 			name: "gin",
 			app: func(compress bool) http.Handler {
 				gin.SetMode(gin.TestMode)
-				r := gin.New()
-				r.GET("/json", func(c *gin.Context) { c.JSON(http.StatusOK, items) })
-				r.GET("/stream", func(c *gin.Context) {
+				engine := gin.New()
+				engine.GET("/json", func(c *gin.Context) { c.JSON(http.StatusOK, items) })
+				engine.GET("/stream", func(c *gin.Context) {
 					i := 0
 					c.Stream(func(io.Writer) bool { // asserts http.CloseNotifier
 						c.SSEvent("tick", i)
@@ -122,10 +122,10 @@ func frameworks() []framework {
 						return i < streamEvents
 					})
 				})
-				r.GET("/error", func(c *gin.Context) {
+				engine.GET("/error", func(c *gin.Context) {
 					c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": "bad request"})
 				})
-				r.POST("/upload", func(c *gin.Context) {
+				engine.POST("/upload", func(c *gin.Context) {
 					b, err := io.ReadAll(c.Request.Body)
 					if err != nil {
 						_ = c.AbortWithError(http.StatusBadRequest, err)
@@ -133,10 +133,11 @@ func frameworks() []framework {
 					}
 					c.String(http.StatusOK, uploadAnswer(b))
 				})
-				if compress {
-					return squeeze.Handler(r) // gin mounts net/http middleware around the engine
+				if !compress {
+					return engine
 				}
-				return r
+				handler := squeeze.Handler(engine) // gin takes net/http middleware around the engine
+				return handler
 			},
 			requests: append(commonRequests[:len(commonRequests):len(commonRequests)],
 				frameworkRequest{"GET", "/error", false, http.StatusBadRequest}),
@@ -407,5 +408,30 @@ func TestGinStreamsServerSentEvents(t *testing.T) {
 	}
 	if string(got) != want.String() {
 		t.Errorf("decoded %q, want %q", got, want.String())
+	}
+}
+
+// The README's lines that mount squeeze in gin, echo and gorilla/mux are
+// the ones these tests run.
+func TestReadmeFrameworkRecipesAreTested(t *testing.T) {
+	src, err := os.ReadFile("frameworks_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, block := range fences(t, "go") {
+		if !strings.Contains(block, "echo.WrapMiddleware") {
+			continue
+		}
+		found = true
+		for line := range strings.Lines(block) {
+			code, _, _ := strings.Cut(line, "//")
+			if code = strings.TrimSpace(code); code != "" && !bytes.Contains(src, []byte(code)) {
+				t.Errorf("README.md mounts squeeze with %q, which example/frameworks_test.go does not run", code)
+			}
+		}
+	}
+	if !found {
+		t.Error("README.md has no framework recipe (a ```go block with echo.WrapMiddleware)")
 	}
 }
