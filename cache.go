@@ -291,7 +291,7 @@ func WithTrustedETags() Option {
 	}
 }
 
-// cacheKey finds an entry: by content (etag empty) or by validator.
+// cacheKey finds an entry: by content (uri empty) or by validator.
 type cacheKey struct {
 	// sum is the maphash of the plain body, length its length.
 	sum    uint64

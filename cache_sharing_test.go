@@ -3,7 +3,9 @@ package squeeze_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/squeezehttp/squeeze"
@@ -356,6 +358,64 @@ func TestTrustedETagsNeedACache(t *testing.T) {
 	} {
 		if _, err := squeeze.New(opts...); err != nil {
 			t.Errorf("New: %v", err)
+		}
+	}
+}
+
+// Concurrent requests of different users and tenants, for a body that
+// everyone shares and for bodies that differ under one ETag, each get
+// their own handler's bytes, while flights and hits interleave.
+func TestCacheConcurrentUsersGetTheirOwnBytes(t *testing.T) {
+	const goroutines, rounds = 16, 4
+	for _, name := range []string{"Vary: Cookie", "Authorization", "tenants under StripPrefix"} {
+		i := slices.IndexFunc(sharingCases, func(tc sharingCase) bool { return tc.name == name })
+		tc := sharingCases[i]
+		for _, mode := range cacheModes {
+			for _, size := range sharingSizes {
+				t.Run(tc.name+"/"+mode.name+"/"+size.name, func(t *testing.T) {
+					c := newCache(t, 64<<20)
+					m := newMiddleware(t, append([]squeeze.Option{squeeze.WithCache(c)}, mode.opts...)...)
+					handler := func(tenant string) http.Handler {
+						return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+							w.Header().Set("Content-Type", "text/html")
+							who := tc.serve(w.Header(), r)
+							if tenant != "" {
+								who = tenant
+							}
+							if r.URL.Query().Has("shared") {
+								who = "everyone"
+							}
+							writeChunks(w, personal(who, size.n), 4096)
+						})
+					}
+					var h http.Handler
+					if tc.mount != nil {
+						h = tc.mount(m, handler)
+					} else {
+						h = m.Handler(handler(""))
+					}
+					forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, cl *http.Client) {
+						var wg sync.WaitGroup
+						for g := range goroutines {
+							wg.Go(func() {
+								for j := range rounds {
+									req, query := tc.first, ""
+									if (g+j)%2 == 1 {
+										req = tc.second
+									}
+									who := req.who
+									if j%3 == 2 {
+										query, who = "?shared", "everyone"
+									}
+									res, raw := fetch(t, cl, srv.URL+req.path+query, allCodings[g%len(allCodings)], req.hdr...)
+									checkBody(t, res.Header, raw, personal(who, size.n))
+								}
+							})
+						}
+						wg.Wait()
+					})
+				})
+			}
 		}
 	}
 }

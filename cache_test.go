@@ -643,6 +643,7 @@ func TestCacheHitAllocations(t *testing.T) {
 		maxAllocs float64
 	}{
 		{"whole 16 KiB", 16 << 10, nil, 2},
+		{"whole 16 KiB with an ETag, by content", 16 << 10, []string{`"a"`}, 4},
 		{"stream 286 KiB by ETag", 286 << 10, []string{`"a"`}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
