@@ -42,9 +42,10 @@ import (
 // are a caller's requests that set Accept-Encoding, HEAD requests and Range
 // requests.
 //
-// Reading a decoded body fails with [*http.MaxBytesError] past
-// MaxDecompressedSize (and when a layer's compressed input exceeds that cap
-// by more than 1/64 and 64 KiB of framing), with an error matching
+// Reading a decoded body fails past MaxDecompressedSize (and when a layer's
+// compressed input exceeds that cap by more than 1/64 and 64 KiB of
+// framing) with an error that speaks of the response body and in which
+// [errors.As] finds an [*http.MaxBytesError], with an error matching
 // [ErrInvalidBody] when the stream is corrupt, truncated, followed by other
 // bytes or declares a window over what the decoder grants (8 MB for zstd),
 // and with [ErrDecoderBusy] when the decoder memory budget (DecoderMemory)
