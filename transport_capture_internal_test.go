@@ -278,3 +278,42 @@ func BenchmarkTransportDictionaryCaptureHeap(b *testing.B) {
 		})
 	}
 }
+
+// Close while another goroutine reads a body being captured: the two meet
+// only under the capture's lock (run with -race), and the capture's share
+// of the budget comes back.
+func TestTransportDictionaryCaptureCloseDuringRead(t *testing.T) {
+	pr, pw := io.Pipe()
+	base := inProcess(func(r *http.Request) *http.Response {
+		h := http.Header{}
+		h.Set("Use-As-Dictionary", `match="/*"`)
+		h.Set("Cache-Control", "max-age=3600")
+		return &http.Response{StatusCode: 200, Header: h, ContentLength: -1, Request: r, Body: pr}
+	})
+	tr := &Transport{Base: base, DictionaryStoreSize: 1 << 20}
+	resp, err := tr.RoundTrip(mustRequest("https://a.example/d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1000)
+	go func() {
+		for {
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}()
+	for storeHeld(tr.init().dicts) == 0 {
+		runtime.Gosched()
+	}
+	_ = resp.Body.Close()
+	<-read
+	if held := storeHeld(tr.init().dicts); held != 0 {
+		t.Errorf("after Close the store counts %d bytes for a capture", held)
+	}
+}
