@@ -91,9 +91,9 @@ import (
 // no room is simply not kept (its response is read as usual).
 //
 // The origin is the request's scheme and the host it names: Request.Host
-// when set, the URL's host otherwise, in lower case and without the scheme's default port, so a
-// dictionary of one virtual host is never offered to another reached through
-// the same address. The least recently used dictionaries are dropped to stay
+// when set, the URL's host otherwise, in lower case and without the
+// scheme's default port, so a dictionary of one virtual host is never
+// offered to another reached through the same address. The least recently used dictionaries are dropped to stay
 // within DictionaryStoreSize bytes and 64 per origin. A later request that
 // RoundTrip decodes, to the same origin and a path the pattern matches,
 // sends Available-Dictionary (and Dictionary-ID when the dictionary had an
@@ -136,8 +136,8 @@ type Transport struct {
 	// DictionaryStoreSize is the byte budget of stored dictionaries and of
 	// the bodies being read to become ones; 0 (the default) turns
 	// dictionaries off. A body over a quarter of it is not kept. Each
-	// dictionary is charged its decoded body,
-	// its origin, match pattern and id, and 512 bytes for the store's own
+	// dictionary is charged its decoded body, its origin, match pattern
+	// and id, and 512 bytes for the store's own
 	// records of it; one that costs more than the budget is not stored. A
 	// match pattern over 2048 bytes (as written or resolved against the
 	// response's URL) or an id over 1024 characters is refused, and an
@@ -157,9 +157,9 @@ type Transport struct {
 // DefaultDictionaryMaxAge is the longest a [Transport] keeps a dictionary
 // when DictionaryMaxAge is 0: 30 days. A stored dictionary identifies the
 // client to its origin as a cookie would, and a response may declare
-// decades of freshness; 30 days is the lifetime common cookie policies
-// allow a tracking identifier, and covers the release cycle of the bundles
-// dictionaries are made for.
+// decades of freshness; 30 days covers the release cycles of the bundles
+// dictionaries are made for while bounding how long one can serve as an
+// identifier.
 const DefaultDictionaryMaxAge = 30 * 24 * time.Hour
 
 // uploadBufferMax is the longest request body of known length that is
