@@ -137,12 +137,12 @@ type Transport struct {
 	// the bodies being read to become ones; 0 (the default) turns
 	// dictionaries off. A body over a quarter of it is not kept. Each
 	// dictionary is charged its decoded body, its origin, match pattern
-	// and id, and 512 bytes for the store's own
-	// records of it; one that costs more than the budget is not stored. A
-	// match pattern over 2048 bytes (as written or resolved against the
-	// response's URL) or an id over 1024 characters is refused, and an
-	// origin keeps at most 64 dictionaries, its least recently used dropped
-	// for a new one, so a request looks through at most 64 patterns.
+	// and id, and 512 bytes for the store's own records of it; one that
+	// costs more than the budget is not stored. A match pattern over 2048
+	// bytes (as written or resolved against the response's URL) or an id
+	// over 1024 characters is refused, and an origin keeps at most 64
+	// dictionaries, its least recently used dropped for a new one, so a
+	// request looks through at most 64 patterns.
 	DictionaryStoreSize int64
 
 	// DictionaryMaxAge is the longest a dictionary is kept, however long
