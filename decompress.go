@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,8 +24,9 @@ import (
 // asking for more than the decoder grants (a zstd window over 8 MB), or, for
 // dcz and dcb, compressed with another dictionary than the one offered. The
 // error returned also wraps the codec's own error, so errors.Is and errors.As
-// find both. A handler would typically answer 400.
-var ErrInvalidBody = errors.New("squeeze: request body is not valid for its Content-Encoding")
+// find both; its message says which body it was, request or response. A
+// handler would typically answer 400.
+var ErrInvalidBody = errors.New("squeeze: body is not valid for its Content-Encoding")
 
 // maxContentCodings is the most codings a request body may stack, counting
 // neither identity nor empty list elements. Real clients apply one; two
@@ -331,7 +333,7 @@ func (b *decodedBody) initLayer(i int, coding, kind string, decoders *pool.Decod
 func (b *decodedBody) tooLarge(limit int64) error {
 	if b.w == nil {
 		// A client's response body: closing it drops the connection.
-		return &http.MaxBytesError{Limit: limit}
+		return &responseTooLargeError{err: &http.MaxBytesError{Limit: limit}}
 	}
 	_, _ = http.MaxBytesReader(b.w, io.NopCloser(strings.NewReader("!")), 0).Read(make([]byte, 1))
 	if b.http1 {
@@ -704,6 +706,19 @@ func (in *input) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// responseTooLargeError is the error of a Transport's response body past a
+// limit: an *http.MaxBytesError for errors.As, whose own message speaks of
+// a request body.
+type responseTooLargeError struct {
+	err *http.MaxBytesError
+}
+
+func (e *responseTooLargeError) Error() string {
+	return "squeeze: response body too large (over " + strconv.FormatInt(e.err.Limit, 10) + " bytes)"
+}
+
+func (e *responseTooLargeError) Unwrap() error { return e.err }
 
 // invalidBodyError matches both ErrInvalidBody and the codec's error.
 type invalidBodyError struct {

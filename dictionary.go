@@ -760,7 +760,7 @@ var htmlTypes = compileTypes([]string{"text/html"})
 func (cw *responseWriter) dictionaryHeaders(h http.Header, f *facts) {
 	s := cw.m.dicts
 	if cw.dict != nil {
-		addVaryTokens(h, "Accept-Encoding", "Available-Dictionary")
+		addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
 	}
 	if cw.dict != nil && cw.dict.pattern > 0 {
 		p := cw.dict.pattern
@@ -814,6 +814,13 @@ func (cw *responseWriter) rememberDictionary() {
 	cw.m.dicts.remember(body, cw.m.dicts.patterns[cw.dict.pattern-1], owned)
 	cw.dict.body = nil
 }
+
+// dictVary is the Vary of a response on a dictionary path: whether it is a
+// delta depends on Available-Dictionary, and on Sec-Fetch-Site too, since a
+// cross-site request never gets one (RFC 9842 §9); without it a shared
+// cache could hand a same-origin delta to a cross-site request.
+// dictionaryHeaders adds the same tokens to a handler's Vary.
+const dictVary = "Accept-Encoding, Available-Dictionary, Sec-Fetch-Site"
 
 // addVaryTokens adds each token to Vary unless it, or "*", is there.
 func addVaryTokens(h http.Header, tokens ...string) {

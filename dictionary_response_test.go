@@ -75,8 +75,8 @@ func decodeDelta(t *testing.T, h http.Header, raw, dict, want []byte) {
 func wantDictVary(t *testing.T, h http.Header) {
 	t.Helper()
 	v := varyTokens(h)
-	if countFold(v, "Accept-Encoding") != 1 || countFold(v, "Available-Dictionary") != 1 {
-		t.Errorf("Vary = %q, want Accept-Encoding and Available-Dictionary once each", h.Values("Vary"))
+	if countFold(v, "Accept-Encoding") != 1 || countFold(v, "Available-Dictionary") != 1 || countFold(v, "Sec-Fetch-Site") != 1 {
+		t.Errorf("Vary = %q, want Accept-Encoding, Available-Dictionary and Sec-Fetch-Site once each", h.Values("Vary"))
 	}
 }
 

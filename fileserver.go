@@ -575,7 +575,7 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 	h := q.w.Header()
 	h["Vary"] = []string{"Accept-Encoding"}
 	if dictVaries {
-		h["Vary"] = []string{"Accept-Encoding, Available-Dictionary"}
+		h["Vary"] = []string{dictVary}
 	}
 	h["Content-Type"] = []string{meta.ctype}
 	if dictPattern > 0 && eligible {

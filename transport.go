@@ -42,9 +42,10 @@ import (
 // are a caller's requests that set Accept-Encoding, HEAD requests and Range
 // requests.
 //
-// Reading a decoded body fails with [*http.MaxBytesError] past
-// MaxDecompressedSize (and when a layer's compressed input exceeds that cap
-// by more than 1/64 and 64 KiB of framing), with an error matching
+// Reading a decoded body fails past MaxDecompressedSize (and when a layer's
+// compressed input exceeds that cap by more than 1/64 and 64 KiB of
+// framing) with an error that speaks of the response body and in which
+// [errors.As] finds an [*http.MaxBytesError], with an error matching
 // [ErrInvalidBody] when the stream is corrupt, truncated, followed by other
 // bytes or declares a window over what the decoder grants (8 MB for zstd),
 // and with [ErrDecoderBusy] when the decoder memory budget (DecoderMemory)
@@ -90,9 +91,9 @@ import (
 // no room is simply not kept (its response is read as usual).
 //
 // The origin is the request's scheme and the host it names: Request.Host
-// when set, the URL's host otherwise, in lower case and without the scheme's default port, so a
-// dictionary of one virtual host is never offered to another reached through
-// the same address. The least recently used dictionaries are dropped to stay
+// when set, the URL's host otherwise, in lower case and without the
+// scheme's default port, so a dictionary of one virtual host is never
+// offered to another reached through the same address. The least recently used dictionaries are dropped to stay
 // within DictionaryStoreSize bytes and 64 per origin. A later request that
 // RoundTrip decodes, to the same origin and a path the pattern matches,
 // sends Available-Dictionary (and Dictionary-ID when the dictionary had an
@@ -135,13 +136,13 @@ type Transport struct {
 	// DictionaryStoreSize is the byte budget of stored dictionaries and of
 	// the bodies being read to become ones; 0 (the default) turns
 	// dictionaries off. A body over a quarter of it is not kept. Each
-	// dictionary is charged its decoded body,
-	// its origin, match pattern and id, and 512 bytes for the store's own
-	// records of it; one that costs more than the budget is not stored. A
-	// match pattern over 2048 bytes (as written or resolved against the
-	// response's URL) or an id over 1024 characters is refused, and an
-	// origin keeps at most 64 dictionaries, its least recently used dropped
-	// for a new one, so a request looks through at most 64 patterns.
+	// dictionary is charged its decoded body, its origin, match pattern
+	// and id, and 512 bytes for the store's own records of it; one that
+	// costs more than the budget is not stored. A match pattern over 2048
+	// bytes (as written or resolved against the response's URL) or an id
+	// over 1024 characters is refused, and an origin keeps at most 64
+	// dictionaries, its least recently used dropped for a new one, so a
+	// request looks through at most 64 patterns.
 	DictionaryStoreSize int64
 
 	// DictionaryMaxAge is the longest a dictionary is kept, however long
@@ -156,9 +157,9 @@ type Transport struct {
 // DefaultDictionaryMaxAge is the longest a [Transport] keeps a dictionary
 // when DictionaryMaxAge is 0: 30 days. A stored dictionary identifies the
 // client to its origin as a cookie would, and a response may declare
-// decades of freshness; 30 days is the lifetime common cookie policies
-// allow a tracking identifier, and covers the release cycle of the bundles
-// dictionaries are made for.
+// decades of freshness; 30 days covers the release cycles of the bundles
+// dictionaries are made for while bounding how long one can serve as an
+// identifier.
 const DefaultDictionaryMaxAge = 30 * 24 * time.Hour
 
 // uploadBufferMax is the longest request body of known length that is

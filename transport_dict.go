@@ -43,9 +43,8 @@ const maxDictionaryID = 1024
 // sets no limit; a pattern is a URL path with wildcards, and 2 KiB is the
 // longest whole URL the sitemaps protocol admits and about what older
 // browsers took, so a pattern longer than that only spends the client's
-// memory. It also bounds the time matching takes: at most
-// maxDictionaryMatch steps per byte of the request's path for each of at
-// most maxDictionariesPerOrigin patterns.
+// memory. It also sizes the table indexKMP keeps on its stack for a
+// pattern's literals.
 const maxDictionaryMatch = 2048
 
 // maxDictionariesPerOrigin is the most dictionaries the client keeps for
