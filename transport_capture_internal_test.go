@@ -295,10 +295,11 @@ func TestTransportDictionaryCaptureCloseDuringRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunk := make([]byte, 1000)
+	// Ten chunks, well within the quarter of the store a capture may
+	// take; then the reader waits in Read for more until Close.
 	go func() {
-		for {
-			if _, err := pw.Write(chunk); err != nil {
+		for range 10 {
+			if _, err := pw.Write(make([]byte, 1000)); err != nil {
 				return
 			}
 		}
