@@ -304,8 +304,11 @@ type cacheKey struct {
 	// dictionaries never meet; "" for the other codings.
 	dictionary string
 	// host, uri and etag are the validator key: the request's Host and
-	// RequestURI, and the response's strong ETag.
-	host, uri, etag string
+	// RequestURI, and the response's strong ETag; site is the request's
+	// Sec-Fetch-Site when the response varies on it (a dictionary path's
+	// does), so that a stream is shared only between requests that sent
+	// the same value.
+	host, uri, etag, site string
 }
 
 // cacheEntry is immutable once stored: an upgrade stores a new entry.
@@ -325,7 +328,7 @@ type cacheEntry struct {
 
 func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
 	w := int64(len(body) + len(plain) + entryOverhead + len(k.coding) + len(k.dictionary) +
-		len(k.host) + len(k.uri) + len(k.etag))
+		len(k.host) + len(k.uri) + len(k.etag) + len(k.site))
 	return &cacheEntry{body: body, plain: plain, level: level, weight: w}
 }
 
@@ -816,9 +819,11 @@ type cacheFields struct {
 	// which let a shared cache reuse a response to a request with
 	// Authorization (RFC 9111 §3.5).
 	shared bool
-	// varies is set by a Vary naming any field but Accept-Encoding and
-	// Available-Dictionary, the two squeeze's own choice depends on.
-	varies bool
+	// varies is set by a Vary naming any field but Accept-Encoding,
+	// Available-Dictionary and Sec-Fetch-Site, the three squeeze's own
+	// choice depends on; site by a Vary naming Sec-Fetch-Site, whose
+	// request values then become part of a stream's key.
+	varies, site bool
 	// etag is the one ETag value, "" when there is none or more than one.
 	etag  string
 	etags int
@@ -848,9 +853,10 @@ func readCacheFields(h http.Header) cacheFields {
 				}
 			}
 		case "Vary":
-			star, other := varyNames(v)
+			star, other, site := varyNames(v)
 			cf.never = cf.never || star
 			cf.varies = cf.varies || other
+			cf.site = cf.site || site
 		case "Etag":
 			cf.etags += len(v)
 			if len(v) == 1 {
@@ -876,9 +882,10 @@ func cacheFieldName(k string) string {
 	return k
 }
 
-// varyNames reports whether the Vary field lines name "*", and whether
-// they name any field but Accept-Encoding and Available-Dictionary.
-func varyNames(lines []string) (star, other bool) {
+// varyNames reports whether the Vary field lines name "*", whether they
+// name any field but Accept-Encoding, Available-Dictionary and
+// Sec-Fetch-Site, and whether they name Sec-Fetch-Site.
+func varyNames(lines []string) (star, other, site bool) {
 	for _, line := range lines {
 		for line != "" {
 			var name string
@@ -888,12 +895,14 @@ func varyNames(lines []string) (star, other bool) {
 			case name == "*":
 				star = true
 			case equalFold(name, "Accept-Encoding"), equalFold(name, "Available-Dictionary"):
+			case equalFold(name, "Sec-Fetch-Site"):
+				site = true
 			default:
 				other = true
 			}
 		}
 	}
-	return star, other
+	return star, other, site
 }
 
 // cacheable reads h and reports whether the response may be stored or
@@ -963,10 +972,30 @@ func (cw *responseWriter) validatorKey(cf *cacheFields) (cacheKey, bool) {
 		return cacheKey{}, false
 	}
 	o := cw.offer
-	return cacheKey{
+	k := cacheKey{
 		coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID(),
 		host: r.Host, uri: r.RequestURI, etag: cf.etag,
-	}, true
+	}
+	if cf.site {
+		k.site = requestSite(r.Header)
+	}
+	return k, true
+}
+
+// requestSite returns the request's Sec-Fetch-Site values, joined, under
+// any case of the field's name; "\x00" stands for a request without one,
+// so that it never meets a request that sent an empty value.
+func requestSite(h http.Header) string {
+	var vals []string
+	for k, v := range h {
+		if equalFold(k, "Sec-Fetch-Site") {
+			vals = append(vals, v...)
+		}
+	}
+	if vals == nil {
+		return "\x00"
+	}
+	return strings.Join(vals, "\x00,")
 }
 
 // hasAuthorization reports whether a request header has Authorization,

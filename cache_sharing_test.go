@@ -184,6 +184,16 @@ var sharingCases = []sharingCase{
 		second: sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
 	},
 	{
+		name: "Vary: Sec-Fetch-Site",
+		serve: func(h http.Header, r *http.Request) string {
+			h.Set("ETag", `"v1"`)
+			h.Set("Vary", "Sec-Fetch-Site")
+			return r.Header.Get("Sec-Fetch-Site")
+		},
+		first:  sharingRequest{"/widget", []string{"Sec-Fetch-Site", "same-origin"}, "same-origin"},
+		second: sharingRequest{"/widget", []string{"Sec-Fetch-Site", "cross-site"}, "cross-site"},
+	},
+	{
 		name: "Vary: *",
 		serve: func(h http.Header, r *http.Request) string {
 			h.Set("ETag", `"v1"`)

@@ -60,6 +60,10 @@ const (
 	ReasonNoGain
 	// ReasonNoEncoder: no encoder could be had.
 	ReasonNoEncoder
+	// ReasonTooLarge: a file that [Middleware.FileServer] would have to
+	// encode is larger than its store keeps in one entry, so it goes out
+	// as it is rather than be encoded again for every request.
+	ReasonTooLarge
 
 	// reasonCount is the number of reasons, ReasonNone included.
 	reasonCount
@@ -78,6 +82,7 @@ var reasonNames = [reasonCount]string{
 	ReasonLength:         "length_mismatch",
 	ReasonNoGain:         "no_gain",
 	ReasonNoEncoder:      "no_encoder",
+	ReasonTooLarge:       "too_large",
 }
 
 // String returns the reason's name in snake case, as the [Counters] export

@@ -601,6 +601,8 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 			q.ev.Skipped = ReasonContentType
 		case meta.size < int64(m.minSize) && len(siblings) == 0:
 			q.ev.Skipped = ReasonTooSmall
+		case meta.size > s.maxEncode && len(siblings) == 0:
+			q.ev.Skipped = ReasonTooLarge
 		default:
 			q.ev.Skipped = ReasonNotAccepted
 		}

@@ -44,16 +44,20 @@ func TestFileServerEncodesNoMoreThanItsStoreKeeps(t *testing.T) {
 		size     int
 		maxReads int // whole reads of the file over all requests
 		encoded  bool
+		skipped  squeeze.Reason // what each GET's Event reports
 	}{
 		// The cache keeps entries of up to an eighth of its 256 KiB.
-		{"file the cache keeps", 16 << 10, 3, true},        // hash, encode, upgrade
-		{"file the cache cannot keep", 96 << 10, 6, false}, // each body
+		{"file the cache keeps", 16 << 10, 3, true, squeeze.ReasonNone},            // hash, encode, upgrade
+		{"file the cache cannot keep", 96 << 10, 6, false, squeeze.ReasonTooLarge}, // each body
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			js := textBody(31, tc.size)
 			var read atomic.Int64
 			fsys := readCountingFS{FS: fstest.MapFS{"app.js": {Data: js, ModTime: fsModTime}}, n: &read}
-			m := newMiddleware(t, squeeze.WithEncodings(squeeze.Gzip), squeeze.WithCache(newCache(t, 256<<10)))
+			var events []squeeze.Event
+			var mu sync.Mutex
+			m := newMiddleware(t, squeeze.WithEncodings(squeeze.Gzip), squeeze.WithCache(newCache(t, 256<<10)),
+				squeeze.WithObserver(func(e squeeze.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }))
 			h, _ := fileServer(t, m, fsys)
 			for i := range 6 {
 				w := fsGet(h, "GET", "/app.js", "Accept-Encoding", "gzip")
@@ -65,6 +69,13 @@ func TestFileServerEncodesNoMoreThanItsStoreKeeps(t *testing.T) {
 			}
 			if reads := float64(read.Load()) / float64(len(js)); reads > float64(tc.maxReads)+0.1 {
 				t.Errorf("six GETs read the file %.1f times, want at most %d", reads, tc.maxReads)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, e := range events {
+				if e.Skipped != tc.skipped {
+					t.Errorf("GET %d: Event.Skipped %v, want %v", i, e.Skipped, tc.skipped)
+				}
 			}
 		})
 	}
