@@ -338,7 +338,12 @@ func TestFrameworksKeepStatusesAndBodies(t *testing.T) {
 						if srv.EnableHTTP2 {
 							args = append(args, "--http2")
 						}
-						if req.method == http.MethodPost {
+						// curl sends the upload only where the app reads it: a
+						// handler that answers without reading (chi's 405) has
+						// Go's HTTP/2 server reset the stream, and curl then
+						// fails with "Stream error in the HTTP/2 framing layer"
+						// about one time in four, with or without squeeze.
+						if req.method == http.MethodPost && wantStatus == http.StatusOK {
 							args = append(args, "-H", "Content-Encoding: gzip", "-H", "Content-Type: application/octet-stream", "--data-binary", "@"+uploadFile)
 						}
 						res := curl(t, append(args, srv.URL+req.path)...)
