@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -570,8 +571,11 @@ func TestCacheConcurrentIdenticalMissesEncodeOnce(t *testing.T) {
 
 func TestCacheCloseLeavesNoGoroutine(t *testing.T) {
 	// Counted by what they run, not by runtime.NumGoroutine, which other
-	// tests' servers and the runtime's cleanup goroutine move at random.
-	before := cacheWorkers()
+	// tests' servers and the runtime's cleanup goroutine move at random;
+	// and counted once the workers of the Caches earlier tests let go of
+	// have stopped, which they do when a collection finds their Cache
+	// unreachable, so that none stops while this test counts.
+	before := settledCacheWorkers()
 	c, err := squeeze.NewCache(16 << 20)
 	if err != nil {
 		t.Fatal(err)
@@ -610,6 +614,22 @@ func TestCacheCloseLeavesNoGoroutine(t *testing.T) {
 
 // cacheWorkers counts the goroutines running a Cache's upgrade loop.
 func cacheWorkers() int { return squeeze.GoroutinesIn("squeeze.(*cacheCore).work(") }
+
+// settledCacheWorkers collects garbage until the count of upgrade workers
+// holds for 100 ms, and returns it.
+func settledCacheWorkers() int {
+	n := cacheWorkers()
+	for range 50 {
+		runtime.GC()
+		time.Sleep(100 * time.Millisecond)
+		m := cacheWorkers()
+		if m == n {
+			break
+		}
+		n = m
+	}
+	return n
+}
 
 func TestCacheIsSharedByMiddlewares(t *testing.T) {
 	c := newCache(t, 16<<20)
