@@ -264,7 +264,7 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+		fileError(w, "405 method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	upath := r.URL.Path
@@ -272,18 +272,18 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		upath = "/" + upath
 	}
 	if containsDotDot(upath) {
-		http.Error(w, "invalid URL path", http.StatusBadRequest)
+		fileError(w, "invalid URL path", http.StatusBadRequest)
 		return
 	}
 	raw := strings.ToLower(r.URL.RawPath)
 	if strings.ContainsAny(upath, "\x00\\") || strings.Contains(raw, "%2f") || strings.Contains(raw, "%5c") {
-		http.NotFound(w, r)
+		fileError(w, "404 page not found", http.StatusNotFound)
 		return
 	}
 	fsys, err := s.files()
 	if err != nil {
 		s.logf("squeeze: FileServer: %v", err)
-		http.Error(w, "500 internal server error", http.StatusInternalServerError)
+		fileError(w, "500 internal server error", http.StatusInternalServerError)
 		return
 	}
 	name := strings.TrimPrefix(path.Clean(upath), "/")
@@ -291,7 +291,7 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name = "."
 	}
 	if !fs.ValidPath(name) {
-		http.NotFound(w, r)
+		fileError(w, "404 page not found", http.StatusNotFound)
 		return
 	}
 	q := &request{s: s, fsys: fsys, r: r, name: name, upath: originalPath(r)}
@@ -409,10 +409,10 @@ func (q *request) serve(slash bool) {
 func (q *request) fail(err error) {
 	q.ev.Skipped = ReasonStatus
 	if errors.Is(err, fs.ErrPermission) {
-		http.Error(q.w, "403 Forbidden", http.StatusForbidden)
+		fileError(q.w, "403 Forbidden", http.StatusForbidden)
 		return
 	}
-	http.NotFound(q.w, q.r)
+	fileError(q.w, "404 page not found", http.StatusNotFound)
 }
 
 func (q *request) redirect(to string) {
@@ -512,7 +512,7 @@ func rewind(f fs.File) error {
 func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 	fail := func(err error) {
 		q.s.logf("squeeze: FileServer: %s: %v", q.name, err)
-		http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+		fileError(q.w, "500 internal server error", http.StatusInternalServerError)
 	}
 	meta, err := q.metaOf(q.name, f, st, false)
 	if err != nil {
@@ -611,12 +611,12 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 		data, err := q.encoded(f, o)
 		if err != nil {
 			q.s.logf("squeeze: FileServer: %s: %v", q.name, err)
-			http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+			fileError(q.w, "500 internal server error", http.StatusInternalServerError)
 			return
 		}
 		if data == nil {
 			if err := rewind(f); err != nil {
-				http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+				fileError(q.w, "500 internal server error", http.StatusInternalServerError)
 				return
 			}
 			q.ev.Skipped, q.ev.Cached = ReasonNoGain, false
@@ -638,7 +638,7 @@ func (q *request) servePlain(f fs.File, meta *fileMeta) {
 	}
 	rs, ok := f.(io.ReadSeeker)
 	if !ok {
-		http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+		fileError(q.w, "500 internal server error", http.StatusInternalServerError)
 		return
 	}
 	http.ServeContent(q.w, q.r, q.name, meta.modtime, rs)
@@ -702,7 +702,7 @@ func (q *request) serveSibling(name, coding string, meta *fileMeta) {
 	st, err := f.Stat()
 	rs, ok := f.(io.ReadSeeker)
 	if err != nil || !ok {
-		http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+		fileError(q.w, "500 internal server error", http.StatusInternalServerError)
 		return
 	}
 	q.ev.Cached = true
@@ -1486,4 +1486,17 @@ func (q *request) rememberDictionary(f fs.File, pattern string) {
 		return
 	}
 	d.remember(data, pattern, true)
+}
+
+// fileError answers with an error status as http.Error does, first
+// dropping what describes the file the request expected: the caching
+// fields a handler in front may have set for it (as http.FileServer's
+// errors drop them, so that a 404 for a version not yet deployed is not
+// kept for a year) and the Use-As-Dictionary and freshness squeeze adds.
+func fileError(w http.ResponseWriter, text string, code int) {
+	h := w.Header()
+	for _, k := range []string{"Cache-Control", "Content-Encoding", "Etag", "Last-Modified", "Use-As-Dictionary"} {
+		delete(h, k)
+	}
+	http.Error(w, text, code)
 }
