@@ -556,7 +556,9 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 			offers = append(offers, o)
 		}
 	}
-	var o *offer
+	// fallback is the offer negotiated without the dictionary when a
+	// delta replaces it.
+	var o, fallback *offer
 	if !ranged {
 		if i := negotiate(q.r.Header["Accept-Encoding"], offers); i >= 0 {
 			o = &offers[i]
@@ -568,7 +570,7 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 		var delta *offer
 		delta, dictPattern, dictVaries = d.begin(q.r, q.upath, ranged)
 		if delta != nil && encodable {
-			o = delta
+			fallback, o = o, delta
 		}
 	}
 
@@ -614,6 +616,13 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 			fileError(q.w, "500 internal server error", http.StatusInternalServerError)
 			return
 		}
+		if o.dict != nil && fallback != nil && q.siblingNoLarger(siblings[fallback.coding], data) {
+			// A delta is made at the Middleware's level, a sibling at
+			// the best: against a dictionary that shares little with
+			// the file, the sibling is the smaller.
+			q.serveSibling(siblings[fallback.coding], fallback.coding, meta)
+			return
+		}
 		if data == nil {
 			if err := rewind(f); err != nil {
 				fileError(q.w, "500 internal server error", http.StatusInternalServerError)
@@ -626,6 +635,20 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 		q.ev.Dictionary = o.dict != nil
 		q.serveBytes(data, o.coding, meta)
 	}
+}
+
+// siblingNoLarger reports whether the sibling file name, when there is
+// one, is no larger than the encoding data (nil: the plain file, which
+// the sibling is smaller than).
+func (q *request) siblingNoLarger(name string, data []byte) bool {
+	if name == "" {
+		return false
+	}
+	if data == nil {
+		return true
+	}
+	st, err := fs.Stat(q.fsys, name)
+	return err == nil && st.Size() <= int64(len(data))
 }
 
 // servePlain serves the plain bytes of f through http.ServeContent, which
