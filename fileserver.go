@@ -264,7 +264,7 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+		fileError(w, "405 method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	upath := r.URL.Path
@@ -272,18 +272,18 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		upath = "/" + upath
 	}
 	if containsDotDot(upath) {
-		http.Error(w, "invalid URL path", http.StatusBadRequest)
+		fileError(w, "invalid URL path", http.StatusBadRequest)
 		return
 	}
 	raw := strings.ToLower(r.URL.RawPath)
 	if strings.ContainsAny(upath, "\x00\\") || strings.Contains(raw, "%2f") || strings.Contains(raw, "%5c") {
-		http.NotFound(w, r)
+		fileError(w, "404 page not found", http.StatusNotFound)
 		return
 	}
 	fsys, err := s.files()
 	if err != nil {
 		s.logf("squeeze: FileServer: %v", err)
-		http.Error(w, "500 internal server error", http.StatusInternalServerError)
+		fileError(w, "500 internal server error", http.StatusInternalServerError)
 		return
 	}
 	name := strings.TrimPrefix(path.Clean(upath), "/")
@@ -291,7 +291,7 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name = "."
 	}
 	if !fs.ValidPath(name) {
-		http.NotFound(w, r)
+		fileError(w, "404 page not found", http.StatusNotFound)
 		return
 	}
 	q := &request{s: s, fsys: fsys, r: r, name: name, upath: originalPath(r)}
@@ -409,10 +409,10 @@ func (q *request) serve(slash bool) {
 func (q *request) fail(err error) {
 	q.ev.Skipped = ReasonStatus
 	if errors.Is(err, fs.ErrPermission) {
-		http.Error(q.w, "403 Forbidden", http.StatusForbidden)
+		fileError(q.w, "403 Forbidden", http.StatusForbidden)
 		return
 	}
-	http.NotFound(q.w, q.r)
+	fileError(q.w, "404 page not found", http.StatusNotFound)
 }
 
 func (q *request) redirect(to string) {
@@ -512,7 +512,7 @@ func rewind(f fs.File) error {
 func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 	fail := func(err error) {
 		q.s.logf("squeeze: FileServer: %s: %v", q.name, err)
-		http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+		fileError(q.w, "500 internal server error", http.StatusInternalServerError)
 	}
 	meta, err := q.metaOf(q.name, f, st, false)
 	if err != nil {
@@ -556,7 +556,9 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 			offers = append(offers, o)
 		}
 	}
-	var o *offer
+	// fallback is the offer negotiated without the dictionary when a
+	// delta replaces it.
+	var o, fallback *offer
 	if !ranged {
 		if i := negotiate(q.r.Header["Accept-Encoding"], offers); i >= 0 {
 			o = &offers[i]
@@ -568,7 +570,7 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 		var delta *offer
 		delta, dictPattern, dictVaries = d.begin(q.r, q.upath, ranged)
 		if delta != nil && encodable {
-			o = delta
+			fallback, o = o, delta
 		}
 	}
 
@@ -613,12 +615,19 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 		data, err := q.encoded(f, o)
 		if err != nil {
 			q.s.logf("squeeze: FileServer: %s: %v", q.name, err)
-			http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+			fileError(q.w, "500 internal server error", http.StatusInternalServerError)
+			return
+		}
+		if o.dict != nil && fallback != nil && q.siblingNoLarger(siblings[fallback.coding], data) {
+			// A delta is made at the Middleware's level, a sibling at
+			// the best: against a dictionary that shares little with
+			// the file, the sibling is the smaller.
+			q.serveSibling(siblings[fallback.coding], fallback.coding, meta)
 			return
 		}
 		if data == nil {
 			if err := rewind(f); err != nil {
-				http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+				fileError(q.w, "500 internal server error", http.StatusInternalServerError)
 				return
 			}
 			q.ev.Skipped, q.ev.Cached = ReasonNoGain, false
@@ -628,6 +637,20 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 		q.ev.Dictionary = o.dict != nil
 		q.serveBytes(data, o.coding, meta)
 	}
+}
+
+// siblingNoLarger reports whether the sibling file name, when there is
+// one, is no larger than the encoding data (nil: the plain file, which
+// the sibling is smaller than).
+func (q *request) siblingNoLarger(name string, data []byte) bool {
+	if name == "" {
+		return false
+	}
+	if data == nil {
+		return true
+	}
+	st, err := fs.Stat(q.fsys, name)
+	return err == nil && st.Size() <= int64(len(data))
 }
 
 // servePlain serves the plain bytes of f through http.ServeContent, which
@@ -640,7 +663,7 @@ func (q *request) servePlain(f fs.File, meta *fileMeta) {
 	}
 	rs, ok := f.(io.ReadSeeker)
 	if !ok {
-		http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+		fileError(q.w, "500 internal server error", http.StatusInternalServerError)
 		return
 	}
 	http.ServeContent(q.w, q.r, q.name, meta.modtime, rs)
@@ -704,7 +727,7 @@ func (q *request) serveSibling(name, coding string, meta *fileMeta) {
 	st, err := f.Stat()
 	rs, ok := f.(io.ReadSeeker)
 	if err != nil || !ok {
-		http.Error(q.w, "500 internal server error", http.StatusInternalServerError)
+		fileError(q.w, "500 internal server error", http.StatusInternalServerError)
 		return
 	}
 	q.ev.Cached = true
@@ -1488,4 +1511,17 @@ func (q *request) rememberDictionary(f fs.File, pattern string) {
 		return
 	}
 	d.remember(data, pattern, true)
+}
+
+// fileError answers with an error status as http.Error does, first
+// dropping what describes the file the request expected: the caching
+// fields a handler in front may have set for it (as http.FileServer's
+// errors drop them, so that a 404 for a version not yet deployed is not
+// kept for a year) and the Use-As-Dictionary and freshness squeeze adds.
+func fileError(w http.ResponseWriter, text string, code int) {
+	h := w.Header()
+	for _, k := range []string{"Cache-Control", "Content-Encoding", "Etag", "Last-Modified", "Use-As-Dictionary"} {
+		delete(h, k)
+	}
+	http.Error(w, text, code)
 }

@@ -374,7 +374,7 @@ func WithRequestDecoding(enabled bool) Option {
 func WithDecoderMemory(n int64) Option {
 	return func(c *config) error {
 		if n <= 0 {
-			return fmt.Errorf("squeeze: WithDecoderMemory: budget must be positive, got %d", n)
+			return fmt.Errorf("squeeze: WithDecoderMemory(%d): budget must be positive", n)
 		}
 		c.decoderMemory = n
 		return nil

@@ -68,6 +68,8 @@ func TestNewErrorMessages(t *testing.T) {
 			`squeeze: WithContentTypes("text/html", "TEXT/HTML"): pattern "TEXT/HTML" repeats "text/html"`, nil},
 		{"zero decompressed size", []squeeze.Option{squeeze.WithMaxDecompressedSize(0)},
 			"squeeze: WithMaxDecompressedSize(0): size must be positive", nil},
+		{"negative decoder memory", []squeeze.Option{squeeze.WithDecoderMemory(-5)},
+			"squeeze: WithDecoderMemory(-5): budget must be positive", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,105 @@
+package squeeze_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/squeezehttp/squeeze"
+)
+
+// WithTrustedETags lets the Cache serve streams by their strong ETag, and
+// trusts the handler's tag as much as a shared cache would: a handler that
+// keeps one tag over output that differs per user sends the first user's
+// body to the next one. Use it only where every strong tag changes with the
+// bytes it stands for.
+func ExampleWithTrustedETags() {
+	cache, err := squeeze.NewCache(16 << 20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cache.Close()
+	m := squeeze.MustNew(squeeze.WithCache(cache), squeeze.WithTrustedETags(),
+		squeeze.WithEncodings(squeeze.Gzip), squeeze.WithBufferSize(4096))
+
+	// A report streamed in pieces, longer than the buffer, whose tag names
+	// the data's version but whose greeting names the user: a mistake that
+	// only WithTrustedETags turns into a leak.
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("ETag", `"report-v7"`)
+		fmt.Fprintf(w, "Hello %s\n", r.Header.Get("X-User"))
+		for i := range 1000 {
+			fmt.Fprintf(w, "row %d\n", i)
+		}
+	}))
+
+	for _, user := range []string{"alice", "bob"} {
+		req := httptest.NewRequest("GET", "/report", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		req.Header.Set("X-User", user)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		res := rec.Result()
+		body, err := io.ReadAll(res.Body) // httptest's Result does not decode
+		if err != nil {
+			log.Fatal(err)
+		}
+		plain := gunzip(body)
+		fmt.Printf("%s: ETag %s, first line %q\n", user, res.Header.Get("ETag"), plain[:strings.IndexByte(plain, '\n')])
+	}
+	st := cache.Stats()
+	fmt.Println("hits:", st.Hits, "stores:", st.Stores)
+	// Output:
+	// alice: ETag "report-v7-gzip", first line "Hello alice"
+	// bob: ETag "report-v7-gzip", first line "Hello alice"
+	// hits: 1 stores: 1
+}
+
+// WithoutContentTypes with WithContentTypes("*/*") compresses by exclusion,
+// as gzhttp does: every type but the ones listed, application/octet-stream
+// included.
+func ExampleWithoutContentTypes() {
+	m := squeeze.MustNew(
+		squeeze.WithContentTypes("*/*"),
+		squeeze.WithoutContentTypes("image/*", "video/*", "audio/*", "application/zip"),
+	)
+	payload := strings.Repeat("squeeze ", 512)
+	for _, ct := range []string{"application/octet-stream", "application/x-custom", "image/png", "application/zip"} {
+		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", ct)
+			io.WriteString(w, payload)
+		}))
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Printf("%s: Content-Encoding %q\n", ct, rec.Header().Get("Content-Encoding"))
+	}
+
+	_, err := squeeze.New(squeeze.WithoutContentTypes())
+	fmt.Println(err)
+	// Output:
+	// application/octet-stream: Content-Encoding "gzip"
+	// application/x-custom: Content-Encoding "gzip"
+	// image/png: Content-Encoding ""
+	// application/zip: Content-Encoding ""
+	// squeeze: WithoutContentTypes(): needs at least one pattern (leave the option out to exclude none)
+}
+
+func gunzip(b []byte) string {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		log.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return string(plain)
+}
