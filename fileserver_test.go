@@ -733,3 +733,21 @@ func TestFileServerDecodesAnOrphanSiblingAtMostOncePerRequest(t *testing.T) {
 		})
 	}
 }
+
+// The Cache's Hits count responses served from it: the FileServer's
+// background upgrade of a representation to the best level neither counts a
+// hit (no response was served) nor a second store. After one GET of one file:
+// Hits 0, Misses 1, Stores == Entries.
+func TestFileServerUpgradeIsNoCacheHit(t *testing.T) {
+	js := textBody(13, 20000)
+	c := newCache(t, 64<<20)
+	m := newMiddleware(t, squeeze.WithCache(c))
+	h, _ := fileServer(t, m, fstest.MapFS{"app.js": {Data: js}})
+	rec := serveAt(h, "/app.js", "br")
+	checkBody(t, rec.Header(), rec.Body.Bytes(), js)
+	squeeze.WaitFileServer(h)
+	st := c.Stats()
+	if st.Hits != 0 || st.Misses != 1 || st.Stores != st.Entries {
+		t.Errorf("after one GET served by encoding: Stats %+v, want Hits 0, Misses 1, Stores == Entries (1)", st)
+	}
+}

@@ -273,3 +273,41 @@ func TestWriteStringBodiesDecode(t *testing.T) {
 		})
 	}
 }
+
+// stutterReader hands out its data one byte at a time and answers every
+// other Read with (0, nil), which io.Reader allows ("discouraged", not
+// forbidden): a pipe or a decoder that has nothing ready yet.
+type stutterReader struct {
+	data  []byte
+	empty bool
+}
+
+func (s *stutterReader) Read(p []byte) (int, error) {
+	if len(s.data) == 0 {
+		return 0, io.EOF
+	}
+	if s.empty = !s.empty; s.empty {
+		return 0, nil
+	}
+	p[0] = s.data[0]
+	s.data = s.data[1:]
+	return 1, nil
+}
+
+// A source that answers some Reads with (0, nil) between Reads that make
+// progress is copied in full through ReadFrom, as by io.Copy and by
+// net/http's own response.ReadFrom: only consecutive empty Reads (bufio's
+// ErrNoProgress rule) may end a copy with io.ErrNoProgress.
+func TestReadFromToleratesScatteredEmptyReads(t *testing.T) {
+	body := textBody(3, 600)
+	var copyErr error
+	h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, copyErr = io.Copy(w, &stutterReader{data: body})
+	}))
+	res, raw := record(h, request("GET", "zstd"))
+	if copyErr != nil {
+		t.Errorf("io.Copy onto the writer: %v, want nil (the reader made progress on every other Read)", copyErr)
+	}
+	checkBody(t, res.Header, raw, body)
+}
