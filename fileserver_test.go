@@ -559,7 +559,7 @@ func TestFileServerSendsDeltasBetweenVersions(t *testing.T) {
 				sp := http.StripPrefix("/static/", h)
 				plainBr := fsGet(sp, "GET", "/static/app.v2.js", "Accept-Encoding", "br")
 				for round := range 2 {
-					w := fsGet(sp, "GET", "/static/app.v2.js", "Accept-Encoding", coding+", br", "Available-Dictionary", availableDictionary(v1))
+					w := fsGet(sp, "GET", "/static/app.v2.js", "Accept-Encoding", coding+", br", "Available-Dictionary", availableFor(v1))
 					if got := w.Header().Get("Content-Encoding"); got != coding {
 						t.Fatalf("round %d: Content-Encoding %q, want %s", round, got, coding)
 					}
@@ -581,7 +581,7 @@ func TestFileServerSendsDeltasBetweenVersions(t *testing.T) {
 					}
 				}
 				// Not on the pattern: no delta, no Use-As-Dictionary.
-				w := fsGet(sp, "GET", "/static/other.js", "Accept-Encoding", coding+", br", "Available-Dictionary", availableDictionary(v1))
+				w := fsGet(sp, "GET", "/static/other.js", "Accept-Encoding", coding+", br", "Available-Dictionary", availableFor(v1))
 				if w.Header().Get("Content-Encoding") != "br" || w.Header().Get("Use-As-Dictionary") != "" {
 					t.Errorf("other.js: Content-Encoding %q, Use-As-Dictionary %q", w.Header().Get("Content-Encoding"), w.Header().Get("Use-As-Dictionary"))
 				}
