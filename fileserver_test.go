@@ -79,15 +79,10 @@ func encodeAt(t testing.TB, coding string, level int, b []byte) []byte {
 	return out.Bytes()
 }
 
-// get serves one request to h and returns the recorded response.
+// fsGet serves one request to h with the header fields hdr (name, value,
+// ...) and returns the recorded response.
 func fsGet(h http.Handler, method, target string, hdr ...string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(method, target, nil)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		r.Header.Set(hdr[i], hdr[i+1])
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	return w
+	return serveMethod(h, method, target, "", hdr...)
 }
 
 // plainTag returns the ETag the file server gives plain bytes b.
