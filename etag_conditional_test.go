@@ -184,7 +184,7 @@ func TestHeadAnswersWithTheHeadersOfGet(t *testing.T) {
 	body := textBody(1, 8<<10)
 	for _, name := range []string{"ServeContent (declares, writes nothing)", "handler writes the body"} {
 		t.Run(name, func(t *testing.T) {
-			var h http.Handler = serveContent(`"abc"`, body)
+			h := serveContent(`"abc"`, body)
 			if !strings.HasPrefix(name, "ServeContent") {
 				h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Type", "text/html; charset=utf-8")

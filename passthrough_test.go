@@ -311,3 +311,31 @@ func TestReadFromToleratesScatteredEmptyReads(t *testing.T) {
 	}
 	checkBody(t, res.Header, raw, body)
 }
+
+// A ReadFrom whose source is empty writes nothing, so the status stays
+// open, as with net/http's own response.ReadFrom (its io.CopyBuffer never
+// calls Write): a handler that copies an empty body and then sets the status
+// sends that status, over a real server and through the middleware alike.
+func TestEmptyReadFromLeavesTheStatusOpen(t *testing.T) {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.Copy(w, onlyReader{strings.NewReader("")})
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, "created")
+	})
+	for name, h := range map[string]http.Handler{"net/http alone": inner, "middleware": newMiddleware(t).Handler(inner)} {
+		t.Run(name, func(t *testing.T) {
+			forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+				res, raw := fetch(t, c, srv.URL, "gzip")
+				if res.StatusCode != http.StatusCreated {
+					t.Errorf("status %d after an empty ReadFrom, want the handler's 201", res.StatusCode)
+				}
+				checkBody(t, res.Header, raw, []byte("created"))
+			})
+		})
+	}
+	rec := serve(newMiddleware(t).Handler(inner), http.MethodGet, "gzip")
+	if rec.Code != http.StatusCreated {
+		t.Errorf("recorded status %d after an empty ReadFrom, want the handler's 201", rec.Code)
+	}
+}
