@@ -31,18 +31,19 @@ func FuzzResponseWriter(f *testing.F) {
 		opFlush
 		opReadFrom
 		opHeader
-		numOps
 	)
-	// Seeds: each op is its byte, then its arguments (see fuzzOps).
-	f.Add([]byte{0, opHeader, 0, 0, 0, opWrite, 0, 0x40, 0})                               // text/plain, 16 KiB of text
-	f.Add([]byte{1, opHeader, 0, 0, 1, opWrite, 0, 0xa0, 0, opWrite, 1, 0x10, 0})          // HEAD, html, 40 KiB text, then random
-	f.Add([]byte{2, opWriteHeader, 4, opHeader, 0, 0, 0, opWrite, 0, 0x08, 0})             // 204 with a body
-	f.Add([]byte{3, opHeader, 3, 0, 0, opWriteHeader, 5, opWrite, 0, 0x20, 0})             // ETag, 304
-	f.Add([]byte{4, opHeader, 0, 0, 0, opWriteHeader, 1, opReadFrom, 0, 0x90, 0, opFlush}) // 103, then ReadFrom 36 KiB
-	f.Add([]byte{5, opHeader, 0, 1, 3, opHeader, 1, 0, 2, opWrite, 0, 0x01, 0x80})         // content-type lower case, declared length
-	f.Add([]byte{6, opHeader, 2, 0, 0, opHeader, 0, 0, 0, opWrite, 0, 0x30, 0})            // handler's own Content-Encoding
-	f.Add([]byte{7, opHeader, 0, 0, 0, opWrite, 0, 0x02, 0, opFlush, opWrite, 0, 0x50, 0}) // flush after a small write
-	f.Add([]byte{0, opHeader, 4, 0, 1, opHeader, 5, 0, 0, opHeader, 6, 0, 0, opWrite, 0, 0x30, 0})
+	// Seeds: the request byte (see fuzzRequest), then each op's byte and
+	// its arguments (see fuzzOps).
+	f.Add([]byte{0, opHeader, 0, 0, 0, opWrite, 0, 0x40, 0})                                       // text/plain, 16 KiB of text
+	f.Add([]byte{1, opHeader, 0, 0, 1, opWrite, 0, 0xa0, 0, opWrite, 1, 0x10, 0})                  // HEAD, html, 40 KiB text, then random
+	f.Add([]byte{2, opWriteHeader, 4, opHeader, 0, 0, 0, opWrite, 0, 0x08, 0})                     // 204 with a body
+	f.Add([]byte{3, opHeader, 3, 0, 0, opWriteHeader, 5, opWrite, 0, 0x20, 0})                     // ETag, 304
+	f.Add([]byte{4, opHeader, 0, 0, 0, opWriteHeader, 1, opReadFrom, 0, 0x90, 0, opFlush})         // 103, then ReadFrom 36 KiB
+	f.Add([]byte{5, opHeader, 0, 1, 3, opHeader, 1, 0, 2, opWrite, 0, 0x01, 0x80})                 // content-type lower case, declared length
+	f.Add([]byte{6, opHeader, 2, 0, 0, opHeader, 0, 0, 0, opWrite, 0, 0x30, 0})                    // handler's own Content-Encoding
+	f.Add([]byte{7, opHeader, 0, 0, 0, opWrite, 0, 0x02, 0, opFlush, opWrite, 0, 0x50, 0})         // flush after a small write
+	f.Add([]byte{0, opHeader, 4, 0, 1, opHeader, 5, 0, 0, opHeader, 6, 0, 0, opWrite, 0, 0x30, 0}) // Vary *, no-transform, a range
+	f.Add([]byte{0, opReadFrom, 0, 0, 0, opWriteHeader, 1, opWriteHeader, 3})                      // an empty ReadFrom, then 103 and 201
 
 	plain := newMiddleware(f)
 	c := newCache(f, 8<<20)
