@@ -75,3 +75,46 @@ func TestCacheFollowerDoesNotWaitOutASteadilySlowLeader(t *testing.T) {
 		t.Errorf("stats %+v after the leader stored, want 1 hit", s)
 	}
 }
+
+// A request that joins the flight of an identical miss does not wait for the
+// leader's whole response: a leader whose client reads slowly (or whose
+// handler is slow) must not hold every other client of that URL and ETag, not
+// even a header sent, for as long as it lasts.
+func TestCacheStalledLeaderDoesNotBlockIdenticalRequests(t *testing.T) {
+	body := textBody(12, 200<<10)
+	c := newCache(t, 64<<20)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/javascript")
+		w.Header().Set("ETag", `"big-v1"`)
+		if r.Header.Get("X-Stall") != "" {
+			_, _ = w.Write(body[:100<<10]) // past the buffer: a stream, leading the flight
+			once.Do(func() { close(started) })
+			<-release // the leader's client reads slowly
+			_, _ = w.Write(body[100<<10:])
+			return
+		}
+		_, _ = w.Write(body)
+	}))
+	leaderDone := make(chan struct{})
+	go func() {
+		defer close(leaderDone)
+		serveAt(h, "/big.js", "gzip", "X-Stall", "1")
+	}()
+	<-started
+	followerDone := make(chan *httptest.ResponseRecorder, 1)
+	go func() { followerDone <- serveAt(h, "/big.js", "gzip") }()
+	var rec *httptest.ResponseRecorder
+	select {
+	case rec = <-followerDone:
+	case <-time.After(5 * time.Second):
+		t.Errorf("an identical request still waits after 5 s for a stalled leader's stream")
+	}
+	close(release)
+	<-leaderDone
+	if rec == nil {
+		rec = <-followerDone
+	}
+	checkBody(t, rec.Header(), rec.Body.Bytes(), body)
+}

@@ -3,6 +3,7 @@ package squeeze_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/squeezehttp/squeeze"
@@ -171,5 +172,47 @@ func TestDefaultContentTypesCoverCompressibleFormats(t *testing.T) {
 		if got := rec.Header().Get("Content-Encoding"); got != want {
 			t.Errorf("%s: Content-Encoding %q, want %q", ct, got, want)
 		}
+	}
+}
+
+// A missing Content-Type is sniffed from the first 512 bytes whatever the
+// pattern of writes, as net/http does (its 2 KiB bufio.Writer fills before
+// the chunkWriter sniffs): a page written as "<!DOCTYPE html" and then the
+// rest is text/html, whether the second write overflows the buffer or a
+// declared Content-Length beyond the buffer has the first write decide.
+// Sniffed from fewer bytes it would be text/plain, and the browser would show
+// the markup as text.
+func TestSniffedContentTypeMatchesNetHTTP(t *testing.T) {
+	head := []byte("<!DOCTYPE html")
+	rest := append([]byte("><html><body><pre>\n"), textBody(5, 40000)...)
+	full := append(append([]byte{}, head...), rest...)
+	for _, declare := range []bool{false, true} {
+		name := "undeclared length, second write overflows the buffer"
+		if declare {
+			name = "declared length beyond the buffer, sniffed on the first write"
+		}
+		t.Run(name, func(t *testing.T) {
+			inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if declare {
+					w.Header().Set("Content-Length", strconv.Itoa(len(full)))
+				}
+				_, _ = w.Write(head)
+				_, _ = w.Write(rest)
+			})
+			// What net/http itself says for this handler.
+			plainSrv := httptest.NewServer(inner)
+			defer plainSrv.Close()
+			want, _ := fetch(t, plainSrv.Client(), plainSrv.URL, "")
+			if ct := want.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+				t.Fatalf("net/http alone sniffed %q", ct)
+			}
+			forEachProtocol(t, newMiddleware(t).Handler(inner), func(t *testing.T, srv *httptest.Server, c *http.Client) {
+				res, raw := fetch(t, c, srv.URL, "gzip")
+				if got := res.Header.Get("Content-Type"); got != want.Header.Get("Content-Type") {
+					t.Errorf("Content-Type %q, net/http alone sends %q", got, want.Header.Get("Content-Type"))
+				}
+				checkBody(t, res.Header, raw, full)
+			})
+		})
 	}
 }

@@ -3,7 +3,6 @@ package squeeze_test
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -50,12 +49,6 @@ func scripts(files map[string][]byte) http.HandlerFunc {
 		w.Header().Set("ETag", fmt.Sprintf(`"%x"`, sha256.Sum256(body)))
 		_, _ = w.Write(body)
 	}
-}
-
-// availableFor returns the Available-Dictionary value naming dict.
-func availableFor(dict []byte) string {
-	h := sha256.Sum256(dict)
-	return ":" + base64.StdEncoding.EncodeToString(h[:]) + ":"
 }
 
 // decodeDelta decodes a dcz or dcb body with the dictionary and compares it

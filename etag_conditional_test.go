@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // ETag, Accept-Ranges and conditional requests
@@ -182,7 +184,7 @@ func TestHeadAnswersWithTheHeadersOfGet(t *testing.T) {
 	body := textBody(1, 8<<10)
 	for _, name := range []string{"ServeContent (declares, writes nothing)", "handler writes the body"} {
 		t.Run(name, func(t *testing.T) {
-			var h http.Handler = serveContent(`"abc"`, body)
+			h := serveContent(`"abc"`, body)
 			if !strings.HasPrefix(name, "ServeContent") {
 				h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -210,7 +212,8 @@ func TestHeadAnswersWithTheHeadersOfGet(t *testing.T) {
 // response can freshen it (RFC 9111 §4.3.4); the plain one for a type it
 // does not, and for a client that accepts no coding. Where it cannot tell
 // (no type, as from http.ServeContent), the handler's tag stays: a wrong
-// coded tag would be worse than the plain one (review7).
+// coded tag would be worse than the plain one (see
+// TestNotModifiedSinceSmallBodyKeepsPlainTag and TestNotModifiedSinceImageKeepsPlainTag).
 func TestNotModifiedBySinceCarriesTheTagOfItsOK(t *testing.T) {
 	mod := time.Unix(1700000000, 0)
 	since := mod.UTC().Format(http.TimeFormat)
@@ -294,5 +297,116 @@ func TestNotModifiedCarriesVaryOfItsOK(t *testing.T) {
 	}))
 	if rec := serve(h, "GET", "zstd"); varies(rec.Header()) {
 		t.Errorf("304 of a declared PNG varies: %q", rec.Header().Values("Vary"))
+	}
+}
+
+// Entity tags have no quoted-pair: etagc is %x21 / %x23-7E / obs-text, so a
+// backslash is an ordinary character (RFC 9110 §8.8.3). A tag ending in a
+// backslash in an If-None-Match list swallows nothing after it: the client's
+// suffixed tag that follows still gets its 304, as http.ServeContent's own
+// parser (scanETag) reads the same list.
+func TestIfNoneMatchListWithBackslashTagStillMatches(t *testing.T) {
+	body := textBody(8, 8000)
+	h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"abc"`)
+		http.ServeContent(w, r, "a.txt", time.Time{}, bytes.NewReader(body))
+	}))
+	// The suffixed tag this client holds, after an unrelated tag that ends
+	// in a backslash.
+	rec := serve(h, "GET", "zstd", "If-None-Match", `"old\", "abc-zstd"`)
+	if rec.Code != http.StatusNotModified {
+		t.Errorf("status %d, want 304: the list names %q, the tag of the zstd response", rec.Code, `"abc-zstd"`)
+	}
+	if got := rec.Header().Get("Etag"); rec.Code == http.StatusNotModified && got != `"abc-zstd"` {
+		t.Errorf("304 ETag %q, want the one the client named", got)
+	}
+}
+
+// With WithMinSize(0), a HEAD whose handler declares a length below 2 (or
+// writes and declares nothing) has the Content-Encoding and Content-Length of
+// the GET of the same resource, which always goes out plain since no encoding
+// of 0 or 1 bytes is smaller. RFC 9110 §9.3.2: HEAD answers with the header
+// fields GET would send.
+func TestHeadOfATinyBodyMatchesGet(t *testing.T) {
+	for _, body := range []string{"", "x"} {
+		t.Run(strconv.Itoa(len(body))+" bytes", func(t *testing.T) {
+			h := newMiddleware(t, squeeze.WithMinSize(0)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/plain")
+				http.ServeContent(w, r, "", time.Time{}, strings.NewReader(body))
+			}))
+			get, head := serve(h, "GET", "zstd"), serve(h, "HEAD", "zstd")
+			if g, hd := get.Header().Get("Content-Encoding"), head.Header().Get("Content-Encoding"); g != hd {
+				t.Errorf("Content-Encoding: GET %q, HEAD %q", g, hd)
+			}
+			if g, hd := get.Header().Get("Content-Length"), head.Header().Get("Content-Length"); g != hd {
+				t.Errorf("Content-Length: GET %q, HEAD %q", g, hd)
+			}
+		})
+	}
+}
+
+// A body below WithMinSize goes out plain with the plain tag; the 304 to
+// If-Modified-Since alone must carry the same tag, not the coded one.
+func TestNotModifiedSinceSmallBodyKeepsPlainTag(t *testing.T) {
+	mod := time.Unix(1700000000, 0)
+	since := mod.UTC().Format(http.TimeFormat)
+	small := []byte("<p>tiny page</p>")
+	h := squeeze.MustNew().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		http.ServeContent(w, r, "page.html", mod, bytes.NewReader(small))
+	}))
+	ok := serve(h, "GET", "gzip")
+	if ok.Code != 200 || ok.Header().Get("Content-Encoding") != "" {
+		t.Fatalf("200: %d %q", ok.Code, ok.Header().Get("Content-Encoding"))
+	}
+	nm := serve(h, "GET", "gzip", "If-Modified-Since", since)
+	if nm.Code != 304 || nm.Header().Get("ETag") != ok.Header().Get("ETag") {
+		t.Errorf("200 ETag %s; 304 (status %d) ETag %s", ok.Header().Get("ETag"), nm.Code, nm.Header().Get("ETag"))
+	}
+}
+
+// An orphan .br sibling behind a Middleware that prefers zstd: the 200 is
+// br with tag "h-br"; the 304 to If-Modified-Since must carry the same.
+func TestNotModifiedSinceFileServerOrphanSiblingKeepsItsTag(t *testing.T) {
+	mod := time.Unix(1700000000, 0)
+	since := mod.UTC().Format(http.TimeFormat)
+	page := textBody(1, 8<<10)
+	enc := testtool.Encode(t, "br", page)
+	fsys := fstest.MapFS{"a.html.br": {Data: enc, ModTime: mod}}
+	m := squeeze.MustNew()
+	h := m.Handler(m.FileServer(fsys))
+	ok := serveAt(h, "/a.html", "gzip, br, zstd")
+	nm := serveAt(h, "/a.html", "gzip, br, zstd", "If-Modified-Since", since)
+	t.Logf("200 CE %q ETag %s; 304 status %d ETag %s", ok.Header().Get("Content-Encoding"), ok.Header().Get("ETag"), nm.Code, nm.Header().Get("ETag"))
+	if nm.Code != 304 || nm.Header().Get("ETag") != ok.Header().Get("ETag") {
+		t.Errorf("200 ETag %s; 304 (status %d) ETag %s", ok.Header().Get("ETag"), nm.Code, nm.Header().Get("ETag"))
+	}
+}
+
+// http.ServeContent drops Content-Type from its 304, so a 304 for an image
+// (a type squeeze never encodes) to If-Modified-Since alone gets a coded tag
+// that no 200 of it ever carries.
+func TestNotModifiedSinceImageKeepsPlainTag(t *testing.T) {
+	mod := time.Unix(1700000000, 0)
+	since := mod.UTC().Format(http.TimeFormat)
+	img := append([]byte("\x89PNG\r\n\x1a\n"), randomBody(1, 5000)...)
+	m := squeeze.MustNew()
+	for name, h := range map[string]http.Handler{
+		"ServeContent": m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("ETag", `"v1"`)
+			http.ServeContent(w, r, "b.png", mod, bytes.NewReader(img))
+		})),
+		"FileServer behind Middleware": m.Handler(m.FileServer(fstest.MapFS{"b.png": {Data: img, ModTime: mod}})),
+	} {
+		for _, hdr := range [][]string{{"If-Modified-Since", since}, {"If-None-Match", "*"}} {
+			ok := serveAt(h, "/b.png", "gzip, br")
+			nm := serveAt(h, "/b.png", "gzip, br", hdr...)
+			if ok.Code != 200 || ok.Header().Get("Content-Encoding") != "" {
+				t.Fatalf("%s: 200: %d %q", name, ok.Code, ok.Header().Get("Content-Encoding"))
+			}
+			if nm.Code != 304 || nm.Header().Get("ETag") != ok.Header().Get("ETag") {
+				t.Errorf("%s %v: 200 ETag %s; 304 (status %d) ETag %s", name, hdr, ok.Header().Get("ETag"), nm.Code, nm.Header().Get("ETag"))
+			}
+		}
 	}
 }

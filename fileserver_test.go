@@ -79,15 +79,10 @@ func encodeAt(t testing.TB, coding string, level int, b []byte) []byte {
 	return out.Bytes()
 }
 
-// get serves one request to h and returns the recorded response.
+// fsGet serves one request to h with the header fields hdr (name, value,
+// ...) and returns the recorded response.
 func fsGet(h http.Handler, method, target string, hdr ...string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(method, target, nil)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		r.Header.Set(hdr[i], hdr[i+1])
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	return w
+	return serveMethod(h, method, target, "", hdr...)
 }
 
 // plainTag returns the ETag the file server gives plain bytes b.
@@ -559,7 +554,7 @@ func TestFileServerSendsDeltasBetweenVersions(t *testing.T) {
 				sp := http.StripPrefix("/static/", h)
 				plainBr := fsGet(sp, "GET", "/static/app.v2.js", "Accept-Encoding", "br")
 				for round := range 2 {
-					w := fsGet(sp, "GET", "/static/app.v2.js", "Accept-Encoding", coding+", br", "Available-Dictionary", availableDictionary(v1))
+					w := fsGet(sp, "GET", "/static/app.v2.js", "Accept-Encoding", coding+", br", "Available-Dictionary", availableFor(v1))
 					if got := w.Header().Get("Content-Encoding"); got != coding {
 						t.Fatalf("round %d: Content-Encoding %q, want %s", round, got, coding)
 					}
@@ -581,7 +576,7 @@ func TestFileServerSendsDeltasBetweenVersions(t *testing.T) {
 					}
 				}
 				// Not on the pattern: no delta, no Use-As-Dictionary.
-				w := fsGet(sp, "GET", "/static/other.js", "Accept-Encoding", coding+", br", "Available-Dictionary", availableDictionary(v1))
+				w := fsGet(sp, "GET", "/static/other.js", "Accept-Encoding", coding+", br", "Available-Dictionary", availableFor(v1))
 				if w.Header().Get("Content-Encoding") != "br" || w.Header().Get("Use-As-Dictionary") != "" {
 					t.Errorf("other.js: Content-Encoding %q, Use-As-Dictionary %q", w.Header().Get("Content-Encoding"), w.Header().Get("Use-As-Dictionary"))
 				}
@@ -731,5 +726,23 @@ func TestFileServerDecodesAnOrphanSiblingAtMostOncePerRequest(t *testing.T) {
 				t.Errorf("body of %d bytes, want %d bytes of the decoded file", w.Body.Len(), len(want))
 			}
 		})
+	}
+}
+
+// The Cache's Hits count responses served from it: the FileServer's
+// background upgrade of a representation to the best level neither counts a
+// hit (no response was served) nor a second store. After one GET of one file:
+// Hits 0, Misses 1, Stores == Entries.
+func TestFileServerUpgradeIsNoCacheHit(t *testing.T) {
+	js := textBody(13, 20000)
+	c := newCache(t, 64<<20)
+	m := newMiddleware(t, squeeze.WithCache(c))
+	h, _ := fileServer(t, m, fstest.MapFS{"app.js": {Data: js}})
+	rec := serveAt(h, "/app.js", "br")
+	checkBody(t, rec.Header(), rec.Body.Bytes(), js)
+	squeeze.WaitFileServer(h)
+	st := c.Stats()
+	if st.Hits != 0 || st.Misses != 1 || st.Stores != st.Entries {
+		t.Errorf("after one GET served by encoding: Stats %+v, want Hits 0, Misses 1, Stores == Entries (1)", st)
 	}
 }

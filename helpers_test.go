@@ -2,15 +2,15 @@ package squeeze_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"io"
-	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/squeezehttp/squeeze"
 	"github.com/squeezehttp/squeeze/internal/testtool"
@@ -201,54 +201,14 @@ type protocol struct {
 
 var protocols = []protocol{{"HTTP/1.1", 1}, {"HTTP/2", 2}}
 
-// startServer starts h on loopback speaking p: HTTP/1.1 in the clear, or
-// HTTP/2 over TLS, where net/http offers it. The client leaves
-// Accept-Encoding and the body alone and fails the test on a response of
-// another HTTP version. quiet discards the server's error log, for handlers
-// that panic and clients that leave. Both are closed when the test ends.
+// startServer starts h on loopback speaking p (see testtool.StartServer):
+// HTTP/1.1 in the clear or HTTP/2 over TLS, with a client that fails the
+// test on a response of another version. quiet discards the server's error
+// log, for handlers that panic and clients that leave.
 func startServer(t *testing.T, p protocol, h http.Handler, quiet bool) (*httptest.Server, *http.Client) {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	if quiet {
-		srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	}
-	var tr *http.Transport
-	switch p.major {
-	case 1:
-		srv.Start()
-		tr = &http.Transport{}
-	case 2:
-		srv.EnableHTTP2 = true
-		srv.StartTLS()
-		tr = srv.Client().Transport.(*http.Transport).Clone() // trusts the server's certificate
-	default:
-		t.Fatalf("no server for %s", p.name)
-	}
-	t.Cleanup(srv.Close)
-	tr.DisableCompression = true
-	tr.MaxIdleConnsPerHost = 64
-	t.Cleanup(tr.CloseIdleConnections)
-	return srv, &http.Client{Transport: protoCheck{t, p, tr}, Timeout: 20 * time.Second}
+	return testtool.StartServer(t, p.name, p.major, h, quiet)
 }
-
-// protoCheck is a RoundTripper that fails the test on a response of another
-// HTTP version than p, so no test passes over HTTP/1.1 while it claims to
-// test HTTP/2.
-type protoCheck struct {
-	t  *testing.T
-	p  protocol
-	tr *http.Transport
-}
-
-func (c protoCheck) RoundTrip(r *http.Request) (*http.Response, error) {
-	res, err := c.tr.RoundTrip(r)
-	if err == nil && res.ProtoMajor != c.p.major {
-		c.t.Errorf("%s %s: the response came over %s, want %s", r.Method, r.URL, res.Proto, c.p.name)
-	}
-	return res, err
-}
-
-func (c protoCheck) CloseIdleConnections() { c.tr.CloseIdleConnections() }
 
 // forEachProtocol runs test as the subtests "HTTP/1.1" and "HTTP/2", each
 // with its own server for h and a client for it (see startServer). A test
@@ -324,4 +284,10 @@ func serveMethod(h http.Handler, method, path, ae string, hdr ...string) *httpte
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	return rec
+}
+
+// availableFor returns the Available-Dictionary value naming dict.
+func availableFor(dict []byte) string {
+	h := sha256.Sum256(dict)
+	return ":" + base64.StdEncoding.EncodeToString(h[:]) + ":"
 }

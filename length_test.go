@@ -185,3 +185,24 @@ func TestTrailersAreNeverTurnedIntoHeaders(t *testing.T) {
 		})
 	}
 }
+
+// A body of exactly the buffer size copied through ReadFrom
+// (http.ServeContent copies with io.CopyN) is sent whole with its encoded
+// Content-Length, as the same body written with Write is: a full buffer is
+// not an overflowing one until the source says it has more. The README
+// promises this for "a handler's declared Content-Length that fits in the
+// buffer (http.ServeContent, http.FileServer)".
+func TestServeContentOfExactlyTheBufferSizeHasContentLength(t *testing.T) {
+	body := textBody(7, squeeze.DefaultBufferSize)
+	h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "app.js", time.Time{}, bytes.NewReader(body))
+	}))
+	rec := serve(h, "GET", "zstd")
+	if rec.Header().Get("Content-Encoding") != "zstd" {
+		t.Fatalf("Content-Encoding %q, want zstd", rec.Header().Get("Content-Encoding"))
+	}
+	if got, want := rec.Header().Get("Content-Length"), strconv.Itoa(rec.Body.Len()); got != want {
+		t.Errorf("Content-Length %q, want %s: a declared length that fits the buffer is sent whole", got, want)
+	}
+	checkBody(t, rec.Header(), rec.Body.Bytes(), body)
+}

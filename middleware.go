@@ -281,6 +281,9 @@ type responseWriter struct {
 	// hdr is what the header said when the handler chose the status.
 	hdr    fields
 	status int // the final status the handler chose; 0 until then
+	// first is where ReadFrom reads a body's first byte before the status
+	// is set (a field, so that reading into it does not allocate).
+	first [1]byte
 	// written counts the body bytes fed to an encoder, so that a stream
 	// that falls short of or exceeds hdr.declared can be told apart.
 	written int64
@@ -859,8 +862,26 @@ func hijackerOf(w http.ResponseWriter) http.Hijacker {
 
 // readHeld takes what src gives into the buffer while the
 // verdict waits. A body that fills the buffer exactly is told from a longer
-// one by reading one byte more: only a longer one commits to a stream.
+// one by reading one byte more: only a longer one commits to a stream. As
+// with net/http's own ReadFrom, an empty src writes nothing: the status is
+// set (200 unless WriteHeader came first) by the first byte, not the call.
 func (cw *responseWriter) readHeld(src io.Reader) (int64, error) {
+	if cw.state == stateWaiting && cw.status == 0 {
+		m, err := readSome(src, cw.first[:])
+		if m == 0 {
+			if err == io.EOF {
+				err = nil
+			}
+			return 0, err
+		}
+		cw.begin()
+		k, err := cw.write(cw.first[:m])
+		if err != nil || cw.state != stateWaiting {
+			return int64(k), err
+		}
+		n, err := cw.readHeld(src)
+		return int64(k) + n, err
+	}
 	if cw.state == stateWaiting {
 		cw.begin()
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/squeezehttp/squeeze"
 )
 
-// Negotiation, end to end (the parser has its own tests in negotiate_test.go)
+// Negotiation, end to end (the parser has its own tests in negotiate_internal_test.go)
 
 func TestNegotiationEndToEnd(t *testing.T) {
 	defaults := newMiddleware(t)

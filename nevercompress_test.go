@@ -136,3 +136,28 @@ func TestSwitchingProtocolsIsNotCompressed(t *testing.T) {
 		t.Errorf("bytes after 101 changed: %d bytes, want %d", spy.body.Len(), len(body))
 	}
 }
+
+// Field names are case-insensitive (RFC 9110 §5.1): a handler that assigns
+// h["content-encoding"] (as it may assign h["ETag"], which etag.go honours)
+// has its already-encoded body sent unchanged, with no second Content-
+// Encoding line that no client could decode in order, as net/http sends it.
+// FIELD-NOTES: "Double compression" is an incumbent bug squeeze must not
+// have.
+func TestNonCanonicalContentEncodingIsNotEncodedAgain(t *testing.T) {
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.NoCompression) // stored blocks: zstd would shrink them
+	_, _ = zw.Write(textBody(6, 8000))
+	_ = zw.Close()
+	h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header()["content-encoding"] = []string{"gzip"} //nolint:staticcheck // the point
+		_, _ = w.Write(gz.Bytes())
+	}))
+	rec := serve(h, "GET", "zstd, gzip")
+	if ce := rec.Header()["Content-Encoding"]; len(ce) > 0 {
+		t.Errorf("added Content-Encoding %q next to the handler's content-encoding: gzip", ce)
+	}
+	if !bytes.Equal(rec.Body.Bytes(), gz.Bytes()) {
+		t.Errorf("the handler's gzip body was changed: %d bytes, want its %d", rec.Body.Len(), gz.Len())
+	}
+}

@@ -16,7 +16,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/fstest"
 
 	"github.com/squeezehttp/squeeze"
 	"github.com/squeezehttp/squeeze/writers"
@@ -774,4 +776,28 @@ func reasonConstNames(t *testing.T) []string {
 		}
 	}
 	return names
+}
+
+// A FileServer mounted behind its own Middleware's Handler (example/app.go,
+// "behind compress.Handler, as here") reports exactly one Event per response,
+// so Counters count each static response once, not once as br and once as
+// skipped "encoded".
+func TestWrappedFileServerReportsOneEvent(t *testing.T) {
+	js := textBody(14, 20000)
+	var n atomic.Int32
+	var evs []squeeze.Event
+	var mu sync.Mutex
+	m := newMiddleware(t, squeeze.WithObserver(func(e squeeze.Event) {
+		n.Add(1)
+		mu.Lock()
+		evs = append(evs, e)
+		mu.Unlock()
+	}))
+	fsrv, _ := fileServer(t, m, fstest.MapFS{"app.js": {Data: js}})
+	h := m.Handler(fsrv)
+	rec := serveAt(h, "/app.js", "br")
+	checkBody(t, rec.Header(), rec.Body.Bytes(), js)
+	if got := n.Load(); got != 1 {
+		t.Errorf("%d events for one response, want 1: %+v", got, evs)
+	}
 }

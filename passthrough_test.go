@@ -273,3 +273,69 @@ func TestWriteStringBodiesDecode(t *testing.T) {
 		})
 	}
 }
+
+// stutterReader hands out its data one byte at a time and answers every
+// other Read with (0, nil), which io.Reader allows ("discouraged", not
+// forbidden): a pipe or a decoder that has nothing ready yet.
+type stutterReader struct {
+	data  []byte
+	empty bool
+}
+
+func (s *stutterReader) Read(p []byte) (int, error) {
+	if len(s.data) == 0 {
+		return 0, io.EOF
+	}
+	if s.empty = !s.empty; s.empty {
+		return 0, nil
+	}
+	p[0] = s.data[0]
+	s.data = s.data[1:]
+	return 1, nil
+}
+
+// A source that answers some Reads with (0, nil) between Reads that make
+// progress is copied in full through ReadFrom, as by io.Copy and by
+// net/http's own response.ReadFrom: only consecutive empty Reads (bufio's
+// ErrNoProgress rule) may end a copy with io.ErrNoProgress.
+func TestReadFromToleratesScatteredEmptyReads(t *testing.T) {
+	body := textBody(3, 600)
+	var copyErr error
+	h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, copyErr = io.Copy(w, &stutterReader{data: body})
+	}))
+	res, raw := record(h, request("GET", "zstd"))
+	if copyErr != nil {
+		t.Errorf("io.Copy onto the writer: %v, want nil (the reader made progress on every other Read)", copyErr)
+	}
+	checkBody(t, res.Header, raw, body)
+}
+
+// A ReadFrom whose source is empty writes nothing, so the status stays
+// open, as with net/http's own response.ReadFrom (its io.CopyBuffer never
+// calls Write): a handler that copies an empty body and then sets the status
+// sends that status, over a real server and through the middleware alike.
+func TestEmptyReadFromLeavesTheStatusOpen(t *testing.T) {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.Copy(w, onlyReader{strings.NewReader("")})
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, "created")
+	})
+	for name, h := range map[string]http.Handler{"net/http alone": inner, "middleware": newMiddleware(t).Handler(inner)} {
+		t.Run(name, func(t *testing.T) {
+			forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+				res, raw := fetch(t, c, srv.URL, "gzip")
+				if res.StatusCode != http.StatusCreated {
+					t.Errorf("status %d after an empty ReadFrom, want the handler's 201", res.StatusCode)
+				}
+				checkBody(t, res.Header, raw, []byte("created"))
+			})
+		})
+	}
+	rec := serve(newMiddleware(t).Handler(inner), http.MethodGet, "gzip")
+	if rec.Code != http.StatusCreated {
+		t.Errorf("recorded status %d after an empty ReadFrom, want the handler's 201", rec.Code)
+	}
+}

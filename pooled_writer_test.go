@@ -2,12 +2,16 @@ package squeeze_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/squeezehttp/squeeze"
 	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
@@ -98,5 +102,91 @@ func TestWriterUnwrapsWhileTheResponseLasts(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	if under != rec {
 		t.Errorf("Unwrap returned %T, want the recorder the middleware was given", under)
+	}
+}
+
+// A goroutine the handler left behind that keeps writing while the response
+// finishes gets an error (errFinished), never a panic, and never writes into
+// a later client's response: its state check and its use of the encoder and
+// buffer are atomic with finish, which closes the encoder and gives it and
+// the buffer back to the pool. Run with -race too: any gap is a reported data
+// race on every round.
+func TestLeftoverGoroutineWritesFailWithoutHarm(t *testing.T) {
+	m := newMiddleware(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var panics []string
+	stop := make(chan struct{})
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop) }) }
+	defer wg.Wait()
+	defer halt()
+	note := func(where string, p any) {
+		mu.Lock()
+		defer mu.Unlock()
+		panics = append(panics, fmt.Sprintf("%s: %v", where, p))
+	}
+	leaky := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write(textBody(1, 40000)) // streaming through an encoder
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					note("leftover goroutine", p)
+				}
+			}()
+			for {
+				if _, err := w.Write([]byte("leftover bytes from an earlier response\n")); err != nil {
+					return
+				}
+				select {
+				case <-stop:
+					note("leftover goroutine", "still writing without an error 2s after its handler returned")
+					return
+				default:
+				}
+			}
+		}()
+	}))
+	clean := m.Handler(writeText("text/plain", textBody(2, 40000), 0))
+	rounds := 200
+	if squeeze.RaceEnabled {
+		rounds = 10 // the race detector reports the first round already
+	}
+	for range rounds {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					note("finishing the leaky response", p)
+				}
+			}()
+			record(leaky, request("GET", "zstd"))
+		}()
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					note("an unrelated response", p)
+				}
+			}()
+			res, raw := record(clean, request("GET", "zstd"))
+			got, err := testtool.TryDecode(res.Header.Get("Content-Encoding"), raw)
+			if err != nil || !bytes.Equal(got, textBody(2, 40000)) {
+				note("an unrelated response", fmt.Sprintf("body corrupted (%d bytes, %v)", len(got), err))
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second)
+	halt()
+	wg.Wait()
+	unrelated := 0
+	for _, p := range panics {
+		if strings.HasPrefix(p, "an unrelated response") {
+			unrelated++
+		}
+	}
+	if len(panics) > 0 {
+		t.Errorf("%d failures (%d of them in unrelated responses), first: %s", len(panics), unrelated, panics[0])
 	}
 }

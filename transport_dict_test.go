@@ -3,7 +3,6 @@ package squeeze_test
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -100,11 +99,6 @@ func newDictServer(t *testing.T, coding, useAs, caching string) *dictServer {
 	return s
 }
 
-func availableDictionary(dict []byte) string {
-	sum := sha256.Sum256(dict)
-	return ":" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
-}
-
 func (s *dictServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,7 +114,7 @@ func (s *dictServer) serve(w http.ResponseWriter, r *http.Request) {
 	if s.caching != "" {
 		h.Set("Cache-Control", s.caching)
 	}
-	s.served[availableDictionary(body)] = body
+	s.served[availableFor(body)] = body
 	out := body
 	dict, ok := s.served[r.Header.Get("Available-Dictionary")]
 	if ok && strings.Contains(r.Header.Get("Accept-Encoding"), s.coding) {
@@ -173,7 +167,7 @@ func TestTransportPollsWithDictionaries(t *testing.T) {
 					}
 					continue
 				}
-				if got, want := h.Get("Available-Dictionary"), availableDictionary(pollJSON(i-1)); got != want {
+				if got, want := h.Get("Available-Dictionary"), availableFor(pollJSON(i-1)); got != want {
 					t.Fatalf("poll %d: Available-Dictionary %q, want %q (the previous answer)", i, got, want)
 				}
 				if h.Get("Dictionary-ID") != `"poll"` || h.Get("Accept-Encoding") != "zstd, br, gzip, dcb, dcz" {
@@ -394,7 +388,7 @@ func TestTransportDictionaryStoreIsLRUWithinBudget(t *testing.T) {
 	got := dictionaryOffers(t, 4*size+8<<10, "/a", "/b", "/c", "/d", "/a", "/e", "/b")
 	// /a, /b, /c, /d stored (1 to 4); /a offers 1 and is replaced by 5;
 	// /e evicts the least recently used, /b; /b then offers nothing.
-	want := []string{"/a ", "/b ", "/c ", "/d ", "/a " + availableDictionary(pollJSON(1)), "/e ", "/b "}
+	want := []string{"/a ", "/b ", "/c ", "/d ", "/a " + availableFor(pollJSON(1)), "/e ", "/b "}
 	if !slices.Equal(got, want) {
 		t.Errorf("requests offered\n%q\nwant\n%q", got, want)
 	}
@@ -404,7 +398,7 @@ func TestTransportOffersLongestMatchingPattern(t *testing.T) {
 	got := dictionaryOffers(t, 1<<20, "/a", "/ab", "/abc", "/ax")
 	// /ab matches only /a* (1); /abc matches /a* and /ab* (2): the
 	// longer wins; /ax matches only /a*.
-	want := []string{"/a ", "/ab " + availableDictionary(pollJSON(1)), "/abc " + availableDictionary(pollJSON(2)), "/ax " + availableDictionary(pollJSON(1))}
+	want := []string{"/a ", "/ab " + availableFor(pollJSON(1)), "/abc " + availableFor(pollJSON(2)), "/ax " + availableFor(pollJSON(1))}
 	if !slices.Equal(got, want) {
 		t.Errorf("requests offered\n%q\nwant\n%q", got, want)
 	}

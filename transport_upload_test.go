@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -97,7 +98,7 @@ func TestTransportCompressesRequestBodies(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, _ = readAll(t, resp)
-			if !equalHeader(req.Header, before) {
+			if !maps.EqualFunc(req.Header, before, slices.Equal) {
 				t.Errorf("the caller's header changed: %v, was %v", req.Header, before)
 			}
 			up := srv.seen()[0]
@@ -119,18 +120,6 @@ func TestTransportCompressesRequestBodies(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalHeader(a, b http.Header) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if strings.Join(v, "\n") != strings.Join(b[k], "\n") {
-			return false
-		}
-	}
-	return true
 }
 
 // Uploads in every coding are accepted by squeeze's own request decoding

@@ -192,3 +192,25 @@ func TestZeroMiddlewareIsUsable(t *testing.T) {
 		t.Errorf("body did not round-trip")
 	}
 }
+
+// WriteHeader with a code outside 100-999 panics in WriteHeader itself, as
+// net/http does (checkWriteHeaderCode), where the handler, or a recovery
+// middleware between squeeze and the handler, can catch it; not later, when
+// the response commits in squeeze's deferred finish, past every recovery the
+// application installed inside it.
+func TestInvalidStatusPanicsInWriteHeader(t *testing.T) {
+	var recovered any
+	h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { recovered = recover() }()
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(1000)
+	}))
+	var escaped any
+	func() {
+		defer func() { escaped = recover() }()
+		serve(h, "GET", "zstd")
+	}()
+	if recovered == nil {
+		t.Errorf("WriteHeader(1000) did not panic in the handler; the panic escaped from the middleware instead: %v", escaped)
+	}
+}

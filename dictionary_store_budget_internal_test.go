@@ -82,11 +82,10 @@ func checkStoreAccounts(t *testing.T, s *dictStore) {
 	}
 }
 
-// The adversarial review's case: a hundred distinct 2 KiB bodies on a
-// dictionary path, then one dcb request naming each. Uncharged, each kept
-// go-brrr's tables of 265 KiB, and the heap grew by 25 MiB against a 256
-// KiB budget. Charged, the store holds the tables of the three it has room
-// for.
+// A hundred distinct 2 KiB bodies on a dictionary path, then one dcb
+// request naming each: every dictionary's go-brrr tables (265 KiB each) are
+// charged to the store, so it holds the tables of the three it has room
+// for, not a hundred against a 256 KiB budget.
 func TestDictionaryStoreBudgetHoldsDCBTables(t *testing.T) {
 	const budget = 1 << 20
 	m, h := apiStore(t, budget, nil, paddedJSON)

@@ -9,23 +9,18 @@ import (
 	"github.com/squeezehttp/squeeze"
 )
 
-// Tests from the fifth review, of f39a4dc..603dac4: the encoder a slot keeps
-// from one whole body to the next (handle.go, slot.encoder/keepEncoder), the
-// handlerWriter that lets go of its slot with an atomic store, and the
-// cache's second look under its mutex. No defect was found; this file pins
-// the one behaviour no other test covers.
-
-// A kept encoder is Reset once, by slot.encoder, where the pool used to
-// reset it twice (Put, then Get), and it may be kept after failing mid-body
-// with errNoGain. The codecs reset differently at some levels: the
-// stateless gzip and deflate levels (-3; -2 is Huffman only), brotli's
-// one- and two-pass compressors (0 and 1) and its parallel match finder (10
-// and 11 with GOMAXPROCS >= 2), and zstd's strongest level. The existing
-// encoder reuse test runs only the default levels, and no deflate. Every
-// response, after a failed or a finished body in the same slot, whole or
-// streamed, must decode to exactly its own body. Responses are served one
-// after another from one goroutine, so that they share a slot.
-func TestReview5KeptEncoderStartsCleanAtEveryLevel(t *testing.T) {
+// A slot keeps its encoder from one whole body to the next and resets it
+// once, when it hands it out again, and may keep one that failed mid-body
+// with errNoGain. The codecs reset differently at some levels: the stateless
+// gzip and deflate levels (-3; -2 is Huffman only), brotli's one- and two-
+// pass compressors (0 and 1) and its parallel match finder (10 and 11 with
+// GOMAXPROCS >= 2), and zstd's strongest level.
+// TestEncoderKeptBetweenResponsesStartsClean runs only the default levels,
+// and no deflate. Every response, after a failed or a finished body in the
+// same slot, whole or streamed, must decode to exactly its own body.
+// Responses are served one after another from one goroutine, so that they
+// share a slot.
+func TestKeptEncoderStartsCleanAtEveryLevel(t *testing.T) {
 	bodies := map[string][]byte{
 		"text":     textBody(51, 6<<10),
 		"random":   randomBody(52, 6<<10),                                 // the encoder fails at the cap

@@ -118,8 +118,8 @@ func TestAvailableDictionaryIsStrict(t *testing.T) {
 			t.Errorf("%s: parseAvailableDictionary(%q) = %x, %v; want ok %v", tt.name, tt.lines, got, ok, tt.ok)
 		}
 	}
-	if got := availableDictionary(hash); got != ":"+b64+":" {
-		t.Errorf("availableDictionary = %s", got)
+	if got := (&clientDict{hash: hash}).availableDictionary(); got != ":"+b64+":" {
+		t.Errorf("clientDict.availableDictionary = %s", got)
 	}
 }
 
@@ -223,7 +223,7 @@ func FuzzMatchPattern(f *testing.F) {
 // byte sequence whose canonical form decodes to the same hash.
 func FuzzAvailableDictionary(f *testing.F) {
 	h := sha256.Sum256(nil)
-	f.Add(availableDictionary(h))
+	f.Add((&clientDict{hash: h}).availableDictionary())
 	f.Add(":" + base64.RawStdEncoding.EncodeToString(h[:]) + ":")
 	f.Add("::")
 	f.Add(":" + strings.Repeat("A", 44) + ":")
@@ -237,9 +237,4 @@ func FuzzAvailableDictionary(f *testing.F) {
 			t.Fatalf("accepted %q, which is not the byte sequence of %x", s, hash)
 		}
 	})
-}
-
-// availableDictionary formats a hash as an Available-Dictionary value.
-func availableDictionary(hash [32]byte) string {
-	return ":" + base64.StdEncoding.EncodeToString(hash[:]) + ":"
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -246,24 +247,12 @@ func TestDecodeRequestRoundTrips(t *testing.T) {
 					t.Errorf("other fields must pass: Content-Type %q", s.header.Get("Content-Type"))
 				}
 				// The caller's request is untouched.
-				if r.Body != origBody || r.ContentLength != n || !equalHeader(r.Header, origHeader) {
+				if r.Body != origBody || r.ContentLength != n || !maps.EqualFunc(r.Header, origHeader, slices.Equal) {
 					t.Errorf("caller's request was modified: ContentLength %d, header %v", r.ContentLength, r.Header)
 				}
 			})
 		}
 	}
-}
-
-func equalHeader(a, b http.Header) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if strings.Join(v, "\x00") != strings.Join(b[k], "\x00") {
-			return false
-		}
-	}
-	return true
 }
 
 func TestDecodeRequestWithoutContentEncodingIsUntouched(t *testing.T) {

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httptrace"
 	"testing"
 
 	"github.com/squeezehttp/squeeze/internal/corpus"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -23,21 +23,21 @@ type protocol struct {
 }
 
 // overBothProtocols starts h behind an HTTP/1.1 server and behind an HTTP/2
-// one (TLS, as browsers speak it). decodeRequest branches on the protocol:
+// one (TLS, as browsers speak it), with testtool.StartServer, which the
+// package's external tests use too. decodeRequest branches on the protocol:
 // Connection: close is HTTP/1's way to drop a body it will not read, and an
 // HTTP/2 server takes it as an order to shut down every stream.
 func overBothProtocols(t *testing.T, h http.Handler) []protocol {
 	t.Helper()
-	h1 := httptest.NewServer(h)
-	t.Cleanup(h1.Close)
-	h2 := httptest.NewUnstartedServer(h)
-	h2.EnableHTTP2 = true
-	h2.StartTLS()
-	t.Cleanup(h2.Close)
-	return []protocol{
-		{"HTTP/1.1", 1, h1.URL, h1.Client()},
-		{"HTTP/2", 2, h2.URL, h2.Client()},
+	var ps []protocol
+	for _, v := range []struct {
+		name  string
+		major int
+	}{{"HTTP/1.1", 1}, {"HTTP/2", 2}} {
+		srv, c := testtool.StartServer(t, v.name, v.major, h, false)
+		ps = append(ps, protocol{v.name, v.major, srv.URL, c})
 	}
+	return ps
 }
 
 // post sends body with the Content-Encoding lines and reports the response,

@@ -12,11 +12,9 @@ import (
 	"github.com/squeezehttp/squeeze"
 )
 
-// Tests from the fourth review, of f49da08..52f9206, which handed the same
-// header value slices to a slot's successive responses while the value
-// stayed the same. An in-place write into one response's value then
-// reached another response, on the wire too, and raced under -race. Each
-// response now has its own backing arrays (handle.go, headerValues).
+// Each response owns the backing arrays of the header values the middleware
+// sets (handle.go, headerValues): an in-place write into one response's
+// values reaches no other response, on the wire or under -race.
 
 // lowerInPlace is what a careless access logger (or a header-normalising
 // middleware) does to the header map of its own response once the response
@@ -31,14 +29,13 @@ func lowerInPlace(h http.Header) {
 	}
 }
 
-// Response B is served right after A, by the same slot, with the same
-// body; B's owner then edits B's own map in place (slices.DeleteFunc,
-// which zeroes what it removes, or a plain v[i] = ...). A's kept map must
-// not change: when the slot shared the slices, it showed B's edits, "Vary:
-// " empty and lower-cased values. Every pair served back to back by one
-// slot would show it; under -race sync.Pool drops some Puts, hence the
-// pairs.
-func TestReview4InPlaceEditOfOneResponseReachesAnother(t *testing.T) {
+// Response B is served right after A, by the same slot, with the same body;
+// B's owner then edits B's own map in place (slices.DeleteFunc, which zeroes
+// what it removes, or a plain v[i] = ...). A's kept map must not change: a
+// slice shared between them would show B's edits, "Vary: " empty and lower-
+// cased values. Every pair served back to back by one slot would show it;
+// under -race sync.Pool drops some Puts, hence the pairs.
+func TestInPlaceEditOfOneResponseLeavesAnotherUnchanged(t *testing.T) {
 	m := newMiddleware(t)
 	body := textBody(41, 4000)
 	h := m.Handler(writeText("text/plain", body, 0))
@@ -70,13 +67,12 @@ func TestReview4InPlaceEditOfOneResponseReachesAnother(t *testing.T) {
 	}
 }
 
-// An access logger that takes each response's header map once the
-// response is over and, on its own goroutine, lower-cases the values in
-// place must race with no later request and change no later response.
-// When the slot shared the slices, the check it made before sharing one
-// again was itself one of the racing reads. It fails under -race only;
-// without it a race is there but not reported.
-func TestReview4InPlaceEditAfterResponseRacesAnotherRequest(t *testing.T) {
+// An access logger that takes each response's header map once the response is
+// over and, on its own goroutine, lower-cases the values in place races with
+// no later request and changes no later response. Any read of a value the
+// slot still shares is a race: this test fails under -race only; without it a
+// race is there but not reported.
+func TestInPlaceEditAfterResponseRacesNoLaterRequest(t *testing.T) {
 	if !squeeze.RaceEnabled {
 		t.Skip("the race needs -race to be reported")
 	}
@@ -123,15 +119,14 @@ func (w hookedWriter) WriteHeader(code int) {
 	w.ResponseRecorder.WriteHeader(code)
 }
 
-// An earlier response's owner (A's access logger) rewrites A's own
-// Content-Length and Vary in place while response B, served by the same
-// slot with the same length, is between setLength and its status line: B
-// must go out with its own values. When the slot shared the slices, B
-// went out with "Content-Length: 1" for a 1.4 KB gzip body and "Vary: *".
-// The interleaving is forced with a hook in B's writer; with net/http it
-// is two goroutines racing (see
-// TestReview4InPlaceEditAfterResponseRacesAnotherRequest).
-func TestReview4EarlierResponseEditGoesOutWithLaterResponse(t *testing.T) {
+// An earlier response's owner (A's access logger) rewrites A's own Content-
+// Length and Vary in place while response B, served by the same slot with the
+// same length, is between setLength and its status line: B goes out with its
+// own values (with shared slices it would go out with "Content-Length: 1" for
+// a 1.4 KB gzip body and "Vary: *"). The interleaving is forced with a hook
+// in B's writer; with net/http it is two goroutines racing (see
+// TestInPlaceEditAfterResponseRacesNoLaterRequest).
+func TestEarlierResponseEditDoesNotGoOutWithLaterResponse(t *testing.T) {
 	m := newMiddleware(t)
 	body := textBody(43, 4000)
 	h := m.Handler(writeText("text/plain", body, 0))

@@ -5,18 +5,18 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
-	"time"
 
 	"github.com/squeezehttp/squeeze"
 	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
-// Adversarial review 2: cache x dictionaries x observer x FileServer.
+// Responses served from the cache as streams (by a trusted ETag) against what
+// the miss sent: events, dictionaries remembered from them, and a mixed
+// workload sharing one Cache.
 
 // etagChunks serves body as application/javascript with a strong ETag,
 // written in chunks of 4 KiB (so that the first 32 KiB are held in the
@@ -30,12 +30,10 @@ func etagChunks(body []byte) http.HandlerFunc {
 }
 
 // A stream served from the cache by its ETag (the handler's body read and
-// discarded) must report In as the plain bytes the handler wrote, as the
-// miss did. What is wrong: in stateDiscarding, write (middleware.go, case
-// stateDiscarding) never adds to cw.written, and commit releases the held
-// buffer without counting it, so report (observe.go) sends In = 0 with
-// Out > 0: Counters then shows a "compression ratio" of infinity/zero.
-func TestReview2StreamHitEventCountsHandlerBytes(t *testing.T) {
+// discarded) reports Event.In as the plain bytes the handler wrote and
+// Event.Out as the bytes sent, as the miss did, so that Counters never show
+// an In of 0 with an Out above it.
+func TestCacheStreamHitEventCountsHandlerBytes(t *testing.T) {
 	body := textBody(11, 100<<10)
 	c := newCache(t, 64<<20)
 	var mu sync.Mutex
@@ -67,16 +65,13 @@ func TestReview2StreamHitEventCountsHandlerBytes(t *testing.T) {
 	}
 }
 
-// A dictionary remembered from a response served from the cache as a
-// stream hit must be the full body. What is wrong: commit's stream-hit
-// branch (middleware.go, "if stored := cw.cachedStream(h, f)") calls
-// releaseBuffer before the held bytes go through write, so teeDictionary
-// never sees the first buffer's worth of the body; rememberDictionary then
-// stores the tail only (no declared length) under the wrong hash, and the
-// client, which hashes the whole body it received, never gets a delta.
-// Two Middlewares share one Cache, as documented, so that the dictionary
+// A dictionary remembered from a response served from the cache as a stream
+// hit is the whole body, the bytes held in the buffer before the response
+// committed included, stored under the hash of the whole body: the client,
+// which hashes the whole body it received, then gets deltas against it. Two
+// Middlewares share one Cache, as documented, so that the dictionary
 // Middleware's first response is a hit.
-func TestReview2DictionaryRememberedFromStreamHitIsWholeBody(t *testing.T) {
+func TestDictionaryRememberedFromCacheStreamHitIsWholeBody(t *testing.T) {
 	v1, v2 := versions(100 << 10)
 	c := newCache(t, 64<<20)
 	files := map[string][]byte{"/js/v1.js": v1, "/js/v2.js": v2}
@@ -107,103 +102,11 @@ func TestReview2DictionaryRememberedFromStreamHitIsWholeBody(t *testing.T) {
 	decodeDelta(t, rec.Header(), rec.Body.Bytes(), v1, v2)
 }
 
-// A request that joins the flight of an identical miss must not wait for
-// the leader's whole response. What is wrong: lookup (cache.go) makes an
-// identical miss wait on the flight until the leader's endFill, i.e. until
-// the leader's handler returns and its stream reached its client; a leader
-// whose client reads slowly (or whose handler is slow) holds every other
-// client of that URL and ETag, not even a header sent, for as long as it
-// lasts. One slow reader on a popular large asset stalls everyone.
-func TestReview2StalledLeaderDoesNotBlockIdenticalRequests(t *testing.T) {
-	body := textBody(12, 200<<10)
-	c := newCache(t, 64<<20)
-	started, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/javascript")
-		w.Header().Set("ETag", `"big-v1"`)
-		if r.Header.Get("X-Stall") != "" {
-			_, _ = w.Write(body[:100<<10]) // past the buffer: a stream, leading the flight
-			once.Do(func() { close(started) })
-			<-release // the leader's client reads slowly
-			_, _ = w.Write(body[100<<10:])
-			return
-		}
-		_, _ = w.Write(body)
-	}))
-	leaderDone := make(chan struct{})
-	go func() {
-		defer close(leaderDone)
-		serveAt(h, "/big.js", "gzip", "X-Stall", "1")
-	}()
-	<-started
-	followerDone := make(chan *httptest.ResponseRecorder, 1)
-	go func() { followerDone <- serveAt(h, "/big.js", "gzip") }()
-	var rec *httptest.ResponseRecorder
-	select {
-	case rec = <-followerDone:
-	case <-time.After(5 * time.Second):
-		t.Errorf("an identical request still waits after 5 s for a stalled leader's stream")
-	}
-	close(release)
-	<-leaderDone
-	if rec == nil {
-		rec = <-followerDone
-	}
-	checkBody(t, rec.Header(), rec.Body.Bytes(), body)
-}
-
-// The Cache's Hits count responses served from it. What is wrong: the
-// FileServer's background upgrade (fileserver.go, upgrade: "s.reps.load(k)")
-// looks the representation up through fileReps.load (cache.go), which
-// counts a hit although no response was served; and fileReps.store counts
-// the replacement as one more store. After one GET of one file, Stats
-// say Hits 1, Stores 2, Entries 1.
-func TestReview2FileServerUpgradeIsNoCacheHit(t *testing.T) {
-	js := textBody(13, 20000)
-	c := newCache(t, 64<<20)
-	m := newMiddleware(t, squeeze.WithCache(c))
-	h, _ := fileServer(t, m, fstest.MapFS{"app.js": {Data: js}})
-	rec := serveAt(h, "/app.js", "br")
-	checkBody(t, rec.Header(), rec.Body.Bytes(), js)
-	squeeze.WaitFileServer(h)
-	st := c.Stats()
-	if st.Hits != 0 || st.Misses != 1 || st.Stores != st.Entries {
-		t.Errorf("after one GET served by encoding: Stats %+v, want Hits 0, Misses 1, Stores == Entries (1)", st)
-	}
-}
-
-// The example mounts a FileServer behind its own Middleware's Handler
-// (example/app.go, "behind compress.Handler, as here"); the observer must
-// still get exactly one Event per response. What is wrong: both the
-// FileServer (request.report) and the wrapping responseWriter (finish ->
-// report) send one, so Counters count each static response twice (once as
-// br, once as skipped "encoded").
-func TestReview2WrappedFileServerReportsOneEvent(t *testing.T) {
-	js := textBody(14, 20000)
-	var n atomic.Int32
-	var evs []squeeze.Event
-	var mu sync.Mutex
-	m := newMiddleware(t, squeeze.WithObserver(func(e squeeze.Event) {
-		n.Add(1)
-		mu.Lock()
-		evs = append(evs, e)
-		mu.Unlock()
-	}))
-	fsrv, _ := fileServer(t, m, fstest.MapFS{"app.js": {Data: js}})
-	h := m.Handler(fsrv)
-	rec := serveAt(h, "/app.js", "br")
-	checkBody(t, rec.Header(), rec.Body.Bytes(), js)
-	if got := n.Load(); got != 1 {
-		t.Errorf("%d events for one response, want 1: %+v", got, evs)
-	}
-}
-
 // A mixed workload under -race: whole bodies by content, streams by ETag,
 // dictionary deltas, HEAD, Range, and a FileServer, all sharing one Cache
 // and observed; every body must decode to what the handler wrote, and
 // there must be exactly one event per response.
-func TestReview2MixedWorkloadSharedCache(t *testing.T) {
+func TestSharedCacheMixedWorkload(t *testing.T) {
 	v1, v2 := versions(60 << 10)
 	small := textBody(21, 8<<10)
 	js := textBody(22, 20000)
@@ -260,13 +163,13 @@ func TestReview2MixedWorkloadSharedCache(t *testing.T) {
 				}
 				ce := rec.Header().Get("Content-Encoding")
 				if ce == squeeze.DCZ || ce == squeeze.DCB {
-					got, err := decodeDictionary(ce, rec.Body.Bytes(), v1)
+					got, err := testtool.DecodeDictionary(ce, rec.Body.Bytes(), v1)
 					if err != nil || !bytes.Equal(got, j.want) {
 						errs <- fmt.Sprintf("%s %s %s: delta wrong (%v)", j.method, j.path, ce, err)
 					}
 					continue
 				}
-				got, err := tryDecode(ce, rec.Body.Bytes())
+				got, err := testtool.TryDecode(ce, rec.Body.Bytes())
 				if err != nil || !bytes.Equal(got, j.want) {
 					errs <- fmt.Sprintf("%s %s %q: body wrong (%v)", j.method, j.path, ce, err)
 				}
@@ -288,10 +191,4 @@ func TestReview2MixedWorkloadSharedCache(t *testing.T) {
 	if got := events.Load(); got != total {
 		t.Errorf("%d events for %d responses", got, total)
 	}
-}
-
-func tryDecode(ce string, b []byte) ([]byte, error) { return testtool.TryDecode(ce, b) }
-
-func decodeDictionary(ce string, b, dict []byte) ([]byte, error) {
-	return testtool.DecodeDictionary(ce, b, dict)
 }

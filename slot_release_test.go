@@ -11,7 +11,9 @@ import (
 	"github.com/squeezehttp/squeeze"
 )
 
-// Tests from the third review: the pooled per-response state (handle.go).
+// The pooled per-response slot (handle.go) is released whatever happens
+// inside the response: panics in finish or in ReadFrom, and headers kept
+// after the response.
 
 // abortingWriter is an outer writer that aborts the handler the way
 // net/http documents, by panicking with http.ErrAbortHandler, once the
@@ -20,15 +22,13 @@ type abortingWriter struct{ *httptest.ResponseRecorder }
 
 func (w abortingWriter) Write(p []byte) (int, error) { panic(http.ErrAbortHandler) }
 
-// Bug: Middleware.close locks the slot, runs finish and unlocks without a
-// defer. When anything inside finish panics or calls runtime.Goexit (the
-// observer, or the underlying writer while the whole body goes out, e.g.
-// with http.ErrAbortHandler, which net/http recovers silently), the slot's
-// mutex stays locked for ever. A goroutine the handler left behind then
-// blocks for ever in its next Write, Header or Flush instead of getting
-// errFinished: a goroutine (and whatever it holds) leaked per such
-// response. Before the change finish unlocked with a defer.
-func TestReview3PanicInFinishLeavesTheSlotLocked(t *testing.T) {
+// When anything inside finish panics or calls runtime.Goexit (the observer,
+// or the underlying writer while the whole body goes out, e.g. with
+// http.ErrAbortHandler, which net/http recovers silently), the slot is
+// released all the same: a goroutine the handler left behind gets an error
+// from its next Write instead of blocking for ever in it (a goroutine, and
+// whatever it holds, leaked per such response).
+func TestPanicInFinishReleasesTheSlot(t *testing.T) {
 	body := textBody(31, 4000)
 	cases := []struct {
 		name string
@@ -78,14 +78,11 @@ type panicReader struct{}
 
 func (panicReader) Read([]byte) (int, error) { panic(http.ErrAbortHandler) }
 
-// Bug: handlerWriter.ReadFrom locks the slot and calls readHeld, which
-// reads the handler's src, and unlocks without a defer. A src whose Read
-// panics (or calls runtime.Goexit) unwinds through the handler with the
-// lock held, and the handler's deferred close then waits for that lock
-// for ever: the request's goroutine never returns, its connection is never
-// closed and the panic never reaches net/http. (The old responseWriter had
-// the same shape; handle.go rewrote ReadFrom and kept it.)
-func TestReview3PanicInReadFromDeadlocks(t *testing.T) {
+// A body source whose Read panics (or calls runtime.Goexit) inside ReadFrom
+// unwinds through the handler with the slot released: the handler's deferred
+// close goes on, the request's goroutine returns and the panic reaches
+// net/http, which closes the connection.
+func TestPanicInReadFromReleasesTheSlot(t *testing.T) {
 	m := newMiddleware(t)
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -106,15 +103,12 @@ func TestReview3PanicInReadFromDeadlocks(t *testing.T) {
 	}
 }
 
-// Bug: the header values the middleware sets (Content-Encoding, Vary,
-// Content-Length) live in a handlerWriter, carved from a block of 32 whose
-// every element points at the slot, and the slot keeps up to two 32 KiB
-// spare buffers. So whoever keeps the header map of a finished response (an
-// access log queue, a recorder, an in-process response cache that keeps
-// the map) keeps that slot's 64 KiB alive after the pool dropped it:
-// about 67 KiB per kept header map, against about 5 KiB before the change
-// (measured at 19de6bc), while the comment in handle.go counts 80 bytes.
-func TestReview3KeptHeaderPinsSpareBuffers(t *testing.T) {
+// The header values the middleware sets (Content-Encoding, Vary, Content-
+// Length) belong to the response, and its slot keeps up to two 32 KiB spare
+// buffers: whoever keeps the header map of a finished response (an access log
+// queue, a recorder, an in-process response cache that keeps the map) must
+// not keep those buffers alive after the pool dropped the slot.
+func TestKeptHeaderMapPinsNoSpareBuffers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures the heap")
 	}
