@@ -38,7 +38,7 @@ func TestFileServerNeverSendsADeltaLargerThanTheSibling(t *testing.T) {
 					{"app.v3.js", coding},
 				} {
 					for round := range 2 {
-						w := fsGet(sp, "GET", "/static/"+tt.file, "Accept-Encoding", coding+", br", "Available-Dictionary", availableDictionary(v1))
+						w := fsGet(sp, "GET", "/static/"+tt.file, "Accept-Encoding", coding+", br", "Available-Dictionary", availableFor(v1))
 						if got := w.Header().Get("Content-Encoding"); got != tt.want {
 							t.Fatalf("%s, round %d: Content-Encoding %q (%d bytes; the sibling has %d), want %s",
 								tt.file, round, got, w.Body.Len(), len(files[tt.file+".br"]), tt.want)
