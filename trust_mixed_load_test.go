@@ -29,7 +29,7 @@ import (
 const (
 	mixedWhole  = 4 << 10                         // ends within the buffer
 	mixedStream = 3 * squeeze.DefaultBufferSize   // a stream
-	mixedSlow   = 16 * squeeze.DefaultBufferSize  // read slowly, or stalled
+	mixedSlow   = 8 * squeeze.DefaultBufferSize   // read slowly, or stalled
 	mixedHuge   = 2 << 20                         // a hostile capture
 	mixedStore  = 4 << 20                         // the client's dictionary store
 	mixedLong   = 8000                            // a hostile path's length
@@ -286,6 +286,7 @@ func TestMixedLoadServesEveryoneTheirOwnBytes(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			trusted := len(mode.opts) > 0
 			base := heapInUse()
+			var held uint64
 			for _, p := range protocols {
 				t.Run(p.name, func(t *testing.T) {
 					var load []mixedRequest
@@ -294,16 +295,21 @@ func TestMixedLoadServesEveryoneTheirOwnBytes(t *testing.T) {
 							load = append(load, q)
 						}
 					}
-					runMixedLoad(t, mode.opts, p, load, goroutines, rounds)
+					held = max(held, runMixedLoad(t, mode.opts, p, load, goroutines, rounds))
 				})
 			}
 			if t.Failed() || squeeze.RaceEnabled {
 				return // the race detector's shadow memory and pools distort the heap
 			}
-			const margin = 8 << 20
-			if after := heapInUse(); after > base+margin {
-				t.Errorf("heap %.1f MiB after the load and Close, %.1f MiB before: more than %d MiB kept",
-					float64(after)/(1<<20), float64(base)/(1<<20), margin>>20)
+			// What the load held above the baseline must be mostly given
+			// back: less than half of it may stay (the servers' and
+			// clients' own records, kept until the test ends).
+			after := heapInUse()
+			mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
+			t.Logf("heap %.1f MiB before, %.1f MiB at the end of a load, %.1f MiB after Close", mib(base), mib(held), mib(after))
+			if held > base && after > base+(held-base)/2 {
+				t.Errorf("heap %.1f MiB after the load and Close, %.1f MiB before, %.1f MiB during: over half of the load's memory kept",
+					mib(after), mib(base), mib(held))
 			}
 		})
 	}
@@ -312,8 +318,12 @@ func TestMixedLoadServesEveryoneTheirOwnBytes(t *testing.T) {
 // runMixedLoad runs the requests over p in goroutines rounds times each,
 // plus a stalled reader, slow readers, cancelled requests and the hostile
 // origin, and closes everything it started before it returns.
-func runMixedLoad(t *testing.T, opts []squeeze.Option, p protocol, requests []mixedRequest, goroutines, rounds int) {
+//
+// It returns the heap in use at the end of the load, before it closed
+// anything (0 under the race detector).
+func runMixedLoad(t *testing.T, opts []squeeze.Option, p protocol, requests []mixedRequest, goroutines, rounds int) (held uint64) {
 	t.Helper()
+	goroutines0 := runtime.NumGoroutine()
 	c, err := squeeze.NewCache(8 << 20)
 	if err != nil {
 		t.Fatal(err)
@@ -483,11 +493,25 @@ func runMixedLoad(t *testing.T, opts []squeeze.Option, p protocol, requests []mi
 		})
 	}
 	wg.Wait()
+	if !squeeze.RaceEnabled {
+		held = heapInUse()
+	}
 	stalled.Body.Close()
+	// Close all now, and let go of the handlers: the servers themselves
+	// stay reachable from startServer's cleanups until the test ends.
+	st.CloseIdleConnections()
+	hostile.Close()
+	srv.Close()
+	hostile.Config.Handler, srv.Config.Handler = nil, nil
+	_ = c.Close()
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > goroutines0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	t.Logf("%d requests, cache %+v", rounds*len(requests), c.Stats())
 
 	wrong.Range(func(k, v any) bool {
 		t.Errorf("%s: %s", k, v)
 		return true
 	})
+	return held
 }
