@@ -343,6 +343,11 @@ type flight struct {
 	// the rest wait for it, so that identical requests for a body that
 	// does not compress would encode one after another.
 	stored bool
+	// stalled is set when a follower waited the patience out: the
+	// followers that come after encode for themselves at once, so that a
+	// leader that stalls for good delays only the first of its URL's
+	// requests, not every one for as long as it stalls.
+	stalled atomic.Bool
 }
 
 // lookup returns the entry for k, counting a hit, or, after counting a
@@ -351,7 +356,7 @@ type flight struct {
 // end), and then looks again if the flight left an entry, or encodes for
 // itself and stores nothing if it left none. With patience above zero it
 // waits at most that long in all, then encodes for itself and stores
-// nothing. A whole body's leader encodes in memory at once, so its
+// nothing, and so do at once all later followers of that flight. A whole body's leader encodes in memory at once, so its
 // followers wait; a stream's leader goes at its client's pace, and one
 // slow reader, however steadily it reads, must not hold back every other
 // client of the URL. plain is the body looked up by content, which the
@@ -387,6 +392,10 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 			return nil, true
 		}
 		c.mu.Unlock()
+		if f.stalled.Load() {
+			c.misses.Add(1)
+			return nil, false
+		}
 		if patience > 0 && deadline.IsZero() {
 			deadline = time.Now().Add(patience)
 		}
@@ -416,6 +425,7 @@ func (c *cacheCore) wait(r *http.Request, f *flight, deadline time.Time) bool {
 	case <-r.Context().Done():
 		return false
 	case <-t.C:
+		f.stalled.Store(true)
 		return false // the leader is slow: encode without it
 	}
 }
