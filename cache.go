@@ -278,10 +278,12 @@ func WithCache(c *Cache) Option {
 // whenever its bytes change (RFC 9110 §8.8.3). A tag that names a version
 // of data rendered per user, language, tenant or build (a row counter, a
 // deploy id) sends one client's stream to another. Even so, squeeze keys
-// an entry by Host and the request-target as sent, and never stores or
-// serves a stream whose Vary names a field other than Accept-Encoding and
-// Available-Dictionary, nor one for a request with Authorization unless
-// the response says public, s-maxage or must-revalidate (RFC 9111 §3.5).
+// an entry by Host and the request-target as sent (and by Sec-Fetch-Site
+// when Vary names it, as on dictionary paths), and never stores or serves
+// a stream whose Vary names a field other than Accept-Encoding,
+// Available-Dictionary and Sec-Fetch-Site, nor one for a request with
+// Authorization unless the response says public, s-maxage or
+// must-revalidate (RFC 9111 §3.5).
 // Without this option only bodies that end within the buffer are cached,
 // found by their content. It needs [WithCache].
 func WithTrustedETags() Option {
@@ -304,8 +306,9 @@ type cacheKey struct {
 	// dictionaries never meet; "" for the other codings.
 	dictionary string
 	// host, uri and etag are the validator key: the request's Host and
-	// RequestURI, and the response's strong ETag.
-	host, uri, etag string
+	// RequestURI, and the response's strong ETag; site is the request's
+	// Sec-Fetch-Site when the response varies on it (cacheFields.site).
+	host, uri, etag, site string
 }
 
 // cacheEntry is immutable once stored: an upgrade stores a new entry.
@@ -325,7 +328,7 @@ type cacheEntry struct {
 
 func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
 	w := int64(len(body) + len(plain) + entryOverhead + len(k.coding) + len(k.dictionary) +
-		len(k.host) + len(k.uri) + len(k.etag))
+		len(k.host) + len(k.uri) + len(k.etag) + len(k.site))
 	return &cacheEntry{body: body, plain: plain, level: level, weight: w}
 }
 
@@ -826,9 +829,15 @@ type cacheFields struct {
 	// which let a shared cache reuse a response to a request with
 	// Authorization (RFC 9111 §3.5).
 	shared bool
-	// varies is set by a Vary naming any field but Accept-Encoding and
-	// Available-Dictionary, the two squeeze's own choice depends on.
+	// varies is set by a Vary naming any field but Accept-Encoding,
+	// Available-Dictionary and Sec-Fetch-Site, the ones squeeze's own
+	// choice depends on.
 	varies bool
+	// site is set by a Vary naming Sec-Fetch-Site, which squeeze adds on
+	// dictionary paths: a key by validator then holds the request's
+	// Sec-Fetch-Site as sent, so that whoever named it, responses to
+	// different values never meet.
+	site bool
 	// etag is the one ETag value, "" when there is none or more than one.
 	etag  string
 	etags int
@@ -858,9 +867,10 @@ func readCacheFields(h http.Header) cacheFields {
 				}
 			}
 		case "Vary":
-			star, other := varyNames(v)
+			star, other, site := varyNames(v)
 			cf.never = cf.never || star
 			cf.varies = cf.varies || other
+			cf.site = cf.site || site
 		case "Etag":
 			cf.etags += len(v)
 			if len(v) == 1 {
@@ -886,9 +896,10 @@ func cacheFieldName(k string) string {
 	return k
 }
 
-// varyNames reports whether the Vary field lines name "*", and whether
-// they name any field but Accept-Encoding and Available-Dictionary.
-func varyNames(lines []string) (star, other bool) {
+// varyNames reports whether the Vary field lines name "*", whether they
+// name any field but Accept-Encoding, Available-Dictionary and
+// Sec-Fetch-Site, and whether they name Sec-Fetch-Site.
+func varyNames(lines []string) (star, other, site bool) {
 	for _, line := range lines {
 		for line != "" {
 			var name string
@@ -898,12 +909,14 @@ func varyNames(lines []string) (star, other bool) {
 			case name == "*":
 				star = true
 			case equalFold(name, "Accept-Encoding"), equalFold(name, "Available-Dictionary"):
+			case equalFold(name, "Sec-Fetch-Site"):
+				site = true
 			default:
 				other = true
 			}
 		}
 	}
-	return star, other
+	return star, other, site
 }
 
 // cacheable reads h and reports whether the response may be stored or
@@ -963,8 +976,9 @@ func (cw *responseWriter) storeWhole(k *cacheKey, store bool, body, out []byte) 
 // Authorization, a response that allows a shared cache to reuse it (RFC
 // 9111 §3.5). The key holds the Host and the request-target as the client
 // sent it: a handler mounted under http.StripPrefix sees a stripped, and
-// decoded, URL.Path, which other mounts and other escapings share. A
-// request without a RequestURI (built by hand, not by net/http's server)
+// decoded, URL.Path, which other mounts and other escapings share; and the
+// request's Sec-Fetch-Site when Vary names it. A request without a
+// RequestURI (built by hand, not by net/http's server)
 // gets no key, as its original target is unknown.
 func (cw *responseWriter) validatorKey(cf *cacheFields) (cacheKey, bool) {
 	r := cw.req
@@ -973,10 +987,16 @@ func (cw *responseWriter) validatorKey(cf *cacheFields) (cacheKey, bool) {
 		return cacheKey{}, false
 	}
 	o := cw.offer
-	return cacheKey{
+	k := cacheKey{
 		coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID(),
 		host: r.Host, uri: r.RequestURI, etag: cf.etag,
-	}, true
+	}
+	if cf.site {
+		// Each line as sent, in order: equal keys only for requests
+		// that sent the same field.
+		k.site = "\x00" + strings.Join(r.Header["Sec-Fetch-Site"], "\x00")
+	}
+	return k, true
 }
 
 // hasAuthorization reports whether a request header has Authorization,
