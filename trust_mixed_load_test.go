@@ -27,19 +27,21 @@ import (
 // and the heap must come back once the servers and the cache are closed.
 
 const (
-	mixedWhole  = 4 << 10                         // ends within the buffer
-	mixedStream = 3 * squeeze.DefaultBufferSize   // a stream
-	mixedSlow   = 8 * squeeze.DefaultBufferSize   // read slowly, or stalled
-	mixedHuge   = 2 << 20                         // a hostile capture
-	mixedStore  = 4 << 20                         // the client's dictionary store
-	mixedLong   = 8000                            // a hostile path's length
-	mixedPat    = 2000                            // a hostile pattern's length
-	mixedFile   = 40 << 10                        // a file of each tenant
-	mixedBig    = 5 * squeeze.DefaultBufferSize   // a file streamed
-	mixedUsers  = "alice bob carol"               // cookies and tokens
-	mixedLangs  = "en fr de"                      // Accept-Language
-	mixedSites  = "|same-origin|cross-site|none|" // Sec-Fetch-Site, "" absent
+	mixedWhole  = 4 << 10                       // ends within the buffer
+	mixedStream = 3 * squeeze.DefaultBufferSize // a stream
+	mixedSlow   = 8 * squeeze.DefaultBufferSize // read slowly, or stalled
+	mixedHuge   = 2 << 20                       // a hostile capture
+	mixedStore  = 4 << 20                       // the client's dictionary store
+	mixedLong   = 8000                          // a hostile path's length
+	mixedPat    = 2000                          // a hostile pattern's length
+	mixedFile   = 40 << 10                      // a file of each tenant
+	mixedBig    = 5 * squeeze.DefaultBufferSize // a file streamed
+	mixedUsers  = "alice bob carol"             // cookies and tokens
+	mixedLangs  = "en fr de"                    // Accept-Language
 )
+
+// mixedSites are the values of Sec-Fetch-Site sent, "" for none.
+var mixedSites = []string{"", "same-origin", "cross-site", "none"}
 
 // mixedSize is the body length of a route: its path ends in "stream",
 // "slow" or neither.
@@ -73,8 +75,12 @@ func mixedFileBody(tenant, name string, n int) []byte {
 // mixedApp is the server under load: every route writes a body that
 // depends on the request (cookie, token, language, tenant, escaped path)
 // under one ETag for all.
-func mixedApp(m *squeeze.Middleware) http.Handler {
+//
+// It returns the file servers too, whose background encodings the caller
+// waits for.
+func mixedApp(m *squeeze.Middleware) (http.Handler, []http.Handler) {
 	var bodies personalBodies
+	var files []http.Handler
 	mux := http.NewServeMux()
 	route := func(serve func(h http.Header, r *http.Request) string) http.Handler {
 		return m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -120,6 +126,12 @@ func mixedApp(m *squeeze.Middleware) http.Handler {
 		h.Set("Vary", "Cookie")
 		return "dict " + cookieUser(r) + r.URL.Path
 	})
+	handle("/dict/site/", func(h http.Header, r *http.Request) string {
+		// One ETag for a body per Sec-Fetch-Site, which the Vary squeeze
+		// adds on dictionary paths names.
+		h.Set("ETag", `"d2"`)
+		return "site " + r.Header.Get("Sec-Fetch-Site") + r.URL.Path
+	})
 	handle("/slow/", func(h http.Header, r *http.Request) string {
 		h.Set("ETag", `"s1"`) // honest: one body for everyone
 		return "everyone"
@@ -130,9 +142,11 @@ func mixedApp(m *squeeze.Middleware) http.Handler {
 			return "tenant " + tenant + r.URL.Path
 		})))
 		prefix := "/static-" + tenant
-		mux.Handle(prefix+"/", http.StripPrefix(prefix, m.FileServer(mixedFiles(tenant))))
+		fsrv := m.FileServer(mixedFiles(tenant))
+		files = append(files, fsrv)
+		mux.Handle(prefix+"/", http.StripPrefix(prefix, fsrv))
 	}
-	return mux
+	return mux, files
 }
 
 // personalBodies makes each personal body once: the load's handlers
@@ -176,13 +190,20 @@ func mixedRequests() []mixedRequest {
 			add(mixedRequest{path: "/private/" + size, hdr: cookie, want: personal("private "+u+"/private/"+size, mixedSize(size))})
 			add(mixedRequest{path: "/plain/" + size, hdr: cookie, want: personal("plain "+u+"/plain/"+size, mixedSize(size)),
 				lying: size == "stream"})
-			for _, site := range strings.Split(strings.Trim(mixedSites, "|"), "|") {
+			for _, site := range mixedSites {
 				hdr := cookie
 				if site != "" {
 					hdr = append(hdr[:2:2], "Sec-Fetch-Site", site)
 				}
 				add(mixedRequest{path: "/dict/" + size, hdr: hdr, want: personal("dict "+u+"/dict/"+size, mixedSize(size))})
 			}
+		}
+		for _, site := range mixedSites {
+			var hdr []string
+			if site != "" {
+				hdr = []string{"Sec-Fetch-Site", site}
+			}
+			add(mixedRequest{path: "/dict/site/" + size, hdr: hdr, want: personal("site "+site+"/dict/site/"+size, mixedSize(size))})
 		}
 		for _, lang := range strings.Fields(mixedLangs) {
 			add(mixedRequest{path: "/lang/" + size, hdr: []string{"Accept-Language", lang},
@@ -336,7 +357,8 @@ func runMixedLoad(t *testing.T, opts []squeeze.Option, p protocol, requests []mi
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, plain := startServer(t, p, mixedApp(m), true)
+	app, files := mixedApp(m)
+	srv, plain := startServer(t, p, app, true)
 	defer srv.Close()
 	hostile, hostileClient := startServer(t, p, hostileOrigin(), true)
 	defer hostile.Close()
@@ -504,8 +526,19 @@ func runMixedLoad(t *testing.T, opts []squeeze.Option, p protocol, requests []mi
 	srv.Close()
 	hostile.Config.Handler, srv.Config.Handler = nil, nil
 	_ = c.Close()
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > goroutines0 && time.Now().Before(deadline); {
+	for _, f := range files {
+		squeeze.WaitFileServer(f) // a best-level encoding under way holds its encoder
+	}
+	// The goroutines of the servers and clients end as their connections
+	// close; those of a best-level br encoder that was dropped end when its
+	// finalizer runs (go-brrr), after a collection.
+	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > goroutines0 && time.Now().Before(deadline); {
+		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > goroutines0 && !squeeze.RaceEnabled {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines left, %d before:\n%s", n, goroutines0, buf[:runtime.Stack(buf, true)])
 	}
 	t.Logf("%d requests, cache %+v", rounds*len(requests), c.Stats())
 
