@@ -835,8 +835,8 @@ type cacheFields struct {
 	varies bool
 	// site is set by a Vary naming Sec-Fetch-Site, which squeeze adds on
 	// dictionary paths: a key by validator then holds the request's
-	// Sec-Fetch-Site as sent, so that whoever named it, responses to
-	// different values never meet.
+	// Sec-Fetch-Site as sent, if it sent one, so that whoever named it,
+	// responses to different values never meet.
 	site bool
 	// etag is the one ETag value, "" when there is none or more than one.
 	etag  string
@@ -991,10 +991,12 @@ func (cw *responseWriter) validatorKey(cf *cacheFields) (cacheKey, bool) {
 		coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID(),
 		host: r.Host, uri: r.RequestURI, etag: cf.etag,
 	}
-	if cf.site {
+	if lines := r.Header["Sec-Fetch-Site"]; cf.site && len(lines) > 0 {
 		// Each line as sent, in order: equal keys only for requests
-		// that sent the same field.
-		k.site = "\x00" + strings.Join(r.Header["Sec-Fetch-Site"], "\x00")
+		// that sent the same field. A request without it keys as for a
+		// response that does not vary on it, so that a Middleware with
+		// dictionaries and one without, sharing a Cache, share entries.
+		k.site = "\x00" + strings.Join(lines, "\x00")
 	}
 	return k, true
 }
