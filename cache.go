@@ -278,10 +278,12 @@ func WithCache(c *Cache) Option {
 // whenever its bytes change (RFC 9110 §8.8.3). A tag that names a version
 // of data rendered per user, language, tenant or build (a row counter, a
 // deploy id) sends one client's stream to another. Even so, squeeze keys
-// an entry by Host and the request-target as sent, and never stores or
-// serves a stream whose Vary names a field other than Accept-Encoding and
-// Available-Dictionary, nor one for a request with Authorization unless
-// the response says public, s-maxage or must-revalidate (RFC 9111 §3.5).
+// an entry by Host and the request-target as sent (and by Sec-Fetch-Site
+// when Vary names it, as on dictionary paths), and never stores or serves
+// a stream whose Vary names a field other than Accept-Encoding,
+// Available-Dictionary and Sec-Fetch-Site, nor one for a request with
+// Authorization unless the response says public, s-maxage or
+// must-revalidate (RFC 9111 §3.5).
 // Without this option only bodies that end within the buffer are cached,
 // found by their content. It needs [WithCache].
 func WithTrustedETags() Option {
@@ -305,9 +307,7 @@ type cacheKey struct {
 	dictionary string
 	// host, uri and etag are the validator key: the request's Host and
 	// RequestURI, and the response's strong ETag; site is the request's
-	// Sec-Fetch-Site when the response varies on it (a dictionary path's
-	// does), so that a stream is shared only between requests that sent
-	// the same value.
+	// Sec-Fetch-Site when the response varies on it (cacheFields.site).
 	host, uri, etag, site string
 }
 
@@ -346,6 +346,11 @@ type flight struct {
 	// the rest wait for it, so that identical requests for a body that
 	// does not compress would encode one after another.
 	stored bool
+	// stalled is set when a follower waited the patience out: the
+	// followers that come after encode for themselves at once, so that a
+	// leader that stalls for good delays only the first of its URL's
+	// requests, not every one for as long as it stalls.
+	stalled atomic.Bool
 }
 
 // lookup returns the entry for k, counting a hit, or, after counting a
@@ -354,7 +359,7 @@ type flight struct {
 // end), and then looks again if the flight left an entry, or encodes for
 // itself and stores nothing if it left none. With patience above zero it
 // waits at most that long in all, then encodes for itself and stores
-// nothing. A whole body's leader encodes in memory at once, so its
+// nothing, and so do at once all later followers of that flight. A whole body's leader encodes in memory at once, so its
 // followers wait; a stream's leader goes at its client's pace, and one
 // slow reader, however steadily it reads, must not hold back every other
 // client of the URL. plain is the body looked up by content, which the
@@ -390,6 +395,10 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 			return nil, true
 		}
 		c.mu.Unlock()
+		if f.stalled.Load() {
+			c.misses.Add(1)
+			return nil, false
+		}
 		if patience > 0 && deadline.IsZero() {
 			deadline = time.Now().Add(patience)
 		}
@@ -419,6 +428,7 @@ func (c *cacheCore) wait(r *http.Request, f *flight, deadline time.Time) bool {
 	case <-r.Context().Done():
 		return false
 	case <-t.C:
+		f.stalled.Store(true)
 		return false // the leader is slow: encode without it
 	}
 }
@@ -820,10 +830,14 @@ type cacheFields struct {
 	// Authorization (RFC 9111 §3.5).
 	shared bool
 	// varies is set by a Vary naming any field but Accept-Encoding,
-	// Available-Dictionary and Sec-Fetch-Site, the three squeeze's own
-	// choice depends on; site by a Vary naming Sec-Fetch-Site, whose
-	// request values then become part of a stream's key.
-	varies, site bool
+	// Available-Dictionary and Sec-Fetch-Site, the ones squeeze's own
+	// choice depends on.
+	varies bool
+	// site is set by a Vary naming Sec-Fetch-Site, which squeeze adds on
+	// dictionary paths: a key by validator then holds the request's
+	// Sec-Fetch-Site as sent, if it sent one, so that whoever named it,
+	// responses to different values never meet.
+	site bool
 	// etag is the one ETag value, "" when there is none or more than one.
 	etag  string
 	etags int
@@ -962,8 +976,9 @@ func (cw *responseWriter) storeWhole(k *cacheKey, store bool, body, out []byte) 
 // Authorization, a response that allows a shared cache to reuse it (RFC
 // 9111 §3.5). The key holds the Host and the request-target as the client
 // sent it: a handler mounted under http.StripPrefix sees a stripped, and
-// decoded, URL.Path, which other mounts and other escapings share. A
-// request without a RequestURI (built by hand, not by net/http's server)
+// decoded, URL.Path, which other mounts and other escapings share; and the
+// request's Sec-Fetch-Site when Vary names it. A request without a
+// RequestURI (built by hand, not by net/http's server)
 // gets no key, as its original target is unknown.
 func (cw *responseWriter) validatorKey(cf *cacheFields) (cacheKey, bool) {
 	r := cw.req
@@ -976,26 +991,14 @@ func (cw *responseWriter) validatorKey(cf *cacheFields) (cacheKey, bool) {
 		coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID(),
 		host: r.Host, uri: r.RequestURI, etag: cf.etag,
 	}
-	if cf.site {
-		k.site = requestSite(r.Header)
+	if lines := r.Header["Sec-Fetch-Site"]; cf.site && len(lines) > 0 {
+		// Each line as sent, in order: equal keys only for requests
+		// that sent the same field. A request without it keys as for a
+		// response that does not vary on it, so that a Middleware with
+		// dictionaries and one without, sharing a Cache, share entries.
+		k.site = "\x00" + strings.Join(lines, "\x00")
 	}
 	return k, true
-}
-
-// requestSite returns the request's Sec-Fetch-Site values, joined, under
-// any case of the field's name; "\x00" stands for a request without one,
-// so that it never meets a request that sent an empty value.
-func requestSite(h http.Header) string {
-	var vals []string
-	for k, v := range h {
-		if equalFold(k, "Sec-Fetch-Site") {
-			vals = append(vals, v...)
-		}
-	}
-	if vals == nil {
-		return "\x00"
-	}
-	return strings.Join(vals, "\x00,")
 }
 
 // hasAuthorization reports whether a request header has Authorization,

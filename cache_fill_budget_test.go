@@ -42,7 +42,7 @@ func streamsInFlight(t *testing.T, c *squeeze.Cache, n int, body []byte, during 
 		squeeze.WithLevel("gzip", -3), // stateless: no encoder memory to speak of
 	}
 	if c != nil {
-		opts = append(opts, squeeze.WithCache(c), squeeze.WithTrustedETags())
+		opts = append(opts, squeeze.WithCache(c), squeeze.WithTrustedETags()) // streams are stored only with it
 	}
 	var wrote, done sync.WaitGroup
 	release := make(chan struct{})

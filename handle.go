@@ -254,8 +254,10 @@ func (m *Middleware) close(s *slot, hw *handlerWriter, completed bool) {
 // the request, for CloseNotify), to which everything then passes. So the
 // writes of whoever writes next through the writer the handler was given
 // (echo's error handler, behind echo.WrapMiddleware) reach this response,
-// as plain, and never a later one that reuses the pooled slot. It costs
-// an allocation, on untouched responses only.
+// as plain, and never a later one that reuses the pooled slot. Once the
+// request's context ends (net/http ends it when the outermost handler
+// returns, before it finishes the response) the writer goes stale (lock).
+// It costs an allocation, on untouched responses only.
 func handBack(cw *responseWriter) *slot {
 	s := &slot{}
 	s.cw.m, s.cw.slot, s.cw.w, s.cw.req = cw.m, s, cw.w, cw.req
@@ -273,6 +275,16 @@ func (hw *handlerWriter) lock() *responseWriter {
 		}
 		s.mu.Lock()
 		if hw.s.Load() == s {
+			if s.cw.state == stateHandedBack && s.cw.req.Context().Err() != nil {
+				// net/http ends the request's context once the
+				// outermost handler returns, before it finishes the
+				// response: past that, its writer panics (HTTP/2,
+				// Hijack) or writes into a buffer it pooled for other
+				// connections (HTTP/1), so the writer goes stale.
+				hw.s.Store(nil)
+				s.mu.Unlock()
+				return nil
+			}
 			return &s.cw
 		}
 		// The response finished while this call waited for the lock:
