@@ -73,6 +73,22 @@ func cookieUser(r *http.Request) string {
 	return c.Value
 }
 
+// perUser is a case whose handler greets the user its cookie names at
+// /me, alice then bob, under the header fields set sets; neverStored says
+// whether such a response must never be stored.
+func perUser(name string, neverStored bool, set func(h http.Header, r *http.Request)) sharingCase {
+	return sharingCase{
+		name: name,
+		serve: func(h http.Header, r *http.Request) string {
+			set(h, r)
+			return cookieUser(r)
+		},
+		first:       sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
+		second:      sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
+		neverStored: neverStored,
+	}
+}
+
 var sharingCases = []sharingCase{
 	{
 		name: "Vary: Cookie",
@@ -129,60 +145,26 @@ var sharingCases = []sharingCase{
 		first:  sharingRequest{"/files/x%2Fy", nil, "/files/x%2Fy"},
 		second: sharingRequest{"/files/x/y", nil, "/files/x/y"},
 	},
-	{
-		name: "Cache-Control: private under a lower-case key",
-		serve: func(h http.Header, r *http.Request) string {
-			h["Etag"] = []string{`"v1"`}
-			h["cache-control"] = []string{"private"}
-			return cookieUser(r)
-		},
-		first:       sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
-		second:      sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
-		neverStored: true,
-	},
-	{
-		name: "Cache-Control: no-store under a lower-case key",
-		serve: func(h http.Header, r *http.Request) string {
-			h["Etag"] = []string{`"v1"`}
-			h["cache-control"] = []string{"no-store"}
-			return cookieUser(r)
-		},
-		first:       sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
-		second:      sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
-		neverStored: true,
-	},
-	{
-		name: "Cache-Control: private naming a field",
-		serve: func(h http.Header, r *http.Request) string {
-			h.Set("ETag", `"v1"`)
-			h.Set("Cache-Control", `private="Set-Cookie", max-age=60`)
-			return cookieUser(r)
-		},
-		first:       sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
-		second:      sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
-		neverStored: true,
-	},
-	{
-		name: "Set-Cookie under a lower-case key",
-		serve: func(h http.Header, r *http.Request) string {
-			h["Etag"] = []string{`"v1"`}
-			h["set-cookie"] = []string{"session=" + cookieUser(r)}
-			return cookieUser(r)
-		},
-		first:       sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
-		second:      sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
-		neverStored: true,
-	},
-	{
-		name: "Vary: Cookie under a lower-case key",
-		serve: func(h http.Header, r *http.Request) string {
-			h["Etag"] = []string{`"v1"`}
-			h["vary"] = []string{"Cookie"}
-			return cookieUser(r)
-		},
-		first:  sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
-		second: sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
-	},
+	perUser("Cache-Control: private under a lower-case key", true, func(h http.Header, r *http.Request) {
+		h["Etag"] = []string{`"v1"`}
+		h["cache-control"] = []string{"private"}
+	}),
+	perUser("Cache-Control: no-store under a lower-case key", true, func(h http.Header, r *http.Request) {
+		h["Etag"] = []string{`"v1"`}
+		h["cache-control"] = []string{"no-store"}
+	}),
+	perUser("Cache-Control: private naming a field", true, func(h http.Header, r *http.Request) {
+		h.Set("ETag", `"v1"`)
+		h.Set("Cache-Control", `private="Set-Cookie", max-age=60`)
+	}),
+	perUser("Set-Cookie under a lower-case key", true, func(h http.Header, r *http.Request) {
+		h["Etag"] = []string{`"v1"`}
+		h["set-cookie"] = []string{"session=" + cookieUser(r)}
+	}),
+	perUser("Vary: Cookie under a lower-case key", false, func(h http.Header, r *http.Request) {
+		h["Etag"] = []string{`"v1"`}
+		h["vary"] = []string{"Cookie"}
+	}),
 	{
 		name: "Vary: Sec-Fetch-Site",
 		serve: func(h http.Header, r *http.Request) string {
@@ -193,17 +175,10 @@ var sharingCases = []sharingCase{
 		first:  sharingRequest{"/widget", []string{"Sec-Fetch-Site", "same-origin"}, "same-origin"},
 		second: sharingRequest{"/widget", []string{"Sec-Fetch-Site", "cross-site"}, "cross-site"},
 	},
-	{
-		name: "Vary: *",
-		serve: func(h http.Header, r *http.Request) string {
-			h.Set("ETag", `"v1"`)
-			h.Set("Vary", "*")
-			return cookieUser(r)
-		},
-		first:       sharingRequest{"/me", []string{"Cookie", "user=alice"}, "alice"},
-		second:      sharingRequest{"/me", []string{"Cookie", "user=bob"}, "bob"},
-		neverStored: true,
-	},
+	perUser("Vary: *", true, func(h http.Header, r *http.Request) {
+		h.Set("ETag", `"v1"`)
+		h.Set("Vary", "*")
+	}),
 }
 
 // Each case's second request must get its own handler's bytes, with the

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/squeezehttp/squeeze/pool"
 )
 
 // BenchmarkCacheHitMedian is BenchmarkCacheVersusFloor with medians: the
@@ -16,42 +14,27 @@ import (
 // takes many times its cost, and a mean takes those outliers in; the
 // median does not. x-floor is the floor's median over the cache's.
 func BenchmarkCacheHitMedian(b *testing.B) {
-	corpus := loadCorpus(b)
-	for _, coding := range Codings() {
-		fp, err := pool.NewEncoders(coding, Level(coding))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run("coding="+coding, func(b *testing.B) {
-			for _, body := range cacheBodies(corpus) {
-				for _, key := range cacheKeys(body) {
-					b.Run("body="+body.Name+"/key="+key, func(b *testing.B) {
-						h, c := cachedImpl(b, coding, body, key)
-						settle(b, h, c, coding)
-						floor := (&Impl{Name: "floor", Coding: coding, floor: fp}).Serve(body)
-						w, r := NewResponseWriter(false), NewRequest(coding)
-						hs := []http.Handler{floor, h}
-						spent := [2][]time.Duration{}
-						for i := 0; b.Loop(); i++ {
-							for k := range 2 {
-								j := (i + k) % 2
-								w.Reset()
-								t0 := time.Now()
-								hs[j].ServeHTTP(w, r)
-								spent[j] = append(spent[j], time.Since(t0))
-							}
-						}
-						med := func(d []time.Duration) float64 {
-							slices.Sort(d)
-							return d[len(d)/2].Seconds()
-						}
-						f, cached := med(spent[0]), med(spent[1])
-						b.ReportMetric(f, "floor-sec/op")
-						b.ReportMetric(cached, "cached-sec/op")
-						b.ReportMetric(f/cached, "x-floor")
-					})
-				}
+	eachCachedCase(b, func(b *testing.B, floorImpl *Impl, body Body, h http.Handler) {
+		floor := floorImpl.Serve(body)
+		w, r := NewResponseWriter(false), NewRequest(floorImpl.Coding)
+		hs := []http.Handler{floor, h}
+		spent := [2][]time.Duration{}
+		for i := 0; b.Loop(); i++ {
+			for k := range 2 {
+				j := (i + k) % 2
+				w.Reset()
+				t0 := time.Now()
+				hs[j].ServeHTTP(w, r)
+				spent[j] = append(spent[j], time.Since(t0))
 			}
-		})
-	}
+		}
+		med := func(d []time.Duration) float64 {
+			slices.Sort(d)
+			return d[len(d)/2].Seconds()
+		}
+		f, cached := med(spent[0]), med(spent[1])
+		b.ReportMetric(f, "floor-sec/op")
+		b.ReportMetric(cached, "cached-sec/op")
+		b.ReportMetric(f/cached, "x-floor")
+	})
 }

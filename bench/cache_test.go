@@ -89,6 +89,16 @@ func cacheKeys(body Body) []string {
 // warm, upgraded cache, paired as in BenchmarkVersusFloor. x-floor is the
 // cache's speed-up: responses per second over the floor's.
 func BenchmarkCacheVersusFloor(b *testing.B) {
+	eachCachedCase(b, func(b *testing.B, floor *Impl, body Body, h http.Handler) {
+		cached := &Impl{Name: "cached", Coding: floor.Coding, wrap: func(http.Handler) http.Handler { return h }}
+		benchVersusFloor(b, []*Impl{floor, cached}, body, false)
+	})
+}
+
+// eachCachedCase runs bench for every coding, cache body and key, with the
+// floor at that coding and a handler whose cache holds the body, warm and
+// upgraded.
+func eachCachedCase(b *testing.B, bench func(b *testing.B, floor *Impl, body Body, h http.Handler)) {
 	corpus := loadCorpus(b)
 	for _, coding := range Codings() {
 		fp, err := pool.NewEncoders(coding, Level(coding))
@@ -101,9 +111,7 @@ func BenchmarkCacheVersusFloor(b *testing.B) {
 					b.Run("body="+body.Name+"/key="+key, func(b *testing.B) {
 						h, c := cachedImpl(b, coding, body, key)
 						settle(b, h, c, coding)
-						floor := &Impl{Name: "floor", Coding: coding, floor: fp}
-						cached := &Impl{Name: "cached", Coding: coding, wrap: func(http.Handler) http.Handler { return h }}
-						benchVersusFloor(b, []*Impl{floor, cached}, body, false)
+						bench(b, &Impl{Name: "floor", Coding: coding, floor: fp}, body, h)
 					})
 				}
 			}
