@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // Every command README.md and BENCHMARKS.md show can run as written from
@@ -69,7 +71,7 @@ func docScripts(text string) [][]string {
 		case fence && len(block) > 0 && strings.HasSuffix(block[len(block)-1], `\`):
 			block[len(block)-1] = strings.TrimSuffix(block[len(block)-1], `\`) + " " + trimmed
 		case fence:
-			block = append(block, shellComment(line))
+			block = append(block, testtool.ShellCommand(line))
 		default:
 			for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(line, -1) {
 				span := m[1]
@@ -80,24 +82,6 @@ func docScripts(text string) [][]string {
 		}
 	}
 	return scripts
-}
-
-// shellComment returns line without a trailing # comment.
-func shellComment(line string) string {
-	var quote byte
-	for i := 0; i < len(line); i++ {
-		switch c := line[i]; {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '#' && (i == 0 || line[i-1] == ' '):
-			return line[:i]
-		}
-	}
-	return line
 }
 
 // shellCommands splits a line into its simple commands (at &&, ||, ;

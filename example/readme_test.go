@@ -66,24 +66,6 @@ func TestReadmeProgramIsHello(t *testing.T) {
 	}
 }
 
-// commandPart returns line without a trailing shell comment.
-func commandPart(line string) string {
-	var quote byte
-	for i := 0; i < len(line); i++ {
-		switch c := line[i]; {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
-			return strings.TrimSpace(line[:i])
-		}
-	}
-	return strings.TrimSpace(line)
-}
-
 // demoCommands returns the README's shell command lines that talk to the
 // demo server.
 func demoCommands(t *testing.T) []string {
@@ -91,7 +73,7 @@ func demoCommands(t *testing.T) []string {
 	var cmds []string
 	for _, block := range fences(t, "sh") {
 		for line := range strings.Lines(block) {
-			if cmd := commandPart(line); strings.Contains(cmd, readmeAddr) {
+			if cmd := testtool.ShellCommand(line); strings.Contains(cmd, readmeAddr) {
 				cmds = append(cmds, cmd)
 			}
 		}
