@@ -72,8 +72,8 @@ func TestUntouchedResponseRefusesWritesAfterTheRequestEnds(t *testing.T) {
 				}
 				// The connection serves the next request as it should.
 				res, raw = fetch(t, c, srv.URL+"/next", "")
-				if string(raw) != "on time" {
-					t.Errorf("next response %q, want %q", raw, "on time")
+				if res.StatusCode != http.StatusOK || string(raw) != "on time" {
+					t.Errorf("next response %d %q, want 200 %q", res.StatusCode, raw, "on time")
 				}
 			})
 		})
