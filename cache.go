@@ -677,7 +677,7 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 		}
 		src = dec
 	}
-	out := capped{b: make([]byte, 0, len(j.entry.body)-1), max: len(j.entry.body) - 1}
+	out := cappedBuffer{b: make([]byte, 0, len(j.entry.body)-1)} // an encoding no smaller is of no use
 	enc.Reset(&out)
 	defer enc.Reset(io.Discard)
 	if !c.encodeAll(enc, src) || enc.Close() != nil {
@@ -732,21 +732,6 @@ func (c *cacheCore) encodeAll(enc writers.Encoder, src io.Reader) bool {
 			return false
 		}
 	}
-}
-
-// capped collects up to max bytes and fails beyond: an encoding that is not
-// smaller is of no use.
-type capped struct {
-	b   []byte
-	max int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if len(c.b)+len(p) > c.max {
-		return 0, errNoGain
-	}
-	c.b = append(c.b, p...)
-	return len(p), nil
 }
 
 // The response writer's side.
@@ -944,7 +929,7 @@ func (cw *responseWriter) cachedWhole(h http.Header, f *facts, body []byte, k *c
 	}
 	o := cw.offer
 	*k = cacheKey{sum: maphash.Bytes(cw.m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
-	e, leader := cw.m.cache.lookup(cw.req, k, body, bestLevel(k.coding), 0)
+	e, leader := cw.m.cache.lookup(cw.req, k, body, upgradeLevel(k.coding), 0)
 	if e != nil {
 		return e.body, false
 	}
@@ -1032,7 +1017,7 @@ func (cw *responseWriter) cachedStream(h http.Header, f *facts) []byte {
 	if !ok {
 		return nil
 	}
-	e, leader := cw.m.cache.lookup(cw.req, &k, nil, bestLevel(k.coding), cw.m.cache.patience)
+	e, leader := cw.m.cache.lookup(cw.req, &k, nil, upgradeLevel(k.coding), cw.m.cache.patience)
 	if e != nil {
 		return e.body
 	}
@@ -1074,9 +1059,9 @@ func (cw *responseWriter) endFill(completed bool) {
 	f.c.endHeld(&f.key, body, nil, f.level, f.held)
 }
 
-// bestLevel is the level upgrades encode at: the coding's highest (br 11,
+// upgradeLevel is the level upgrades encode at: the coding's highest (br 11,
 // gzip 9, zstd 22, which klauspost/compress runs as its best).
-func bestLevel(coding string) int {
+func upgradeLevel(coding string) int {
 	r, err := writers.Levels(coding)
 	if err != nil {
 		return 0
@@ -1119,7 +1104,7 @@ func (f fileReps) maxEntry() int64 {
 
 func (f fileReps) store(k repKey, r rep) bool {
 	ck := f.key(k)
-	e := newEntry(&ck, r.data, nil, bestLevel(k.coding))
+	e := newEntry(&ck, r.data, nil, upgradeLevel(k.coding))
 	e.final = r.best
 	if !f.c.reserve(e.weight) {
 		return false

@@ -40,7 +40,7 @@ func TestUpgradeCodecMemoryIsBounded(t *testing.T) {
 	plain := []byte(b.String())
 	const MiB = 1 << 20
 	for _, coding := range []string{writers.Zstd, writers.Brotli, writers.Gzip, writers.Deflate} {
-		for _, level := range upgradeLevels(coding, bestLevel(coding)) {
+		for _, level := range upgradeLevels(coding, upgradeLevel(coding)) {
 			var encoded bytes.Buffer
 			total, held := allocated(func() any {
 				enc, err := writers.NewEncoder(coding, level)

@@ -156,10 +156,10 @@ const (
 	atEnd
 )
 
-// fields is what the response header says about encoding, read in one
+// responseFields is what the response header says about encoding, read in one
 // pass when the handler chooses its status: net/http too sends the header as
 // it was then.
-type fields struct {
+type responseFields struct {
 	// contentType is the declared media type; typed is false when the
 	// handler declared none. eligible records that the type is one to
 	// compress (matched once, as the type is fixed from here on).
@@ -178,8 +178,8 @@ type fields struct {
 }
 
 // readFields reads the fields decide needs from h.
-func (cw *responseWriter) readFields(h http.Header) fields {
-	f := fields{declared: -1, keys: len(h)}
+func (cw *responseWriter) readFields(h http.Header) responseFields {
+	f := responseFields{declared: -1, keys: len(h)}
 	if v, ok := h["Content-Type"]; ok && len(h) == 1 {
 		// The commonest header of all, an API handler's: one look-up
 		// instead of a walk over the map.
@@ -243,7 +243,7 @@ func parseLength(v []string) int64 {
 
 // facts is what is known of a response when it is decided.
 type facts struct {
-	fields
+	responseFields
 	status int
 	// sniffed is set when contentType was sniffed from the body because
 	// the handler declared none.

@@ -10,9 +10,9 @@ import (
 // is reachable, and each comes from the fact that names it.
 func TestDecideNamesEveryReason(t *testing.T) {
 	m := MustNew(WithBufferSize(4096), WithMinSize(100))
-	html := fields{contentType: "text/html", typed: true, eligible: true, declared: -1}
-	png := fields{contentType: "image/png", typed: true, declared: -1}
-	with := func(f fields, edit func(*fields)) fields { edit(&f); return f }
+	html := responseFields{contentType: "text/html", typed: true, eligible: true, declared: -1}
+	png := responseFields{contentType: "image/png", typed: true, declared: -1}
+	with := func(f responseFields, edit func(*responseFields)) responseFields { edit(&f); return f }
 	tests := []struct {
 		name   string
 		f      facts
@@ -23,29 +23,29 @@ func TestDecideNamesEveryReason(t *testing.T) {
 		why    Reason
 		need   need
 	}{
-		{"204 has no body", facts{fields: html, status: 204}, 0, false, false, sendPlain, ReasonStatus, 0},
-		{"304 has no body", facts{fields: html, status: 304}, 0, false, false, sendPlain, ReasonStatus, 0},
-		{"206 is partial", facts{fields: html, status: 206}, 0, false, false, sendPlain, ReasonPartial, 0},
-		{"Content-Range is partial", facts{fields: with(html, func(f *fields) { f.partial = true }), status: 200}, 0, false, false, sendPlain, ReasonPartial, 0},
-		{"already encoded", facts{fields: with(html, func(f *fields) { f.encoded = true }), status: 200}, 0, false, false, sendPlain, ReasonAlreadyEncoded, 0},
-		{"no-transform", facts{fields: with(html, func(f *fields) { f.noTransform = true }), status: 200}, 0, false, false, sendPlain, ReasonNoTransform, 0},
-		{"ineligible type at the header", facts{fields: png, status: 200}, 0, false, false, sendPlain, ReasonContentType, 0},
-		{"untyped waits for the end", facts{fields: fields{declared: -1}, status: 200}, 0, false, false, wait, ReasonNone, needEnd},
-		{"untyped and declared long waits for bytes", facts{fields: fields{declared: 5000}, status: 200}, 0, false, false, wait, ReasonNone, needBytes},
-		{"untyped and empty at the end", facts{fields: fields{declared: -1}, status: 200, event: atEnd}, 0, false, false, sendPlain, ReasonContentType, 0},
-		{"range request", facts{fields: html, status: 200}, -1, true, false, sendPlain, ReasonRange, 0},
-		{"client accepts no offer", facts{fields: html, status: 200}, -1, false, false, sendPlain, ReasonNotAccepted, 0},
-		{"declared too small", facts{fields: with(html, func(f *fields) { f.declared = 50 }), status: 200}, 0, false, false, sendPlain, ReasonTooSmall, 0},
-		{"ended too small", facts{fields: html, status: 200, buffered: 50, event: atEnd}, 0, false, false, sendPlain, ReasonTooSmall, 0},
-		{"ended short of its declared length", facts{fields: with(html, func(f *fields) { f.declared = 500 }), status: 200, buffered: 200, event: atEnd}, 0, false, false, sendPlain, ReasonLength, 0},
-		{"HEAD judged by its declared length", facts{fields: with(html, func(f *fields) { f.declared = 500 }), status: 200, event: atEnd}, 0, false, true, sendEncoded, ReasonNone, 0},
-		{"HEAD without length or body", facts{fields: html, status: 200, event: atEnd}, 0, false, true, sendPlain, ReasonTooSmall, 0},
-		{"declared within the buffer waits", facts{fields: with(html, func(f *fields) { f.declared = 500 }), status: 200}, 0, false, false, wait, ReasonNone, needEnd},
-		{"declared beyond the buffer streams", facts{fields: with(html, func(f *fields) { f.declared = 5000 }), status: 200}, 0, false, false, sendEncoded, ReasonNone, 0},
-		{"unknown length waits", facts{fields: html, status: 200, buffered: 50, event: atWrite}, 0, false, false, wait, ReasonNone, needEnd},
-		{"overflow streams", facts{fields: html, status: 200, buffered: 4000, event: atOverflow}, 0, false, false, sendEncoded, ReasonNone, 0},
-		{"flush streams whatever the size", facts{fields: html, status: 200, buffered: 10, event: atFlush}, 0, false, false, sendEncoded, ReasonNone, 0},
-		{"ended within the buffer", facts{fields: html, status: 200, buffered: 500, event: atEnd}, 0, false, false, sendEncoded, ReasonNone, 0},
+		{"204 has no body", facts{responseFields: html, status: 204}, 0, false, false, sendPlain, ReasonStatus, 0},
+		{"304 has no body", facts{responseFields: html, status: 304}, 0, false, false, sendPlain, ReasonStatus, 0},
+		{"206 is partial", facts{responseFields: html, status: 206}, 0, false, false, sendPlain, ReasonPartial, 0},
+		{"Content-Range is partial", facts{responseFields: with(html, func(f *responseFields) { f.partial = true }), status: 200}, 0, false, false, sendPlain, ReasonPartial, 0},
+		{"already encoded", facts{responseFields: with(html, func(f *responseFields) { f.encoded = true }), status: 200}, 0, false, false, sendPlain, ReasonAlreadyEncoded, 0},
+		{"no-transform", facts{responseFields: with(html, func(f *responseFields) { f.noTransform = true }), status: 200}, 0, false, false, sendPlain, ReasonNoTransform, 0},
+		{"ineligible type at the header", facts{responseFields: png, status: 200}, 0, false, false, sendPlain, ReasonContentType, 0},
+		{"untyped waits for the end", facts{responseFields: responseFields{declared: -1}, status: 200}, 0, false, false, wait, ReasonNone, needEnd},
+		{"untyped and declared long waits for bytes", facts{responseFields: responseFields{declared: 5000}, status: 200}, 0, false, false, wait, ReasonNone, needBytes},
+		{"untyped and empty at the end", facts{responseFields: responseFields{declared: -1}, status: 200, event: atEnd}, 0, false, false, sendPlain, ReasonContentType, 0},
+		{"range request", facts{responseFields: html, status: 200}, -1, true, false, sendPlain, ReasonRange, 0},
+		{"client accepts no offer", facts{responseFields: html, status: 200}, -1, false, false, sendPlain, ReasonNotAccepted, 0},
+		{"declared too small", facts{responseFields: with(html, func(f *responseFields) { f.declared = 50 }), status: 200}, 0, false, false, sendPlain, ReasonTooSmall, 0},
+		{"ended too small", facts{responseFields: html, status: 200, buffered: 50, event: atEnd}, 0, false, false, sendPlain, ReasonTooSmall, 0},
+		{"ended short of its declared length", facts{responseFields: with(html, func(f *responseFields) { f.declared = 500 }), status: 200, buffered: 200, event: atEnd}, 0, false, false, sendPlain, ReasonLength, 0},
+		{"HEAD judged by its declared length", facts{responseFields: with(html, func(f *responseFields) { f.declared = 500 }), status: 200, event: atEnd}, 0, false, true, sendEncoded, ReasonNone, 0},
+		{"HEAD without length or body", facts{responseFields: html, status: 200, event: atEnd}, 0, false, true, sendPlain, ReasonTooSmall, 0},
+		{"declared within the buffer waits", facts{responseFields: with(html, func(f *responseFields) { f.declared = 500 }), status: 200}, 0, false, false, wait, ReasonNone, needEnd},
+		{"declared beyond the buffer streams", facts{responseFields: with(html, func(f *responseFields) { f.declared = 5000 }), status: 200}, 0, false, false, sendEncoded, ReasonNone, 0},
+		{"unknown length waits", facts{responseFields: html, status: 200, buffered: 50, event: atWrite}, 0, false, false, wait, ReasonNone, needEnd},
+		{"overflow streams", facts{responseFields: html, status: 200, buffered: 4000, event: atOverflow}, 0, false, false, sendEncoded, ReasonNone, 0},
+		{"flush streams whatever the size", facts{responseFields: html, status: 200, buffered: 10, event: atFlush}, 0, false, false, sendEncoded, ReasonNone, 0},
+		{"ended within the buffer", facts{responseFields: html, status: 200, buffered: 500, event: atEnd}, 0, false, false, sendEncoded, ReasonNone, 0},
 	}
 	reached := map[Reason]bool{}
 	for _, tt := range tests {

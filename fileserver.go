@@ -587,7 +587,7 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 			h["Cache-Control"] = []string{DictionaryCacheControl}
 		}
 		if q.r.Method == http.MethodGet && hashed {
-			q.rememberDictionary(f, m.dicts.patterns[dictPattern-1])
+			q.rememberFileDictionary(f, m.dicts.patterns[dictPattern-1])
 		}
 	}
 	if d := m.dicts; d != nil && len(d.links) > 0 && matchTypes(htmlTypes, meta.ctype) {
@@ -826,7 +826,7 @@ func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
 		}
 		// Deltas stay at the Middleware's level; so does a coding whose
 		// best level is the one it used.
-		best := o.dict != nil || s.bestLevel(o.coding) == levelOfOffer(s.m, o.coding)
+		best := o.dict != nil || BestLevel(o.coding) == levelOfOffer(s.m, o.coding)
 		if s.reps.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
 			s.upgrade(q.fsys, q.name, q.meta, k, data)
 		}
@@ -868,12 +868,6 @@ func encodeWith(encoders *pool.Encoders, plain []byte) ([]byte, error) {
 		return nil, nil
 	}
 	return bytes.Clone(out.Bytes()), nil
-}
-
-// bestLevel returns the level the background upgrade encodes coding at:
-// the coding's best (zstd 19, which klauspost/compress runs as its best).
-func (s *fileServer) bestLevel(coding string) int {
-	return BestLevel(coding)
 }
 
 // BestLevel returns the level squeeze's precompression uses for coding:
@@ -921,7 +915,7 @@ func (s *fileServer) upgrade(fsys fs.FS, name string, meta *fileMeta, k repKey, 
 		}
 		encoders, err := s.bestEncoders(k.coding)
 		if err != nil {
-			s.logf("squeeze: FileServer: %s at level %d: %v", k.coding, s.bestLevel(k.coding), err)
+			s.logf("squeeze: FileServer: %s at level %d: %v", k.coding, BestLevel(k.coding), err)
 			return
 		}
 		data, err := encodeWith(encoders, plain)
@@ -942,7 +936,7 @@ func (s *fileServer) bestEncoders(coding string) (*pool.Encoders, error) {
 	if e := s.best[coding]; e != nil {
 		return e, nil
 	}
-	e, err := pool.NewEncoders(coding, s.bestLevel(coding))
+	e, err := pool.NewEncoders(coding, BestLevel(coding))
 	if err != nil {
 		return nil, err
 	}
@@ -1499,9 +1493,9 @@ func siblingCoding(name string) string {
 	return ""
 }
 
-// rememberDictionary stores the plain bytes of f, version q.meta, as a
+// rememberFileDictionary stores the plain bytes of f, version q.meta, as a
 // dictionary on pattern, unless the store holds them already.
-func (q *request) rememberDictionary(f fs.File, pattern string) {
+func (q *request) rememberFileDictionary(f fs.File, pattern string) {
 	d := q.s.m.dicts
 	if q.meta.size == 0 || q.meta.size > d.maxBody || d.lookup(q.meta.hash) != nil {
 		return

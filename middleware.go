@@ -279,7 +279,7 @@ type responseWriter struct {
 	req *http.Request
 
 	// hdr is what the header said when the handler chose the status.
-	hdr    fields
+	hdr    responseFields
 	status int // the final status the handler chose; 0 until then
 	// first is where ReadFrom reads a body's first byte before the status
 	// is set (a field, so that reading into it does not allocate).
@@ -547,7 +547,7 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 		// Keys added after the status count only as prefixed trailers.
 		cw.hdr.trailers = cw.hdr.trailers || hasPrefixedTrailers(h)
 	}
-	f := facts{fields: cw.hdr, status: cw.status, buffered: len(cw.buffered()), event: ev}
+	f := facts{responseFields: cw.hdr, status: cw.status, buffered: len(cw.buffered()), event: ev}
 	if !f.typed && ev != atHeader {
 		// As net/http, sniff up to 512 bytes: what was held back, then
 		// the start of the write that did not fit.
