@@ -73,6 +73,26 @@ func cookieUser(r *http.Request) string {
 	return c.Value
 }
 
+// handler returns tc's handler mounted with m: it sets the fields tc's
+// serve sets, and write writes the body of whoever serve (or the tenant
+// the mount names) says.
+func (tc sharingCase) handler(m *squeeze.Middleware, write func(w http.ResponseWriter, r *http.Request, who string)) http.Handler {
+	handler := func(tenant string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			who := tc.serve(w.Header(), r)
+			if tenant != "" {
+				who = tenant
+			}
+			write(w, r, who)
+		})
+	}
+	if tc.mount != nil {
+		return tc.mount(m, handler)
+	}
+	return m.Handler(handler(""))
+}
+
 // perUser is a case whose handler greets the user its cookie names at
 // /me, alice then bob, under the header fields set sets; neverStored says
 // whether such a response must never be stored.
@@ -192,22 +212,9 @@ func TestCacheNeverServesAnotherHandlersBytes(t *testing.T) {
 				t.Run(tc.name+"/"+mode.name+"/"+size.name, func(t *testing.T) {
 					c := newCache(t, 64<<20)
 					m := newMiddleware(t, append([]squeeze.Option{squeeze.WithCache(c)}, mode.opts...)...)
-					handler := func(tenant string) http.Handler {
-						return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-							w.Header().Set("Content-Type", "text/html")
-							who := tc.serve(w.Header(), r)
-							if tenant != "" {
-								who = tenant
-							}
-							_, _ = w.Write(personal(who, size.n))
-						})
-					}
-					var h http.Handler
-					if tc.mount != nil {
-						h = tc.mount(m, handler)
-					} else {
-						h = m.Handler(handler(""))
-					}
+					h := tc.handler(m, func(w http.ResponseWriter, _ *http.Request, who string) {
+						_, _ = w.Write(personal(who, size.n))
+					})
 					forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, cl *http.Client) {
 						for _, req := range []sharingRequest{tc.first, tc.second, tc.first, tc.second} {
 							res, raw := fetch(t, cl, srv.URL+req.path, "zstd", req.hdr...)
@@ -360,25 +367,12 @@ func TestCacheConcurrentUsersGetTheirOwnBytes(t *testing.T) {
 				t.Run(tc.name+"/"+mode.name+"/"+size.name, func(t *testing.T) {
 					c := newCache(t, 64<<20)
 					m := newMiddleware(t, append([]squeeze.Option{squeeze.WithCache(c)}, mode.opts...)...)
-					handler := func(tenant string) http.Handler {
-						return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-							w.Header().Set("Content-Type", "text/html")
-							who := tc.serve(w.Header(), r)
-							if tenant != "" {
-								who = tenant
-							}
-							if r.URL.Query().Has("shared") {
-								who = "everyone"
-							}
-							writeChunks(w, personal(who, size.n), 4096)
-						})
-					}
-					var h http.Handler
-					if tc.mount != nil {
-						h = tc.mount(m, handler)
-					} else {
-						h = m.Handler(handler(""))
-					}
+					h := tc.handler(m, func(w http.ResponseWriter, r *http.Request, who string) {
+						if r.URL.Query().Has("shared") {
+							who = "everyone"
+						}
+						writeChunks(w, personal(who, size.n), 4096)
+					})
 					forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, cl *http.Client) {
 						var wg sync.WaitGroup
 						for g := range goroutines {
