@@ -23,7 +23,8 @@ import (
 // allows a body and a GET, the decoded body equals the plain one whenever the
 // handler kept to the Content-Length it declared; a Content-Encoding the
 // handler did not set only when the request accepted that coding; a
-// Content-Length that counts the bytes on the wire; and no panic.
+// Content-Length that is the handler's own on a body left alone and counts
+// the bytes on the wire on one the middleware rewrote; and no panic.
 func FuzzResponseWriter(f *testing.F) {
 	const (
 		opWriteHeader = iota
@@ -96,8 +97,14 @@ func FuzzResponseWriter(f *testing.F) {
 			if !bodyAllowed || !keptDeclaredLength(wantRes.Header, want.Body.Len()) {
 				continue
 			}
-			if cl := res.Header.Values("Content-Length"); len(cl) > 0 && (len(cl) != 1 || cl[0] != strconv.Itoa(got.Body.Len())) {
-				t.Fatalf("%s: Content-Length %q for a %d-byte body on the wire", run.name, cl, got.Body.Len())
+			// A body left as the handler wrote it keeps the handler's own
+			// Content-Length, duplicates and all, as net/http sends it; one
+			// the middleware rewrote counts the bytes on the wire once.
+			cl := res.Header.Values("Content-Length")
+			handlers := !encoded && slices.Equal(cl, wantRes.Header.Values("Content-Length"))
+			if len(cl) > 0 && !handlers && (len(cl) != 1 || cl[0] != strconv.Itoa(got.Body.Len())) {
+				t.Fatalf("%s: Content-Length %q (the handler's %q) for a %d-byte body on the wire",
+					run.name, cl, wantRes.Header.Values("Content-Length"), got.Body.Len())
 			}
 			body := got.Body.Bytes()
 			if encoded {
