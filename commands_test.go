@@ -1,24 +1,27 @@
 package squeeze_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
-// Every command README.md and BENCHMARKS.md show can run as written from
-// the repository's root: each program is a go subcommand, a script of the
-// repository or a tool the CI installs; each directory it changes to, each
-// package and each path it names exists; each -bench and -run pattern
-// selects a benchmark or a test of the package it runs in. The commands
-// that talk to the demo also run, in example/readme_test.go.
+// Every command README.md, BENCHMARKS.md and docs/ show (but
+// docs/perf-history.md, which records the commands of their time) can run
+// as written from the repository's root: each program is a go subcommand,
+// a script of the repository or a tool the CI installs; each directory it
+// changes to, each package and each path it names exists; each -bench and
+// -run pattern selects a benchmark or a test of the package it runs in.
+// The commands that talk to the demo also run, in example/readme_test.go.
 func TestDocumentedCommandsNameWhatExists(t *testing.T) {
-	for _, doc := range []string{"README.md", "BENCHMARKS.md"} {
+	for _, doc := range []string{"README.md", "BENCHMARKS.md", "docs/reference.md", "docs/internals.md", "docs/migration.md"} {
 		text, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
@@ -42,7 +45,7 @@ func TestDocumentedCommandsNameWhatExists(t *testing.T) {
 				}
 			}
 		}
-		if n == 0 {
+		if n == 0 && !strings.HasPrefix(doc, "docs/") {
 			t.Errorf("%s: no command found", doc)
 		}
 		t.Logf("%s: %d commands", doc, n)
@@ -252,4 +255,84 @@ func selectsAny(dir, prefix, pattern string) bool {
 		}
 	}
 	return false
+}
+
+// Every relative link in README.md, BENCHMARKS.md, docs/ and
+// example/README.md names a file or directory of the repository and, with a
+// #fragment, a heading of that Markdown file (GitHub's anchors: lower case,
+// punctuation but - and _ dropped, spaces as -).
+func TestDocumentedLinksResolve(t *testing.T) {
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs = append([]string{"README.md", "BENCHMARKS.md", "example/README.md"}, docs...)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, doc := range docs {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(text), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, fragment, _ := strings.Cut(target, "#")
+			path := doc
+			if file != "" {
+				path = filepath.Join(filepath.Dir(doc), file)
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s links to %s: no such file", doc, target)
+					continue
+				}
+			}
+			if fragment == "" {
+				continue
+			}
+			if !slices.Contains(markdownAnchors(t, path), fragment) {
+				t.Errorf("%s links to %s: %s has no heading with that anchor", doc, target, path)
+			}
+		}
+	}
+}
+
+// markdownAnchors returns the anchors GitHub gives the headings of the
+// Markdown file path, outside code blocks.
+func markdownAnchors(t *testing.T, path string) []string {
+	t.Helper()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var anchors []string
+	seen := map[string]int{}
+	fence := false
+	for line := range strings.Lines(string(text)) {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fence = !fence
+		}
+		heading, ok := strings.CutPrefix(line, "#")
+		if fence || !ok {
+			continue
+		}
+		heading = strings.TrimSpace(strings.TrimLeft(heading, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(heading) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		anchor := b.String()
+		if n := seen[anchor]; n > 0 {
+			anchors = append(anchors, fmt.Sprintf("%s-%d", anchor, n))
+		} else {
+			anchors = append(anchors, anchor)
+		}
+		seen[anchor]++
+	}
+	return anchors
 }

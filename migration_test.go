@@ -10,13 +10,13 @@ import (
 	"github.com/squeezehttp/squeeze"
 )
 
-// The README's table "Migrating from other middlewares" holds: each row's
+// The migration table (docs/migration.md) holds: each row's
 // squeeze code, run as written, sends the codings the peer sends by its
 // documented defaults for the same content types, sizes and clients, except
 // where the row says how squeeze differs, and there it does what the row
 // says. The peers are not imported: their defaults are written down here
-// from their documentation and source (gzhttp v1.18, chi v5, NYTimes
-// gziphandler v1.1, echo v4).
+// from their documentation and source (gzhttp v1.18, CAFxX/httpcompression
+// v0.0.8, chi v5, NYTimes gziphandler v1.1, echo v4).
 
 // A migration case is one response: its content type, body size and the
 // client's Accept-Encoding.
@@ -124,14 +124,14 @@ var defaultOffer = []string{squeeze.Zstd, squeeze.Brotli, squeeze.Gzip}
 type migrationRow struct {
 	// name is the peer's call being replaced.
 	name string
-	// code is the row's squeeze code as the README shows it, and build
+	// code is the row's squeeze code as docs/migration.md shows it, and build
 	// runs exactly that code.
 	code  string
 	build func() (func(http.Handler) http.Handler, error)
 	// peer is the coding the peer sends for c by its documented
 	// defaults, "" for none.
 	peer func(c migrationCase) string
-	// differs is the README's word on how squeeze differs: for the cases
+	// differs is the table's word on how squeeze differs: for the cases
 	// it covers, it returns what squeeze sends and true.
 	differs func(c migrationCase) (string, bool)
 }
@@ -204,6 +204,23 @@ func TestMigrationRowsKeepThePeersCodings(t *testing.T) {
 			}
 			return "", false
 		},
+	}, {
+		name: "httpcompression.DefaultAdapter()",
+		code: `squeeze.New(squeeze.WithEncodings(squeeze.Zstd, squeeze.Brotli, squeeze.Gzip, squeeze.Deflate), squeeze.WithMinSize(200), squeeze.WithContentTypes("*/*"))`,
+		build: func() (func(http.Handler) http.Handler, error) {
+			m, err := squeeze.New(squeeze.WithEncodings(squeeze.Zstd, squeeze.Brotli, squeeze.Gzip, squeeze.Deflate), squeeze.WithMinSize(200), squeeze.WithContentTypes("*/*"))
+			return m.Handler, err
+		},
+		// DefaultAdapter: every type (no ContentTypes option), from
+		// DefaultMinSize (200) bytes, the server's order (PreferServer)
+		// by priority: zstd, br, gzip, deflate.
+		peer: func(c migrationCase) string {
+			if c.size < 200 {
+				return ""
+			}
+			return firstAccepted(c.ae, squeeze.Zstd, squeeze.Brotli, squeeze.Gzip, squeeze.Deflate)
+		},
+		differs: func(migrationCase) (string, bool) { return "", false },
 	}, {
 		name: "chi middleware.Compress(level)",
 		code: "squeeze.New(squeeze.WithEncodings(squeeze.Zstd, squeeze.Brotli, squeeze.Gzip, squeeze.Deflate), squeeze.WithLevel(squeeze.Gzip, level), squeeze.WithLevel(squeeze.Deflate, level))",
@@ -291,12 +308,11 @@ func TestMigrationRowsKeepThePeersCodings(t *testing.T) {
 		differs: allTypesGzipDiffers(n, squeezeDefaultTypes),
 	}}
 
-	readme, err := os.ReadFile("README.md")
+	doc, err := os.ReadFile("docs/migration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, _ := strings.Cut(string(readme), "## Migrating from other middlewares")
-	table, _, _ = strings.Cut(table, "\n## ")
+	table := string(doc)
 	self, err := os.ReadFile("migration_test.go")
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +320,7 @@ func TestMigrationRowsKeepThePeersCodings(t *testing.T) {
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			if !strings.Contains(table, "`"+row.code+"`") {
-				t.Errorf("README.md's migration table has no `%s`", row.code)
+				t.Errorf("docs/migration.md's table has no `%s`", row.code)
 			}
 			if !strings.Contains(string(self), row.code) {
 				t.Errorf("the test does not run the row's code %s", row.code)
@@ -329,7 +345,7 @@ func TestMigrationRowsKeepThePeersCodings(t *testing.T) {
 						if got := rec.Header().Get("Content-Encoding"); got != want {
 							what := "as the peer does"
 							if differs {
-								what = "as the README says squeeze differs"
+								what = "as docs/migration.md says squeeze differs"
 							}
 							t.Errorf("%s, %d bytes, Accept-Encoding %q: Content-Encoding %q, want %q (%s)", ct, size, ae, got, want, what)
 						}
@@ -340,7 +356,7 @@ func TestMigrationRowsKeepThePeersCodings(t *testing.T) {
 			if same == 0 {
 				t.Error("no case where squeeze does what the peer does")
 			}
-			t.Logf("%d cases as the peer, %d as the README's difference", same, len(migrationTypes)*len(migrationSizes)*len(migrationAEs)-same)
+			t.Logf("%d cases as the peer, %d as the table's difference", same, len(migrationTypes)*len(migrationSizes)*len(migrationAEs)-same)
 		})
 	}
 }

@@ -702,16 +702,17 @@ func BenchmarkObserver(b *testing.B) {
 	}
 }
 
-// The README's table of reasons gives every Reason's Go name and its
-// label, the String that the counters export, and nothing else.
-func TestReadmeReasonTableMatchesEveryReason(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+// The reference's table of reasons (docs/reference.md) gives every
+// Reason's Go name and its label, the String that the counters export, and
+// nothing else.
+func TestReferenceReasonTableMatchesEveryReason(t *testing.T) {
+	readme, err := os.ReadFile("docs/reference.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, _ := strings.Cut(string(readme), "| `Reason` | label |")
 	if section == "" {
-		t.Fatal("README.md has no table with the header | `Reason` | label |")
+		t.Fatal("docs/reference.md has no table with the header | `Reason` | label |")
 	}
 	table := map[string]string{}
 	var order []string
@@ -737,13 +738,13 @@ func TestReadmeReasonTableMatchesEveryReason(t *testing.T) {
 		name := goNames[r]
 		want = append(want, name)
 		if got, ok := table[name]; !ok {
-			t.Errorf("README.md's reason table has no row for %s (label %q)", name, r.String())
+			t.Errorf("docs/reference.md's reason table has no row for %s (label %q)", name, r.String())
 		} else if got != r.String() {
-			t.Errorf("README.md gives %s the label %q; its String is %q", name, got, r.String())
+			t.Errorf("docs/reference.md gives %s the label %q; its String is %q", name, got, r.String())
 		}
 	}
 	if !slices.Equal(order, want) {
-		t.Errorf("README.md's reason table lists\n%v\nwant, in the order of their values,\n%v", order, want)
+		t.Errorf("docs/reference.md's reason table lists\n%v\nwant, in the order of their values,\n%v", order, want)
 	}
 }
 

@@ -90,23 +90,32 @@ func TestEveryDemoPageIsLinkedFromTheIndex(t *testing.T) {
 	}
 }
 
-// The README's table of the demo's routes names every page the demo
-// serves.
+// The demo's table of routes (example/README.md) names every page the demo
+// serves, and it and the root README's section The example say which
+// address to open in a browser.
 func TestReadmeListsEveryDemoPage(t *testing.T) {
 	_, pages := demoPages(t)
+	routes, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range pages {
+		if !strings.Contains(string(routes), "`"+page+"`") && !strings.Contains(string(routes), "`"+page+" ") {
+			t.Errorf("example/README.md does not name %s", page)
+		}
+	}
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, _ := strings.Cut(string(readme), "\n## The example\n")
 	section, _, _ = strings.Cut(section, "\n## ")
-	for _, page := range pages {
-		if !strings.Contains(section, "`"+page+"`") && !strings.Contains(section, "`"+page+" ") {
-			t.Errorf("README.md's section The example does not name %s", page)
-		}
-	}
-	if !regexp.MustCompile(`Open <?http://127\.0\.0\.1:8080/>? in a browser`).MatchString(section) {
+	browser := regexp.MustCompile(`Open <?http://127\.0\.0\.1:8080/>? in a browser`)
+	if !browser.MatchString(section) {
 		t.Error("README.md's section The example does not say which address to open in a browser")
+	}
+	if !browser.Match(routes) {
+		t.Error("example/README.md does not say which address to open in a browser")
 	}
 }
 
