@@ -24,12 +24,12 @@ import (
 // writer calls it at three points only: sendWhole (a body that ended in the
 // buffer), the start of an encoded stream in commit, and finish.
 //
-// Choices, and the measurements behind them (BENCHMARKS.md, "Cache"):
+// Choices (the measurements behind them are in docs/internals.md#the-cache):
 //
 //   - Eviction is github.com/maypok86/otter/v2: weight-bounded W-TinyLFU,
-//     which keeps hot entries through scans of one-hit wonders. On a Zipf
-//     trace with scans its hit ratio beat plain LRU at every size measured,
-//     and a hit allocates nothing in it. Its maintenance runs on the
+//     which keeps hot entries through scans of one-hit wonders, where plain
+//     LRU lets a scan flush them, and a hit allocates nothing in it
+//     (TestCacheHitRatio, TestCacheHitAllocations). Its maintenance runs on the
 //     calling goroutine (a synchronous Executor), so the cache starts no
 //     goroutine but its own upgrade worker.
 //   - Bytes <= maxBytes holds at all times, not only after otter's
@@ -57,12 +57,11 @@ import (
 //     seed-independent collisions, and 64 bits collide by chance at 2^32
 //     distinct bodies. So the hash only finds the candidate and the
 //     comparison decides; a collision is a miss that stores nothing. The
-//     alternative, SHA-256, needs no plain copy but costs 6x maphash
-//     (BenchmarkContentHash: 16 KiB in ~10 µs with SHA-NI against ~1.7
-//     µs), which held a hit at 16 KiB to 6x the speed of a fresh zstd
-//     encode, against 22x with maphash; the plain copy costs memory instead,
-//     counted in Bytes, and only for bodies within the buffer (32 KiB by
-//     default). It also spares upgrades a decode.
+//     alternative, SHA-256, needs no plain copy but costs several times
+//     maphash, and a hit much of its lead over a fresh encode
+//     (BenchmarkContentHash); the plain copy costs memory instead, counted
+//     in Bytes, and only for bodies within the buffer. It also spares
+//     upgrades a decode.
 //   - A body that ends within the buffer is found by content whatever
 //     its ETag: real handlers send one tag over per-user, per-language or
 //     per-tenant bytes, and were correct before a cache stood in front of

@@ -66,10 +66,10 @@ var ErrDecoderBusy = errors.New("squeeze: too many request bodies being decoded;
 // DefaultDecoderMemory is the default of [WithDecoderMemory]: room for seven
 // br streams with the largest window (16 MiB, charged 32 MiB), thirty zstd
 // ones at 8 MB, or four thousand gzip ones or zstd and br ones at the
-// windows squeeze's own encoders use (128 and 256 KiB) at once. Measured
-// with 50 and 200 stalled bombs, the heap stays at or under this much above
-// its base instead of growing with the number of clients (see
-// BENCHMARKS.md).
+// windows squeeze's own encoders use (128 and 256 KiB) at once. With
+// stalled bombs the heap stays at or under this much above its base instead
+// of growing with the number of clients (the measurement is in
+// docs/internals.md#request-and-response-decoding).
 const DefaultDecoderMemory = 256 << 20
 
 // decoderWait bounds how long a Read waits for room in the budget.

@@ -120,7 +120,7 @@ func TestDecodeRequestHeapUnderStalledBombs(t *testing.T) {
 	}
 }
 
-// TestDecoderHeapReport prints the table in BENCHMARKS.md ("Memory held by
+// TestDecoderHeapReport prints the table in docs/perf-history.md ("Memory held by
 // request decoding"). Run it with SQUEEZE_HEAP_REPORT=1.
 func TestDecoderHeapReport(t *testing.T) {
 	if os.Getenv("SQUEEZE_HEAP_REPORT") == "" {

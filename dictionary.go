@@ -44,7 +44,7 @@ const (
 // the budget) can still be remembered. The budget holds the tables a dcb
 // encoder prepares for a dictionary too (see [WithDictionaryStoreSize]); the
 // encoders built for a dictionary are pooled per dictionary and released
-// with it (see BENCHMARKS.md).
+// with it (see docs/internals.md#the-dictionary-store).
 const DefaultDictionaryStoreSize = 64 << 20
 
 // dczHeader and dcbHeader start the two framings (RFC 9842 §4): dcz is a zstd
@@ -334,12 +334,12 @@ type dictStore struct {
 }
 
 // dictEntryBytes is what a remembered dictionary costs the budget besides
-// its bytes: the dictionary, its list element and map entry (measured with
-// runtime.MemStats at 254 to 290 bytes each over 1,000 to 100,000 entries,
-// the map's growth included) and the fixed part of its two offers, the
-// offer, its encoder pool and closure (224 bytes each measured for dcz;
-// dcb's is in dcbTableBytes). Charged when the body is remembered, it keeps
-// a flood of tiny distinct bodies within the budget as well.
+// its bytes: the dictionary, its list element and map entry and the fixed
+// part of its two offers, the offer, its encoder pool and closure (dcb's is
+// in dcbTableBytes), with room to spare (the measurements are in
+// docs/internals.md#the-dictionary-store). Charged when the body is
+// remembered, it keeps a flood of tiny distinct bodies within the budget as
+// well.
 const dictEntryBytes = 1 << 10
 
 // dcbTableBytes returns what go-brrr (v1.3.1) keeps in the PreparedDictionary
@@ -349,11 +349,9 @@ const dictEntryBytes = 1 << 10
 // than 16 bytes per bucket, up to 2^22), a 4-byte offset per slot (2^7,
 // doubling with them) and a 4-byte item per position. The items are the
 // most there can be: a bucket keeps at most 32 positions, so repetitive
-// text needs fewer (text of 200 KiB 0.75 MB where this says 1.08 MB).
-// Measured with runtime.MemStats on incompressible data, the heap held 108
-// bytes less than this for each size tried from 2 KiB to 16 MiB (270,968
-// bytes for 2 KiB, 4,457,080 for 1 MiB, 69,210,232 for 16 MiB): the tables,
-// not the dictionary, dominate a small dictionary's cost.
+// text needs fewer. It is an upper bound on what the heap holds, checked
+// against runtime.MemStats (docs/internals.md#the-dictionary-store): the
+// tables, not the dictionary, dominate a small dictionary's cost.
 func dcbTableBytes(n int) int64 {
 	const handle = 256 // the PreparedDictionary, its handle and rounding
 	if n < 8 {
@@ -917,9 +915,9 @@ func WithDictionaryMatch(patterns ...string) Option {
 // heads (more past 2 MiB; about 265 KiB for a 2 KiB dictionary, 4.3 MiB for
 // 1 MiB). When they do not fit, even alone, the client gets dcz if it named
 // it, else no delta. Beyond the budget squeeze holds only the encoders, in
-// use by responses (see BENCHMARKS.md) or idle in a dictionary's pool until
-// two garbage collections pass, and the tables of a dictionary evicted while
-// a response was using them, until it ends.
+// use by responses or idle in a dictionary's pool until two garbage
+// collections pass, and the tables of a dictionary evicted while a response
+// was using them, until it ends (see docs/internals.md#the-dictionary-store).
 func WithDictionaryStoreSize(n int64) Option {
 	return func(c *config) error {
 		if n <= 0 {

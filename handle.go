@@ -18,11 +18,11 @@ import (
 // slot is a pooled responseWriter with the lock that serialises the
 // handler's calls with finish.
 //
-// Pooling the state spares allocating it per response (232 bytes, whose
-// allocation was the largest single part of squeeze's fixed cost per
-// response: see BENCHMARKS.md). What makes it safe is that a handler never
-// holds the slot: it holds a handlerWriter, its own for each response (56
-// bytes, carved from a block), whose pointer to the slot close clears,
+// Pooling the state spares allocating it per response (its allocation was
+// the largest single part of squeeze's fixed cost per response: see
+// docs/internals.md#the-per-response-state). What makes it safe is that a
+// handler never holds the slot: it holds a handlerWriter, its own for each
+// response (carved from a block), whose pointer to the slot close clears,
 // under the lock, when the response finishes. A goroutine the handler left
 // running finds the pointer cleared, or, if it was waiting for the lock,
 // finds it cleared once it holds the lock, and gets errFinished; it can
@@ -70,17 +70,16 @@ type slot struct {
 	cw responseWriter
 }
 
-// faceBlock is how many handlerWriters a block holds: 36 of 56 bytes, the
-// most that fit the 2,048-byte size class with the 8-byte header that an
-// object over 512 bytes holding pointers carries (32 of 64 bytes, with
-// it, took the 2,304-byte class and wasted 248 bytes a block).
+// faceBlock is how many handlerWriters a block holds: the most that fit
+// one of the allocator's size classes with the header such an object
+// carries, so that a block wastes nothing (TestFaceBlockFitsTheSizeClass;
+// the arithmetic is in docs/internals.md#the-per-response-state).
 const faceBlock = 36
 
 // newFaces returns handlerWriters for s to carve: one for a slot's first
 // response, so that a burst of concurrent responses, each in a new slot,
-// holds no blocks it may never use (BENCHMARKS.md, "Stack depth, and header
-// values shared": 449 bytes per in-flight stream over the floor, 1,085 with
-// whole blocks); otherwise a block of faceBlock.
+// holds no blocks it may never use (see
+// docs/internals.md#the-per-response-state); otherwise a block of faceBlock.
 func (s *slot) newFaces() []handlerWriter {
 	if s.served == 0 {
 		return make([]handlerWriter, 1)
@@ -129,8 +128,7 @@ func (s *slot) lengthString(n int) string {
 //
 // Keeping one encoder in the slot from one whole body to the next, as it
 // keeps buffers, spares each the pool's Get and Put and the Reset that Put
-// makes (BENCHMARKS.md, "Fresh memory per response, and an encoder kept
-// per slot"). The encoder stays the slot's alone, as a slot serves one response at a
+// makes (docs/internals.md#the-per-response-state). The encoder stays the slot's alone, as a slot serves one response at a
 // time. It is kept only after writing to the slot's own output buffer, so
 // it pins nothing of a finished response. A slot never holds an idle
 // encoder beside a busy one: a stream takes the kept encoder, or sends it

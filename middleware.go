@@ -675,9 +675,8 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) Reason
 	// Anything not smaller than the input is no gain: cap the output there
 	// and let the encoder fail instead of growing the buffer. The output
 	// goes to a second pooled buffer, not the free tail of the first:
-	// measured, input and output 16 KiB apart in one buffer cost br and
-	// gzip 3-5% at 16 KiB (loads and stores whose addresses alias, most
-	// likely), more than the second buffer's Get and Put.
+	// input and output in one buffer cost the encoders more than the
+	// second buffer's Get and Put (docs/internals.md#what-a-response-costs).
 	outBuf := cw.getBuffer()
 	defer cw.keepBuffer(outBuf)
 	cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}

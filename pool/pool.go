@@ -168,8 +168,8 @@ func (p *Decoders) Get(r io.Reader) (*Decoder, error) {
 // MaxPooledWindow is the largest window (see [writers.Decoder]) a
 // decoder may have met and still be pooled by Put. Codecs keep the history
 // buffer of the largest window they met, so a pooled decoder would hold on
-// to what one stream asked for: a zstd frame declaring the 8 MB RFC 9659
-// allows keeps 8.3 MiB, a br stream at lgwin 24 16 MiB. 4 MiB pools
+// to what one stream asked for, as much as the window it declared (the
+// figures are in docs/internals.md#request-and-response-decoding). 4 MiB pools
 // decoders for the windows common encoders choose (squeeze's own 128 and
 // 256 KiB, the zstd tool's 2 MiB at its default level, the brotli tool's
 // lgwin 22 for files) and drops those that met more, among them

@@ -133,7 +133,7 @@ func BenchmarkDecoderNew(b *testing.B) {
 
 // BenchmarkLevels measures speed (MB/s of input) and compression ratio
 // (input size / output size) for each coding and level over real documents,
-// the data behind the defaults in Levels. BENCHMARKS.md holds the table and
+// the data behind the defaults in Levels. docs/perf-history.md holds the table and
 // the command. deflate is gzip's compressor in a different frame and is
 // left out. zstd levels map onto four encoder speeds, so one level per
 // speed is measured. br 10 and 11 run only on the documents of 32 KiB or

@@ -38,7 +38,8 @@ type Encoder interface {
 // zstd encoders run with concurrency 1, so they start no goroutines, and with
 // a 128 KiB window, far under the 8 MB that RFC 9659 allows for HTTP. br
 // encoders use a 256 KiB window rather than the codec's 4 MiB default. Both
-// bound the memory an in-flight response holds (see BENCHMARKS.md).
+// bound the memory an in-flight response holds (see
+// docs/internals.md#encoders-windows-and-levels).
 func NewEncoder(coding string, level int) (Encoder, error) {
 	if err := ValidateLevel(coding, level); err != nil {
 		return nil, err
@@ -63,8 +64,8 @@ func NewEncoder(coding string, level int) (Encoder, error) {
 			zstd.WithZeroFrames(true),
 		))
 	case Brotli:
-		// go-brrr encodes the same bytes as andybalholm/brotli, 1.4x to 3x
-		// faster at levels 4 to 6 and 11 (BENCHMARKS.md); andybalholm/brotli
+		// go-brrr encodes the same bytes as andybalholm/brotli, faster
+		// (docs/internals.md#encoders-windows-and-levels); andybalholm/brotli
 		// stays the decoder of request bodies.
 		return encoderOrError(brrr.NewWriterOptions(nil, level, brrr.WriterOptions{
 			LGWin: brotliEncoderWindowBits,

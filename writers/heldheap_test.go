@@ -38,7 +38,7 @@ func heldHeapPerEncoder(tb testing.TB, coding string, level int, body []byte, n 
 
 // The heap held per in-flight response bounds how many a server can have
 // open. The budgets are the measured values at the default levels (see
-// BENCHMARKS.md) plus about 25%: a codec upgrade or option change that holds
+// docs/perf-history.md) plus about 25%: a codec upgrade or option change that holds
 // much more, such as a zstd window back at its 8 MB default or lowmem off,
 // fails here.
 func TestHeapHeldPerInFlightEncoder(t *testing.T) {

@@ -76,20 +76,19 @@ const (
 const ZstdMaxWindow = 8 << 20
 
 // zstdEncoderWindow bounds the memory each in-flight zstd response holds.
-// With WithLowerEncoderMem a level-3 encoder holds about 1.7 MiB, mostly hash
-// tables that do not depend on the window. Measured on real text (see
-// BENCHMARKS.md), 256 KiB would add 128 KiB per response for 1% on 290 KiB of
-// HTML and 5% on 620 KiB of JSON; 64 KiB would save 128 KiB and lose 9% on
-// that JSON. A body of 64 KiB or less compresses the same with all three.
+// A larger window adds memory to every response in flight for a few percent
+// on large bodies, a smaller one loses more than that on large JSON, and a
+// body of 64 KiB or less compresses the same with either (the measurements
+// are in docs/internals.md#encoders-windows-and-levels).
 const zstdEncoderWindow = 128 << 10
 
 // brotliEncoderWindowBits is log2 of the brotli encoder window (RFC 7932
 // allows up to 24). 2^18 = 256 KiB covers typical HTTP bodies while keeping
-// the per-stream ring buffer small: at the default level a 290 KiB body holds
-// 3.2 MiB per in-flight response with lgwin 18, 3.7 MiB with 19 and 10.7 MiB
-// with the codec's default of 22, which gains under 2.5% on 620 KiB of JSON
-// and nothing on HTML (see BENCHMARKS.md). The ring buffer grows with the
-// input, so small bodies hold the same at any window.
+// the per-stream ring buffer small: the codec's default of 22 holds several
+// times the memory per in-flight response for a gain of a few percent on
+// large JSON and none on HTML (docs/internals.md#encoders-windows-and-levels).
+// The ring buffer grows with the input, so small bodies hold the same at any
+// window.
 const brotliEncoderWindowBits = 18
 
 // LevelRange describes the levels a coding accepts, on the codec's own scale.
@@ -97,7 +96,7 @@ type LevelRange struct {
 	Min, Max int
 	// Default is the level recommended for compressing on the fly, chosen
 	// from measurements on real HTML, JSON and JavaScript (see
-	// BENCHMARKS.md in the repository).
+	// docs/internals.md#encoders-windows-and-levels in the repository).
 	Default int
 }
 
@@ -116,7 +115,7 @@ func (r LevelRange) Contains(level int) bool { return level >= r.Min && level <=
 //
 // The defaults (gzip and deflate 5, zstd 3, br 5) were chosen for on-the-fly
 // compression from measurements on real HTML, JSON and JavaScript; the table
-// and the reasons are in BENCHMARKS.md.
+// and the reasons are in the repository's docs/perf-history.md#default-levels.
 func Levels(coding string) (LevelRange, error) {
 	switch coding {
 	case Gzip, Deflate:
