@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh runs squeeze's comparative benchmarks and prints the tables that
-# BENCHMARKS.md holds: squeeze against the pooled-encoder floor and the peer
+# docs/perf-history.md quotes: squeeze against the pooled-encoder floor and the peer
 # middlewares, request decoding, heap per in-flight stream, and load over
 # loopback with wrk against the example server.
 #
@@ -9,7 +9,7 @@
 #                         checks and a 1 s wrk smoke test; prints its tables, then
 #                         removes its temp dir (set BENCH_OUT to keep the files)
 #
-# Of bench/results/, git tracks what BENCHMARKS.md quotes: tables.txt,
+# Of bench/results/, git tracks what docs/perf-history.md quotes: tables.txt,
 # targets.md, wrk.md and machine.txt. The raw benchmark output (bench.txt,
 # allocs.txt, inflight.txt) stays on disk for re-running phases and
 # recomputing tables, and is ignored (bench/results/.gitignore).

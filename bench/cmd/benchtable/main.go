@@ -1,0 +1,361 @@
+// Command benchtable writes BENCHMARKS.md from the raw output of one run
+// of bench/stamp.sh: the paired ratio of squeeze (and gzhttp) to the
+// pooled-encoder floor from BenchmarkVersusFloor, each peer's time
+// relative to the floor from rounds of BenchmarkResponse, and allocations
+// per response from a fixed-iteration BenchmarkResponse. Every time figure
+// is a ratio taken inside one round, so that the drift of a shared machine
+// between rounds cancels; the table gives the median over the rounds and,
+// for squeeze, their range.
+//
+//	go run ./cmd/benchtable -commit abc1234 -date 2026-12-02 \
+//		-versus floor.txt -peers peers.txt -allocs allocs.txt
+//
+// stamp.sh passes the commit, the date, the machine and the run's length;
+// the output is the whole of BENCHMARKS.md.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// result is one benchmark line: its name's keys and its values by unit.
+type result struct {
+	bench, coding, body, impl string
+	values                    map[string]float64
+}
+
+func main() {
+	var (
+		commit  = flag.String("commit", "unknown", "the commit measured")
+		date    = flag.String("date", "unknown", "when it was measured")
+		machine = flag.String("machine", "", "one line on the machine (CPU, cores, Go, load)")
+		elapsed = flag.String("elapsed", "", "how long the run took")
+		command = flag.String("command", "bench/stamp.sh > BENCHMARKS.md", "the command that produced the run")
+		rounds  = flag.Int("rounds", 0, "the rounds the run made")
+		versus  = flag.String("versus", "", "BenchmarkVersusFloor output, one line per round")
+		peers   = flag.String("peers", "", "BenchmarkResponse output, one line per implementation and round")
+		allocs  = flag.String("allocs", "", "BenchmarkResponse output at a fixed iteration count")
+		exact   = flag.String("exact", "", "go test -v output of the root's TestSteadyStateAllocations, whose logs give squeeze's exact allocations per response")
+	)
+	flag.Parse()
+	if *versus == "" || *peers == "" || *allocs == "" || flag.NArg() != 0 {
+		fmt.Fprintln(os.Stderr, "usage: benchtable [-commit c -date d -machine m -elapsed e -rounds n] -versus file -peers file -allocs file")
+		os.Exit(2)
+	}
+	var in [3][]result
+	for i, name := range []string{*versus, *peers, *allocs} {
+		rs, err := read(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
+			os.Exit(1)
+		}
+		if len(rs) == 0 {
+			fmt.Fprintln(os.Stderr, "benchtable: no benchmark results in", name)
+			os.Exit(1)
+		}
+		in[i] = rs
+	}
+	var b strings.Builder
+	header(&b, *commit, *date, *machine, *elapsed, *command, *rounds)
+	versusTable(&b, in[0])
+	peersTable(&b, in[1])
+	allocsTable(&b, in[2])
+	if *exact != "" {
+		raw, err := os.ReadFile(*exact)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
+			os.Exit(1)
+		}
+		if !exactTable(&b, string(raw)) {
+			fmt.Fprintln(os.Stderr, "benchtable: no allocation figures in", *exact)
+			os.Exit(1)
+		}
+	}
+	howToRead(&b)
+	if _, err := os.Stdout.WriteString(b.String()); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+}
+
+func read(name string) ([]result, error) {
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []result
+	r := benchfmt.NewReader(bytes.NewReader(raw), name)
+	for r.Scan() {
+		res, ok := r.Result().(*benchfmt.Result)
+		if !ok {
+			continue
+		}
+		base, parts := res.Name.Parts()
+		x := result{bench: string(base), values: map[string]float64{}}
+		for _, p := range parts {
+			k, v, _ := strings.Cut(strings.TrimPrefix(string(p), "/"), "=")
+			switch k {
+			case "coding":
+				x.coding = v
+			case "body":
+				x.body = v
+			case "impl":
+				x.impl = v
+			}
+		}
+		for _, v := range res.Values {
+			x.values[v.Unit] = v.Value
+		}
+		out = append(out, x)
+	}
+	return out, r.Err()
+}
+
+// order lists the distinct values of field in the order they first appear,
+// which is the order the benchmarks ran them in.
+func order(rs []result, field func(result) string) []string {
+	var out []string
+	for _, r := range rs {
+		if v := field(r); !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func median(s []float64) float64 {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func header(b *strings.Builder, commit, date, machine, elapsed, command string, rounds int) {
+	fmt.Fprintf(b, "# Benchmarks\n\n")
+	fmt.Fprintf(b, "<!-- Written by %s; do not edit by hand: run it again. -->\n\n", command)
+	fmt.Fprintf(b, "Measured at commit `%s` on %s", commit, date)
+	if machine != "" {
+		fmt.Fprintf(b, ", on %s", machine)
+	}
+	fmt.Fprintf(b, ", by `%s`", command)
+	if rounds > 0 {
+		plural := "s"
+		if rounds == 1 {
+			plural = ""
+		}
+		fmt.Fprintf(b, " (%d round%s", rounds, plural)
+		if elapsed != "" {
+			fmt.Fprintf(b, ", %s in all", elapsed)
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(". Every time figure is a ratio to the floor, the bare pooled encoder at the same level, " +
+		"taken within one round; see [How to read it](#how-to-read-it). Earlier measurements, with the " +
+		"commands that made them, are in [docs/perf-history.md](docs/perf-history.md).\n\n")
+}
+
+// versusTable is the paired comparison: each line of BenchmarkVersusFloor
+// timed the floor, squeeze and gzhttp in alternation, so its ratios need
+// no other line.
+func versusTable(b *strings.Builder, rs []result) {
+	b.WriteString("## squeeze against the floor, paired (BenchmarkVersusFloor)\n\n")
+	b.WriteString("Time per response relative to the floor's, served in alternation, one request at a time " +
+		"(GOMAXPROCS 1): median over the rounds, squeeze's range in brackets; the floor's own time per response last.\n\n")
+	b.WriteString("| coding | body | squeeze | gzhttp | floor |\n| --- | --- | ---: | ---: | ---: |\n")
+	for _, coding := range order(rs, func(r result) string { return r.coding }) {
+		for _, body := range order(rs, func(r result) string { return r.body }) {
+			var sq, gz, floor []float64
+			for _, r := range rs {
+				if r.coding != coding || r.body != body {
+					continue
+				}
+				if x := r.values["x-floor"]; x > 0 {
+					sq = append(sq, 1/x)
+				}
+				if x := r.values["gzhttp-x-floor"]; x > 0 {
+					gz = append(gz, 1/x)
+				}
+				if t := r.values["floor-sec/op"]; t > 0 {
+					floor = append(floor, t)
+				}
+			}
+			if len(sq) == 0 {
+				continue
+			}
+			g := "—"
+			if len(gz) > 0 {
+				g = fmt.Sprintf("%.3f", median(gz))
+			}
+			fmt.Fprintf(b, "| %s | %s | %.3f (%.3f–%.3f) | %s | %s |\n", coding, body,
+				median(sq), slices.Min(sq), slices.Max(sq), g, duration(median(floor)))
+		}
+	}
+	b.WriteString("\n")
+}
+
+// peersTable gives each implementation's time over the floor's in the same
+// round: the nth result of an implementation for a coding and body belongs
+// to round n.
+func peersTable(b *strings.Builder, rs []result) {
+	type cell struct{ coding, body, impl string }
+	times := map[cell][]float64{}
+	for _, r := range rs {
+		// CPU time, not wall time: on a shared machine a benchmark's wall
+		// time counts the time it waited for a core, which the rounds of
+		// unpaired runs do not share alike.
+		t := r.values["cpu-sec/op"]
+		if t == 0 {
+			t = r.values["sec/op"]
+		}
+		if t > 0 {
+			c := cell{r.coding, r.body, r.impl}
+			times[c] = append(times[c], t)
+		}
+	}
+	impls := order(rs, func(r result) string { return r.impl })
+	impls = slices.DeleteFunc(impls, func(s string) bool { return s == "floor" })
+	b.WriteString("## squeeze and its peers (BenchmarkResponse)\n\n")
+	b.WriteString("CPU time per response relative to the floor's in the same round, each implementation at squeeze's " +
+		"level and encoder settings where it takes them (GOMAXPROCS 1): median over the rounds. " +
+		"chi is `middleware.Compress` with the standard library's gzip, chi-kp the same with klauspost's, " +
+		"nytimes is gziphandler.\n\n")
+	fmt.Fprintf(b, "| coding | body | %s |\n| --- | --- |%s\n", strings.Join(impls, " | "), strings.Repeat(" ---: |", len(impls)))
+	for _, coding := range order(rs, func(r result) string { return r.coding }) {
+		for _, body := range order(rs, func(r result) string { return r.body }) {
+			floor := times[cell{coding, body, "floor"}]
+			if len(floor) == 0 {
+				continue
+			}
+			fmt.Fprintf(b, "| %s | %s |", coding, body)
+			for _, impl := range impls {
+				t := times[cell{coding, body, impl}]
+				n := min(len(t), len(floor))
+				if n == 0 {
+					b.WriteString(" — |")
+					continue
+				}
+				ratios := make([]float64, n)
+				for i := range n {
+					ratios[i] = t[i] / floor[i]
+				}
+				fmt.Fprintf(b, " %.2f |", median(ratios))
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\n")
+}
+
+func allocsTable(b *strings.Builder, rs []result) {
+	impls := order(rs, func(r result) string { return r.impl })
+	b.WriteString("## Allocations per response (BenchmarkResponse, fixed iterations)\n\n")
+	b.WriteString("Objects and bytes allocated per response, over a fixed number of responses so that " +
+		"an encoder rebuilt after a collection emptied its pool counts at its real rate.\n\n")
+	fmt.Fprintf(b, "| coding | body | %s |\n| --- | --- |%s\n", strings.Join(impls, " | "), strings.Repeat(" ---: |", len(impls)))
+	for _, coding := range order(rs, func(r result) string { return r.coding }) {
+		for _, body := range order(rs, func(r result) string { return r.body }) {
+			row := map[string]result{}
+			for _, r := range rs {
+				if r.coding == coding && r.body == body {
+					row[r.impl] = r
+				}
+			}
+			if len(row) == 0 {
+				continue
+			}
+			fmt.Fprintf(b, "| %s | %s |", coding, body)
+			for _, impl := range impls {
+				r, ok := row[impl]
+				if !ok {
+					b.WriteString(" — |")
+					continue
+				}
+				fmt.Fprintf(b, " %s · %s |", count(r.values["allocs/op"]), bytesOf(r.values["B/op"]))
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\n")
+}
+
+// exactLine is what TestSteadyStateAllocations logs for each coding and
+// observer.
+var exactLine = regexp.MustCompile(`(?m)^\s+\w+\.go:\d+: (\w+), ([^:]+): ([\d.]+) allocations, (\d+) bytes per response$`)
+
+// exactTable gives squeeze's allocations per response as the root's
+// allocation test counts them, fractions included: a benchmark rounds
+// allocs/op and B/op down to whole numbers.
+func exactTable(b *strings.Builder, log string) bool {
+	ms := exactLine.FindAllStringSubmatch(log, -1)
+	if len(ms) == 0 {
+		return false
+	}
+	b.WriteString("squeeze's own count, with the fraction a benchmark rounds away " +
+		"(`TestSteadyStateAllocations`: a 16 KiB page through a reused writer):\n\n")
+	b.WriteString("| coding | observer | allocations per response | bytes per response |\n| --- | --- | ---: | ---: |\n")
+	for _, m := range ms {
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", m[1], m[2], m[3], m[4])
+	}
+	b.WriteString("\n")
+	return true
+}
+
+func howToRead(b *strings.Builder) {
+	b.WriteString(`## How to read it
+
+- **The floor** is the bare encoder from squeeze's pool at the same level, writing into the same
+  response writer: what compressing the body costs with no middleware at all. A ratio of 1.00 is
+  the floor's time; 1.05 is 5% slower. squeeze's target is at most 1.03 (cmd/targets says
+  0.97 in its x-floor, the inverse).
+- **Paired** means the floor, squeeze and gzhttp serve the same body in turn inside one benchmark
+  loop, so the machine's load lands on all of them alike; each round is a separate process, so
+  each draws its own memory layout. The bracket is the spread over rounds: read a difference
+  smaller than it as noise.
+- **Peers** run one after another within a round, so their ratios are of CPU time (the process's,
+  which excludes waiting for a core), divided by the floor's in the same round.
+  They are at squeeze's settings, not their own defaults, so the table compares the middleware,
+  not the level; br rows have no gzhttp (it has no br).
+- **Allocations** are per response. The benchmark's figures are whole numbers, rounded down;
+  squeeze's own count keeps the fraction (0.028 is one object every 36 responses). Bytes are
+  allocated, not held.
+- On 2 shared cores, ratios move by a few percent between runs; compare two commits by running
+  the command on each, on the same machine, one after the other.
+`)
+}
+
+func duration(sec float64) string {
+	switch {
+	case sec >= 1e-3:
+		return fmt.Sprintf("%.2f ms", sec*1e3)
+	default:
+		return fmt.Sprintf("%.1f µs", sec*1e6)
+	}
+}
+
+func count(n float64) string {
+	if n == float64(int64(n)) {
+		return fmt.Sprintf("%d", int64(n))
+	}
+	return fmt.Sprintf("%.2f", n)
+}
+
+func bytesOf(n float64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", n/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", n/(1<<10))
+	default:
+		return fmt.Sprintf("%.0f B", n)
+	}
+}

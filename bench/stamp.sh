@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# stamp.sh measures squeeze at the checked-out commit and prints the whole of
+# BENCHMARKS.md, with the commit, the date and the machine stamped into it:
+#
+#   bench/stamp.sh > BENCHMARKS.md     about 3 minutes on 2 cores
+#
+# In each of ROUNDS rounds, one process times the floor (the bare pooled
+# encoder), squeeze and gzhttp in alternation (BenchmarkVersusFloor), and
+# another serves the same bodies through the floor and every peer
+# (BenchmarkResponse); each round is a fresh process, so each draws its own
+# memory layout, and every ratio is taken inside one round. Then one
+# fixed-iteration pass counts allocations per response, and the root's
+# TestSteadyStateAllocations gives squeeze's exact count. cmd/benchtable
+# turns the raw output into the tables. Progress goes to stderr.
+#
+# Environment: ROUNDS (5), BENCHTIME (300ms, per VersusFloor benchmark),
+# PEERTIME (200ms, per BenchmarkResponse benchmark), BODIES (a -bench
+# regexp of body names), KEEP (a directory to keep the raw output in).
+# bench/run.sh is the long run (every benchmark, the in-flight heap, wrk);
+# bench/floor.sh the floor comparison alone, with more processes.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+cd "$here"
+
+rounds=${ROUNDS:-5} benchtime=${BENCHTIME:-300ms} peertime=${PEERTIME:-200ms}
+bodies=${BODIES:-'(html-2K|json-2K|html-16K|json-16K|js-16K|html-64K)'}
+peer_bodies='(html-2K|html-16K|json-16K)'
+start=$(date +%s)
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=${KEEP:-$tmp}
+mkdir -p "$out"
+: >"$out/versus.txt"
+: >"$out/peers.txt"
+
+commit=$(git -C "$root" rev-parse --short HEAD)
+if [[ -n $(git -C "$root" status --porcelain --untracked-files=no) ]]; then
+	commit="$commit plus uncommitted changes"
+fi
+machine="$(nproc) cores of $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(go env GOVERSION), load average $(cut -d' ' -f1 /proc/loadavg) at the start"
+
+echo "building the benchmarks" >&2
+go test -c -o "$tmp/bench.test" .
+for i in $(seq "$rounds"); do
+	echo "round $i of $rounds" >&2
+	"$tmp/bench.test" -test.run '^$' -test.bench "^BenchmarkVersusFloor\$/coding=.*/body=$bodies\$/mode=serial" \
+		-test.benchtime "$benchtime" -test.count 1 -test.cpu 1 >>"$out/versus.txt"
+	"$tmp/bench.test" -test.run '^$' -test.bench "^BenchmarkResponse\$/coding=.*/body=$peer_bodies\$" \
+		-test.benchtime "$peertime" -test.count 1 -test.cpu 1 -test.benchmem >>"$out/peers.txt"
+done
+echo "allocations" >&2
+"$tmp/bench.test" -test.run '^$' -test.bench "^BenchmarkResponse\$/coding=.*/body=$peer_bodies\$" \
+	-test.benchtime 200x -test.count 1 -test.cpu 1 -test.benchmem >"$out/allocs.txt"
+(cd "$root" && go test -count=1 -run '^TestSteadyStateAllocations$' -v .) >"$out/exact.txt"
+
+elapsed=$(($(date +%s) - start))
+go run ./cmd/benchtable -commit "$commit" -date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
+	-machine "$machine" -rounds "$rounds" -elapsed "$((elapsed / 60)) min $((elapsed % 60)) s" \
+	-versus "$out/versus.txt" -peers "$out/peers.txt" -allocs "$out/allocs.txt" -exact "$out/exact.txt"
