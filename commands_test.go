@@ -13,7 +13,7 @@ import (
 	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
-// Every command README.md, BENCHMARKS.md and docs/ show (but
+// Every command README.md, BENCHMARKS.md, example/README.md and docs/ show (but
 // docs/perf-history.md, which records the commands of their time) can run
 // as written from the repository's root: each program is a go subcommand,
 // a script of the repository or a tool the CI installs; each directory it
@@ -21,7 +21,7 @@ import (
 // -run pattern selects a benchmark or a test of the package it runs in.
 // The commands that talk to the demo also run, in example/readme_test.go.
 func TestDocumentedCommandsNameWhatExists(t *testing.T) {
-	for _, doc := range []string{"README.md", "BENCHMARKS.md", "docs/reference.md", "docs/internals.md", "docs/migration.md"} {
+	for _, doc := range []string{"README.md", "BENCHMARKS.md", "docs/reference.md", "docs/internals.md", "docs/migration.md", "example/README.md"} {
 		text, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)

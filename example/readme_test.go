@@ -16,10 +16,18 @@ import (
 // readmeAddr is the demo's default address, as the README's commands use it.
 const readmeAddr = "127.0.0.1:8080"
 
-// fences returns the bodies of the README's code blocks of one language.
+// fences returns the bodies of the root README's code blocks of one
+// language.
 func fences(t *testing.T, lang string) []string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	return fencesOf(t, filepath.Join("..", "README.md"), lang)
+}
+
+// fencesOf returns the bodies of the code blocks of one language in the
+// Markdown file path.
+func fencesOf(t *testing.T, path, lang string) []string {
+	t.Helper()
+	readme, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +45,7 @@ func fences(t *testing.T, lang string) []string {
 		}
 	}
 	if block != nil {
-		t.Fatalf("README.md: a ```%s block is not closed", lang)
+		t.Fatalf("%s: a ```%s block is not closed", path, lang)
 	}
 	return blocks
 }
@@ -66,12 +74,12 @@ func TestReadmeProgramIsHello(t *testing.T) {
 	}
 }
 
-// demoCommands returns the README's shell command lines that talk to the
-// demo server.
+// demoCommands returns the shell command lines of the demo's README
+// (example/README.md) that talk to the demo server.
 func demoCommands(t *testing.T) []string {
 	t.Helper()
 	var cmds []string
-	for _, block := range fences(t, "sh") {
+	for _, block := range fencesOf(t, "README.md", "sh") {
 		for line := range strings.Lines(block) {
 			if cmd := testtool.ShellCommand(line); strings.Contains(cmd, readmeAddr) {
 				cmds = append(cmds, cmd)
@@ -92,14 +100,14 @@ func programs(cmd string) []string {
 	return names
 }
 
-// Every README command that talks to the demo runs as written against the
+// Every command of example/README.md that talks to the demo runs as written against the
 // demo, started in-process on a free port that replaces 127.0.0.1:8080.
 // --fail is added to curl so that an HTTP error fails the command too. A
 // command whose tools are missing is skipped, or fails under CI=true.
 func TestReadmeCommandsRunAgainstTheDemo(t *testing.T) {
 	cmds := demoCommands(t)
 	if len(cmds) == 0 {
-		t.Fatal("README.md has no shell command that talks to the demo")
+		t.Fatal("example/README.md has no shell command that talks to the demo")
 	}
 	bash := testtool.Require(t, "bash")
 
