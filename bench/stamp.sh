@@ -2,19 +2,21 @@
 # stamp.sh measures squeeze at the checked-out commit and prints the whole of
 # BENCHMARKS.md, with the commit, the date and the machine stamped into it:
 #
-#   bench/stamp.sh > BENCHMARKS.md     about 3 minutes on 2 cores
+#   bench/stamp.sh > BENCHMARKS.md     3 to 5 minutes on 2 shared cores
 #
 # In each of ROUNDS rounds, one process times the floor (the bare pooled
 # encoder), squeeze and gzhttp in alternation (BenchmarkVersusFloor), and
 # another serves the same bodies through the floor and every peer
 # (BenchmarkResponse); each round is a fresh process, so each draws its own
-# memory layout, and every ratio is taken inside one round. Then one
+# memory layout, and every ratio is taken inside one round, of CPU time
+# (the thread's per response in the paired benchmark, the process's in the
+# others), which a busy machine's waits for a core do not inflate. Then one
 # fixed-iteration pass counts allocations per response, and the root's
 # TestSteadyStateAllocations gives squeeze's exact count. cmd/benchtable
 # turns the raw output into the tables. Progress goes to stderr.
 #
-# Environment: ROUNDS (5), BENCHTIME (300ms, per VersusFloor benchmark),
-# PEERTIME (200ms, per BenchmarkResponse benchmark), BODIES (a -bench
+# Environment: ROUNDS (5), BENCHTIME (200ms, per VersusFloor benchmark),
+# PEERTIME (150ms, per BenchmarkResponse benchmark), BODIES (a -bench
 # regexp of body names), KEEP (a directory to keep the raw output in).
 # bench/run.sh is the long run (every benchmark, the in-flight heap, wrk);
 # bench/floor.sh the floor comparison alone, with more processes.
@@ -24,7 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 cd "$here"
 
-rounds=${ROUNDS:-5} benchtime=${BENCHTIME:-300ms} peertime=${PEERTIME:-200ms}
+rounds=${ROUNDS:-5} benchtime=${BENCHTIME:-200ms} peertime=${PEERTIME:-150ms}
 bodies=${BODIES:-'(html-2K|json-2K|html-16K|json-16K|js-16K|html-64K)'}
 peer_bodies='(html-2K|html-16K|json-16K)'
 start=$(date +%s)

@@ -166,26 +166,40 @@ func header(b *strings.Builder, commit, date, machine, elapsed, command string, 
 
 // versusTable is the paired comparison: each line of BenchmarkVersusFloor
 // timed the floor, squeeze and gzhttp in alternation, so its ratios need
-// no other line.
+// no other line. The thread-CPU ratios (cpu-x-floor) are the table's
+// figures where the benchmark reports them; the wall-time ratio is beside
+// them, for comparison with earlier runs.
 func versusTable(b *strings.Builder, rs []result) {
 	b.WriteString("## squeeze against the floor, paired (BenchmarkVersusFloor)\n\n")
-	b.WriteString("Time per response relative to the floor's, served in alternation, one request at a time " +
-		"(GOMAXPROCS 1): median over the rounds, squeeze's range in brackets; the floor's own time per response last.\n\n")
-	b.WriteString("| coding | body | squeeze | gzhttp | floor |\n| --- | --- | ---: | ---: | ---: |\n")
+	b.WriteString("Time per response relative to the floor's, the three served in alternation, one request at a time " +
+		"(GOMAXPROCS 1): each response's thread CPU time, median over the rounds and squeeze's range over them; " +
+		"squeeze's wall-time ratio; the floor's own CPU time per response.\n\n")
+	b.WriteString("| coding | body | squeeze | (range) | squeeze, wall | gzhttp | floor |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
+	inverse := func(r result, unit string) (float64, bool) {
+		x := r.values[unit]
+		return 1 / x, x > 0
+	}
 	for _, coding := range order(rs, func(r result) string { return r.coding }) {
 		for _, body := range order(rs, func(r result) string { return r.body }) {
-			var sq, gz, floor []float64
+			var sq, wall, gz, floor []float64
 			for _, r := range rs {
 				if r.coding != coding || r.body != body {
 					continue
 				}
-				if x := r.values["x-floor"]; x > 0 {
-					sq = append(sq, 1/x)
+				cpu := "cpu-"
+				if _, ok := r.values["cpu-x-floor"]; !ok {
+					cpu = "" // a run without thread CPU times: wall time
 				}
-				if x := r.values["gzhttp-x-floor"]; x > 0 {
-					gz = append(gz, 1/x)
+				if v, ok := inverse(r, cpu+"x-floor"); ok {
+					sq = append(sq, v)
 				}
-				if t := r.values["floor-sec/op"]; t > 0 {
+				if v, ok := inverse(r, "x-floor"); ok {
+					wall = append(wall, v)
+				}
+				if v, ok := inverse(r, "gzhttp-"+cpu+"x-floor"); ok {
+					gz = append(gz, v)
+				}
+				if t := r.values["floor-"+cpu+"sec/op"]; t > 0 {
 					floor = append(floor, t)
 				}
 			}
@@ -196,8 +210,8 @@ func versusTable(b *strings.Builder, rs []result) {
 			if len(gz) > 0 {
 				g = fmt.Sprintf("%.3f", median(gz))
 			}
-			fmt.Fprintf(b, "| %s | %s | %.3f (%.3f–%.3f) | %s | %s |\n", coding, body,
-				median(sq), slices.Min(sq), slices.Max(sq), g, duration(median(floor)))
+			fmt.Fprintf(b, "| %s | %s | %.3f | %.3f–%.3f | %.3f | %s | %s |\n", coding, body,
+				median(sq), slices.Min(sq), slices.Max(sq), median(wall), g, duration(median(floor)))
 		}
 	}
 	b.WriteString("\n")
@@ -318,9 +332,11 @@ func howToRead(b *strings.Builder) {
   the floor's time; 1.05 is 5% slower. squeeze's target is at most 1.03 (cmd/targets says
   0.97 in its x-floor, the inverse).
 - **Paired** means the floor, squeeze and gzhttp serve the same body in turn inside one benchmark
-  loop, so the machine's load lands on all of them alike; each round is a separate process, so
-  each draws its own memory layout. The bracket is the spread over rounds: read a difference
-  smaller than it as noise.
+  loop, each response timed by its thread's CPU clock, so the waits for a core that a shared
+  machine adds to wall time (often more than the response itself) drop out; each round is a
+  separate process, so each draws its own memory layout. The range is the spread over rounds:
+  read a difference smaller than it as noise. The wall-time ratio, which earlier runs quote
+  (docs/perf-history.md), is beside it, and is only as good as the machine is quiet.
 - **Peers** run one after another within a round, so their ratios are of CPU time (the process's,
   which excludes waiting for a core), divided by the floor's in the same round.
   They are at squeeze's settings, not their own defaults, so the table compares the middleware,

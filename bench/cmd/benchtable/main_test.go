@@ -22,6 +22,7 @@ func TestTablesTakeRatiosWithinARound(t *testing.T) {
 	versus := write("versus.txt", `BenchmarkVersusFloor/coding=gzip/body=html-2K/mode=serial 	100	1 ns/op	0.5 x-floor	0.8 gzhttp-x-floor	0.00001 floor-sec/op
 BenchmarkVersusFloor/coding=gzip/body=html-2K/mode=serial 	100	1 ns/op	1.0 x-floor	1.0 gzhttp-x-floor	0.00001 floor-sec/op
 BenchmarkVersusFloor/coding=gzip/body=html-2K/mode=serial 	100	1 ns/op	0.8 x-floor	0.8 gzhttp-x-floor	0.00001 floor-sec/op
+BenchmarkVersusFloor/coding=gzip/body=html-16K/mode=serial 	100	1 ns/op	0.5 x-floor	0.5 cpu-x-floor	0.25 gzhttp-cpu-x-floor	0.00001 floor-sec/op	0.00002 floor-cpu-sec/op
 `)
 	// Rounds of different speeds: the paired ratios are 2, 1.5 and 30,
 	// median 2; the raw medians (floor 2, squeeze 20) would say 10.
@@ -38,7 +39,11 @@ BenchmarkResponse/coding=gzip/body=html-2K/impl=squeeze 	100	30 ns/op	30 cpu-sec
 		t.Fatal(err)
 	}
 	versusTable(&b, rs)
-	if want := "| gzip | html-2K | 1.250 (1.000–2.000) | 1.250 | 10.0 µs |"; !strings.Contains(b.String(), want) {
+	if want := "| gzip | html-2K | 1.250 | 1.000–2.000 | 1.250 | 1.250 | 10.0 µs |"; !strings.Contains(b.String(), want) {
+		t.Errorf("versus table lacks %q:\n%s", want, b.String())
+	}
+	// Where the thread CPU ratios are there, they are the figures.
+	if want := "| gzip | html-16K | 2.000 | 2.000–2.000 | 2.000 | 4.000 | 20.0 µs |"; !strings.Contains(b.String(), want) {
 		t.Errorf("versus table lacks %q:\n%s", want, b.String())
 	}
 	b.Reset()
