@@ -162,6 +162,28 @@ func BenchmarkVersusFloor(b *testing.B) {
 	}
 }
 
+// BenchmarkPeersVersusFloor is the serial BenchmarkVersusFloor with every
+// implementation of Equal in the rotation, on html-2K, html-16K and
+// json-16K: each peer's ratio to the floor (NAME-cpu-x-floor, NAME-x-floor)
+// is then paired as squeeze's is. bench/stamp.sh tables it.
+func BenchmarkPeersVersusFloor(b *testing.B) {
+	c := loadCorpus(b)
+	for _, coding := range Codings() {
+		list, err := Equal(coding)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("coding="+coding, func(b *testing.B) {
+			for _, body := range c.All() {
+				if body.Name != "html-2K" && body.Name != "html-16K" && body.Name != "json-16K" {
+					continue
+				}
+				b.Run("body="+body.Name, func(b *testing.B) { benchVersusFloor(b, list, body, false) })
+			}
+		})
+	}
+}
+
 // benchVersusFloor times impls in rotation on body: the first is the
 // floor, the second the implementation under test (reported as x-floor), any
 // others peers (reported as NAME-x-floor).

@@ -6,17 +6,16 @@
 #
 # In each of ROUNDS rounds, one process times the floor (the bare pooled
 # encoder), squeeze and gzhttp in alternation (BenchmarkVersusFloor), and
-# another serves the same bodies through the floor and every peer
-# (BenchmarkResponse); each round is a fresh process, so each draws its own
-# memory layout, and every ratio is taken inside one round, of CPU time
-# (the thread's per response in the paired benchmark, the process's in the
-# others), which a busy machine's waits for a core do not inflate. Then one
+# another the floor and every peer (BenchmarkPeersVersusFloor); each round
+# is a fresh process, so each draws its own memory layout. Every ratio is
+# paired, response by response, and of the thread's CPU time, which a busy
+# machine's waits for a core do not inflate. Then one
 # fixed-iteration pass counts allocations per response, and the root's
 # TestSteadyStateAllocations gives squeeze's exact count. cmd/benchtable
 # turns the raw output into the tables. Progress goes to stderr.
 #
 # Environment: ROUNDS (5), BENCHTIME (200ms, per VersusFloor benchmark),
-# PEERTIME (150ms, per BenchmarkResponse benchmark), BODIES (a -bench
+# PEERTIME (300ms, per PeersVersusFloor benchmark), BODIES (a -bench
 # regexp of body names), KEEP (a directory to keep the raw output in).
 # bench/run.sh is the long run (every benchmark, the in-flight heap, wrk);
 # bench/floor.sh the floor comparison alone, with more processes.
@@ -26,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 cd "$here"
 
-rounds=${ROUNDS:-5} benchtime=${BENCHTIME:-200ms} peertime=${PEERTIME:-150ms}
+rounds=${ROUNDS:-5} benchtime=${BENCHTIME:-200ms} peertime=${PEERTIME:-300ms}
 bodies=${BODIES:-'(html-2K|json-2K|html-16K|json-16K|js-16K|html-64K)'}
 peer_bodies='(html-2K|html-16K|json-16K)'
 start=$(date +%s)
@@ -50,8 +49,8 @@ for i in $(seq "$rounds"); do
 	echo "round $i of $rounds" >&2
 	"$tmp/bench.test" -test.run '^$' -test.bench "^BenchmarkVersusFloor\$/coding=.*/body=$bodies\$/mode=serial" \
 		-test.benchtime "$benchtime" -test.count 1 -test.cpu 1 >>"$out/versus.txt"
-	"$tmp/bench.test" -test.run '^$' -test.bench "^BenchmarkResponse\$/coding=.*/body=$peer_bodies\$" \
-		-test.benchtime "$peertime" -test.count 1 -test.cpu 1 -test.benchmem >>"$out/peers.txt"
+	"$tmp/bench.test" -test.run '^$' -test.bench "^BenchmarkPeersVersusFloor\$" \
+		-test.benchtime "$peertime" -test.count 1 -test.cpu 1 >>"$out/peers.txt"
 done
 echo "allocations" >&2
 "$tmp/bench.test" -test.run '^$' -test.bench "^BenchmarkResponse\$/coding=.*/body=$peer_bodies\$" \

@@ -1,8 +1,8 @@
 // Command benchtable writes BENCHMARKS.md from the raw output of one run
 // of bench/stamp.sh: the paired ratio of squeeze (and gzhttp) to the
-// pooled-encoder floor from BenchmarkVersusFloor, each peer's time
-// relative to the floor from rounds of BenchmarkResponse, and allocations
-// per response from a fixed-iteration BenchmarkResponse. Every time figure
+// pooled-encoder floor from BenchmarkVersusFloor, every peer's paired ratio
+// from BenchmarkPeersVersusFloor, and allocations per response from a
+// fixed-iteration BenchmarkResponse. Every time figure
 // is a ratio taken inside one round, so that the drift of a shared machine
 // between rounds cancels; the table gives the median over the rounds and,
 // for squeeze, their range.
@@ -41,7 +41,7 @@ func main() {
 		command = flag.String("command", "bench/stamp.sh > BENCHMARKS.md", "the command that produced the run")
 		rounds  = flag.Int("rounds", 0, "the rounds the run made")
 		versus  = flag.String("versus", "", "BenchmarkVersusFloor output, one line per round")
-		peers   = flag.String("peers", "", "BenchmarkResponse output, one line per implementation and round")
+		peers   = flag.String("peers", "", "BenchmarkPeersVersusFloor output, one line per round")
 		allocs  = flag.String("allocs", "", "BenchmarkResponse output at a fixed iteration count")
 		exact   = flag.String("exact", "", "go test -v output of the root's TestSteadyStateAllocations, whose logs give squeeze's exact allocations per response")
 	)
@@ -217,52 +217,81 @@ func versusTable(b *strings.Builder, rs []result) {
 	b.WriteString("\n")
 }
 
-// peersTable gives each implementation's time over the floor's in the same
-// round: the nth result of an implementation for a coding and body belongs
-// to round n.
+// peersOrder is the order of the peers' columns; a peer not listed comes
+// after them.
+var peersOrder = []string{"squeeze", "gzhttp", "httpcompression", "chi", "chi-kp", "nytimes"}
+
+// peersTable gives each implementation's time over the floor's from
+// BenchmarkPeersVersusFloor, which serves the floor and every peer in
+// alternation: squeeze's ratio is cpu-x-floor (x-floor in a run without
+// thread CPU times), a peer's NAME-cpu-x-floor.
 func peersTable(b *strings.Builder, rs []result) {
-	type cell struct{ coding, body, impl string }
-	times := map[cell][]float64{}
-	for _, r := range rs {
-		// CPU time, not wall time: on a shared machine a benchmark's wall
-		// time counts the time it waited for a core, which the rounds of
-		// unpaired runs do not share alike.
-		t := r.values["cpu-sec/op"]
-		if t == 0 {
-			t = r.values["sec/op"]
+	ratio := func(r result, impl string) (float64, bool) {
+		cpu := "cpu-"
+		if _, ok := r.values["cpu-x-floor"]; !ok {
+			cpu = ""
 		}
-		if t > 0 {
-			c := cell{r.coding, r.body, r.impl}
-			times[c] = append(times[c], t)
+		unit := cpu + "x-floor"
+		if impl != "squeeze" {
+			unit = impl + "-" + unit
+		}
+		x := r.values[unit]
+		return 1 / x, x > 0
+	}
+	impls := []string{}
+	for _, r := range rs {
+		for unit := range r.values {
+			name, ok := strings.CutSuffix(unit, "-x-floor")
+			name = strings.TrimSuffix(name, "-cpu")
+			if ok && name != "cpu" && !slices.Contains(impls, name) {
+				impls = append(impls, name)
+			}
 		}
 	}
-	impls := order(rs, func(r result) string { return r.impl })
-	impls = slices.DeleteFunc(impls, func(s string) bool { return s == "floor" })
-	b.WriteString("## squeeze and its peers (BenchmarkResponse)\n\n")
-	b.WriteString("CPU time per response relative to the floor's in the same round, each implementation at squeeze's " +
-		"level and encoder settings where it takes them (GOMAXPROCS 1): median over the rounds. " +
-		"chi is `middleware.Compress` with the standard library's gzip, chi-kp the same with klauspost's, " +
-		"nytimes is gziphandler.\n\n")
+	impls = append(impls, "squeeze")
+	slices.SortFunc(impls, func(a, b string) int {
+		ia, ib := slices.Index(peersOrder, a), slices.Index(peersOrder, b)
+		if ia < 0 {
+			ia = len(peersOrder)
+		}
+		if ib < 0 {
+			ib = len(peersOrder)
+		}
+		if ia != ib {
+			return ia - ib
+		}
+		return strings.Compare(a, b)
+	})
+	b.WriteString("## squeeze and its peers, paired (BenchmarkPeersVersusFloor)\n\n")
+	b.WriteString("Time per response relative to the floor's, the floor and every implementation served in alternation " +
+		"(each response's thread CPU time, GOMAXPROCS 1), each at squeeze's level and encoder settings where it " +
+		"takes them: median over the rounds. chi is `middleware.Compress` with the standard library's gzip, " +
+		"chi-kp the same with klauspost's, nytimes is gziphandler.\n\n")
 	fmt.Fprintf(b, "| coding | body | %s |\n| --- | --- |%s\n", strings.Join(impls, " | "), strings.Repeat(" ---: |", len(impls)))
 	for _, coding := range order(rs, func(r result) string { return r.coding }) {
 		for _, body := range order(rs, func(r result) string { return r.body }) {
-			floor := times[cell{coding, body, "floor"}]
-			if len(floor) == 0 {
+			var row []result
+			for _, r := range rs {
+				if r.coding == coding && r.body == body {
+					row = append(row, r)
+				}
+			}
+			if len(row) == 0 {
 				continue
 			}
 			fmt.Fprintf(b, "| %s | %s |", coding, body)
 			for _, impl := range impls {
-				t := times[cell{coding, body, impl}]
-				n := min(len(t), len(floor))
-				if n == 0 {
+				var ratios []float64
+				for _, r := range row {
+					if v, ok := ratio(r, impl); ok {
+						ratios = append(ratios, v)
+					}
+				}
+				if len(ratios) == 0 {
 					b.WriteString(" — |")
 					continue
 				}
-				ratios := make([]float64, n)
-				for i := range n {
-					ratios[i] = t[i] / floor[i]
-				}
-				fmt.Fprintf(b, " %.2f |", median(ratios))
+				fmt.Fprintf(b, " %.3f |", median(ratios))
 			}
 			b.WriteString("\n")
 		}
@@ -337,8 +366,7 @@ func howToRead(b *strings.Builder) {
   separate process, so each draws its own memory layout. The range is the spread over rounds:
   read a difference smaller than it as noise. The wall-time ratio, which earlier runs quote
   (docs/perf-history.md), is beside it, and is only as good as the machine is quiet.
-- **Peers** run one after another within a round, so their ratios are of CPU time (the process's,
-  which excludes waiting for a core), divided by the floor's in the same round.
+- **Peers** are paired the same way, every implementation in one rotation with the floor.
   They are at squeeze's settings, not their own defaults, so the table compares the middleware,
   not the level; br rows have no gzhttp (it has no br).
 - **Allocations** are per response. The benchmark's figures are whole numbers, rounded down;

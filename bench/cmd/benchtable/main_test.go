@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// The tables divide each figure by the floor's of the same round: the nth
-// result of an implementation goes with the nth result of the floor, and
-// the median is taken over the rounds' ratios, not over the raw times.
-func TestTablesTakeRatiosWithinARound(t *testing.T) {
+// The tables quote the paired ratios of each round's benchmark line, as
+// times relative to the floor's (the inverse of x-floor), median over the
+// rounds; the thread CPU ratios where the line has them.
+func TestTablesQuotePairedRatiosOverRounds(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)
@@ -24,14 +24,11 @@ BenchmarkVersusFloor/coding=gzip/body=html-2K/mode=serial 	100	1 ns/op	1.0 x-flo
 BenchmarkVersusFloor/coding=gzip/body=html-2K/mode=serial 	100	1 ns/op	0.8 x-floor	0.8 gzhttp-x-floor	0.00001 floor-sec/op
 BenchmarkVersusFloor/coding=gzip/body=html-16K/mode=serial 	100	1 ns/op	0.5 x-floor	0.5 cpu-x-floor	0.25 gzhttp-cpu-x-floor	0.00001 floor-sec/op	0.00002 floor-cpu-sec/op
 `)
-	// Rounds of different speeds: the paired ratios are 2, 1.5 and 30,
-	// median 2; the raw medians (floor 2, squeeze 20) would say 10.
-	peers := write("peers.txt", `BenchmarkResponse/coding=gzip/body=html-2K/impl=floor 	100	10 ns/op	10 cpu-sec/op
-BenchmarkResponse/coding=gzip/body=html-2K/impl=squeeze 	100	20 ns/op	20 cpu-sec/op
-BenchmarkResponse/coding=gzip/body=html-2K/impl=floor 	100	2 ns/op	2 cpu-sec/op
-BenchmarkResponse/coding=gzip/body=html-2K/impl=squeeze 	100	3 ns/op	3 cpu-sec/op
-BenchmarkResponse/coding=gzip/body=html-2K/impl=floor 	100	1 ns/op	1 cpu-sec/op
-BenchmarkResponse/coding=gzip/body=html-2K/impl=squeeze 	100	30 ns/op	30 cpu-sec/op
+	// Three rounds of every peer in one rotation with the floor: the table
+	// gives the medians of the inverse ratios, squeeze's from cpu-x-floor.
+	peers := write("peers.txt", `BenchmarkPeersVersusFloor/coding=gzip/body=html-2K 	100	1 ns/op	0.5 cpu-x-floor	0.9 x-floor	0.25 gzhttp-cpu-x-floor	0.9 gzhttp-x-floor	1 chi-kp-cpu-x-floor
+BenchmarkPeersVersusFloor/coding=gzip/body=html-2K 	100	1 ns/op	1 cpu-x-floor	0.9 x-floor	0.5 gzhttp-cpu-x-floor	0.9 gzhttp-x-floor	1 chi-kp-cpu-x-floor
+BenchmarkPeersVersusFloor/coding=gzip/body=html-2K 	100	1 ns/op	0.8 cpu-x-floor	0.9 x-floor	0.5 gzhttp-cpu-x-floor	0.9 gzhttp-x-floor	0.5 chi-kp-cpu-x-floor
 `)
 	var b strings.Builder
 	rs, err := read(versus)
@@ -51,7 +48,10 @@ BenchmarkResponse/coding=gzip/body=html-2K/impl=squeeze 	100	30 ns/op	30 cpu-sec
 		t.Fatal(err)
 	}
 	peersTable(&b, rs)
-	if want := "| gzip | html-2K | 2.00 |"; !strings.Contains(b.String(), want) {
+	if want := "| coding | body | squeeze | gzhttp | chi-kp |"; !strings.Contains(b.String(), want) {
+		t.Errorf("peers table lacks %q:\n%s", want, b.String())
+	}
+	if want := "| gzip | html-2K | 1.250 | 2.000 | 1.000 |"; !strings.Contains(b.String(), want) {
 		t.Errorf("peers table lacks %q:\n%s", want, b.String())
 	}
 }
