@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -325,7 +326,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				ae = s.acceptEncodingDict
 				out.Header.Set("Available-Dictionary", dict.availableDictionary())
 				if dict.id != "" {
-					out.Header.Set("Dictionary-ID", quoteSFString(dict.id))
+					out.Header.Set("Dictionary-ID", cdt.DictionaryID(dict.id))
 				}
 			}
 		}
@@ -358,14 +359,6 @@ func closeRequestBody(req *http.Request) {
 	if req != nil && req.Body != nil {
 		_ = req.Body.Close()
 	}
-}
-
-// quoteSFString formats s, printable ASCII (parseUseAsDictionary admits
-// no other), as an RFC 8941 string, as the server side writes its match
-// patterns.
-func quoteSFString(s string) string {
-	q, _ := sfString(s)
-	return q
 }
 
 // decodeResponse replaces resp's body with its decoding when its
