@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
+	"github.com/squeezehttp/squeeze/internal/decode"
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -173,7 +174,7 @@ type transportState struct {
 
 	acceptEncoding     string // without dictionaries
 	acceptEncodingDict string // with dcb and dcz added
-	dec                decoding
+	dec                *decode.Decoders
 	upload             *pool.Encoders // nil: bodies go as they are
 	uploadBuf          *pool.Buffers
 	dicts              *clientDictStore // nil: no dictionaries
@@ -219,7 +220,7 @@ func (t *Transport) build() *transportState {
 	if limit == 0 {
 		limit = DefaultMaxDecompressedSize
 	}
-	dec, err := newDecoding(&config{maxDecompressedSize: limit, decoderMemory: t.DecoderMemory})
+	dec, err := decode.New(decode.Limits{MaxSize: limit, Memory: t.DecoderMemory})
 	if err != nil {
 		return fail(err)
 	}
@@ -370,12 +371,12 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 		resp.StatusCode == http.StatusNotModified || resp.StatusCode < 200 {
 		return
 	}
-	var codings [maxContentCodings]string
+	var codings [decode.MaxCodings]string
 	n := 0
 	for token := range contentCodings(resp.Header["Content-Encoding"]) {
 		coding, ok := writers.Canonical(token)
 		switch {
-		case ok && s.dec.decoders[coding] != nil:
+		case ok && s.dec.Undoes(coding):
 		case dict != nil && (strings.EqualFold(token, DCZ) || strings.EqualFold(token, DCB)):
 			coding = strings.ToLower(token)
 		default:
@@ -408,22 +409,15 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 		}
 		return
 	}
-	b := &decodedBody{response: true, ctx: req.Context(), dec: &s.dec, raw: resp.Body, n: n, limit: s.dec.limit, left: s.dec.limit, inLimit: compressedLimit(s.dec.limit)}
-	for i := range n {
-		coding := codings[n-1-i]
-		switch coding {
-		case DCZ:
-			b.initLayer(i, coding, writers.Zstd, nil, dict)
-		case DCB:
-			b.initLayer(i, coding, writers.Brotli, nil, dict)
-		default:
-			b.initLayer(i, coding, coding, s.dec.decoders[coding], nil)
-		}
+	var d decode.Dictionary
+	if dict != nil {
+		d = decode.Dictionary{Data: dict.data, Hash: dict.hash}
 	}
+	b := s.dec.NewResponseBody(req.Context(), resp.Body, codings[:n], d)
 	body := &transportBody{r: b, c: b, capture: capture}
 	// A body dropped without Close gives its decoders and its budget back
 	// when collected; b does not point back to body, so body can be.
-	runtime.AddCleanup(body, func(b *decodedBody) { _ = b.Close() }, b)
+	runtime.AddCleanup(body, func(b *decode.Body) { _ = b.Close() }, b)
 	if capture != nil {
 		runtime.AddCleanup(body, (*dictCapture).abandon, capture)
 	}

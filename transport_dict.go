@@ -4,25 +4,21 @@ import (
 	"bytes"
 	"container/list"
 	"crypto/sha256"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-	brrr "github.com/molecule-man/go-brrr"
-
 	"github.com/squeezehttp/squeeze/internal/cdt"
-	"github.com/squeezehttp/squeeze/writers"
 )
 
 // This file holds the client side of Compression Dictionary Transport (RFC
 // 9842) for Transport: which response becomes a dictionary, the store of
 // dictionaries (LRU within a byte budget, keyed by origin and match
-// pattern) and the dcz and dcb decoders. The fields, the match patterns and
-// the framing are parsed and serialised in internal/cdt.
+// pattern) and the capture of a response that becomes one. The fields, the
+// match patterns and the framing are parsed and serialised in internal/cdt;
+// internal/decode undoes dcz and dcb with a dictionary.
 
 // maxDictionariesPerOrigin is the most dictionaries the client keeps for
 // one origin; another one drops that origin's least recently used. It bounds
@@ -66,114 +62,10 @@ func (d *clientDict) cost() int64 {
 	return int64(cap(d.data)+len(d.origin)+len(d.pattern)+len(d.id)) + dictEntryOverhead
 }
 
-// zstdWindow returns the largest window a dcz stream with d may declare:
-// max(8 MB, 1.25 times the dictionary), at most 128 MB (RFC 9842 §4).
-func (d *clientDict) zstdWindow() int64 {
-	return cdt.ZstdWindow(len(d.data))
-}
-
 // availableDictionary formats d's hash as the Available-Dictionary field
 // value, an RFC 8941 byte sequence.
 func (d *clientDict) availableDictionary() string {
 	return cdt.AvailableDictionary(d.hash)
-}
-
-// checkHeader reads the header of a dcz or dcb stream from r and checks it
-// names d.
-func (d *clientDict) checkHeader(coding string, r io.Reader) error {
-	return cdt.ReadHeader(coding, r, d.hash)
-}
-
-// newDecoder returns a decoder for the rest of a dcz (kind zstd) or dcb
-// (kind br) stream read from r, with d as its dictionary. These decoders are
-// not pooled: one is built for each response and dropped by close.
-func (d *clientDict) newDecoder(kind string, r io.Reader) (*dictDecoder, error) {
-	dd := &dictDecoder{src: countingReader{r: r}}
-	if kind == writers.Zstd {
-		w := uint64(d.zstdWindow())
-		z, err := zstd.NewReader(&dd.src,
-			zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxWindow(w),
-			zstd.WithDecoderMaxMemory(w+uint64(len(d.data))),
-			zstd.WithDecodeBuffersBelow(0),
-			zstd.WithDecoderDictRaw(0, d.data),
-		)
-		if err != nil {
-			return nil, err
-		}
-		dd.zstd, dd.window = z, int64(w)
-		return dd, nil
-	}
-	br, err := brrr.NewReaderOptions(&dd.src, brrr.ReaderOptions{Dictionaries: [][]byte{d.data}})
-	if err != nil {
-		return nil, err
-	}
-	dd.br, dd.window = br, 16<<20
-	return dd, nil
-}
-
-// dictDecoder decodes the body of a dcz or dcb stream after its header.
-type dictDecoder struct {
-	src    countingReader
-	zstd   *zstd.Decoder
-	br     *brrr.Reader
-	window int64
-	err    error // sticky end or failure of the br stream
-}
-
-// Read decodes. A stream followed by more bytes is an error, as it is for
-// the pooled decoders; so is a dcz stream with no frame at all.
-func (d *dictDecoder) Read(p []byte) (int, error) {
-	if d.zstd != nil {
-		n, err := d.zstd.Read(p)
-		if err == io.EOF && d.src.n == 0 {
-			err = io.ErrUnexpectedEOF
-		}
-		return n, err
-	}
-	if d.err != nil {
-		return 0, d.err
-	}
-	n, err := d.br.Read(p)
-	if err == io.EOF {
-		// The br reader stops at the end of its stream; so must the input.
-		var one [1]byte
-		switch k, perr := io.ReadFull(&d.src, one[:]); {
-		case k > 0:
-			err = cdt.ErrTrailingData
-		case perr != io.EOF:
-			err = perr
-		}
-	}
-	if err != nil {
-		d.err = err
-	}
-	return n, err
-}
-
-// Window reports the window charged for the stream.
-func (d *dictDecoder) Window() int64 { return d.window }
-
-// close drops the decoder's buffers and its source.
-func (d *dictDecoder) close() {
-	if d.zstd != nil {
-		d.zstd.Close()
-	} else {
-		_ = d.br.Close()
-	}
-	d.src.r = nil
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // clientDictStore holds a Transport's dictionaries within a byte budget,
