@@ -395,6 +395,11 @@ func (b *Body) start() error {
 		if l.kind == writers.Brotli {
 			// Into the input itself: a local buffer would escape.
 			if _, err := io.ReadFull(&l.in, l.in.pending[:]); err != nil {
+				if err == io.EOF {
+					// No br stream is empty, not even after a dcb
+					// header: the input is cut short.
+					err = io.ErrUnexpectedEOF
+				}
 				return l.fail(err)
 			}
 			l.in.hasPending = true
