@@ -1,6 +1,7 @@
 package squeeze
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/squeezehttp/squeeze/internal/decode"
@@ -37,7 +38,7 @@ var ErrDecoderBusy = decode.ErrBusy
 // with 50 and 200 stalled bombs, the heap stays at or under this much above
 // its base instead of growing with the number of clients (see
 // BENCHMARKS.md).
-const DefaultDecoderMemory = decode.DefaultMemory
+const DefaultDecoderMemory = 256 << 20
 
 // newDecoding builds the request-body decoders c asks for, and the func that
 // reports each decoded body to the observer; both nil when request decoding
@@ -46,7 +47,7 @@ func newDecoding(c *config) (*decode.Decoders, func(decode.Stats), error) {
 	if c.noRequestDecoding {
 		return nil, nil, nil
 	}
-	d, err := decode.New(decode.Limits{MaxSize: c.maxDecompressedSize, Memory: c.decoderMemory})
+	d, err := decode.New(decode.Limits{MaxSize: c.maxDecompressedSize, Memory: cmp.Or(c.decoderMemory, DefaultDecoderMemory)})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/corpus"
+	"github.com/squeezehttp/squeeze/internal/decode"
 	"github.com/squeezehttp/squeeze/internal/testtool"
 	"github.com/squeezehttp/squeeze/pool"
 )
@@ -59,6 +61,22 @@ func TestMiddlewareRequestDecodingAllocations(t *testing.T) {
 		})
 		if allocs > floor+decodeAllocs {
 			t.Errorf("%s: %v allocations, want at most the codec's %v + %d", coding, allocs, floor, decodeAllocs)
+		}
+	}
+}
+
+// The names users check are the internal packages' own values, so that
+// errors.Is finds them in whatever decode returns and the codings match.
+func TestExportedNamesAreTheInternalPackagesOwn(t *testing.T) {
+	if ErrInvalidBody != decode.ErrInvalidBody || ErrDecoderBusy != decode.ErrBusy {
+		t.Error("the errors are not decode's")
+	}
+	if DefaultDecoderMemory != decode.DefaultMemory {
+		t.Errorf("DefaultDecoderMemory %d, decode's default %d", DefaultDecoderMemory, decode.DefaultMemory)
+	}
+	for _, pair := range [][2]string{{DCZ, cdt.DCZ}, {DCZ, decode.DCZ}, {DCB, cdt.DCB}, {DCB, decode.DCB}} {
+		if pair[0] != pair[1] {
+			t.Errorf("coding %q here, %q inside", pair[0], pair[1])
 		}
 	}
 }

@@ -34,8 +34,8 @@ import (
 // zstd frame or a brotli stream made with a dictionary the client already
 // holds, behind a header naming that dictionary.
 const (
-	DCZ = cdt.DCZ
-	DCB = cdt.DCB
+	DCZ = "dcz"
+	DCB = "dcb"
 )
 
 // DefaultDictionaryStoreSize is the byte budget of remembered dictionaries

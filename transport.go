@@ -2,6 +2,7 @@ package squeeze
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -220,7 +221,7 @@ func (t *Transport) build() *transportState {
 	if limit == 0 {
 		limit = DefaultMaxDecompressedSize
 	}
-	dec, err := decode.New(decode.Limits{MaxSize: limit, Memory: t.DecoderMemory})
+	dec, err := decode.New(decode.Limits{MaxSize: limit, Memory: cmp.Or(t.DecoderMemory, DefaultDecoderMemory)})
 	if err != nil {
 		return fail(err)
 	}
