@@ -17,17 +17,18 @@ import (
 	"github.com/klauspost/compress/zstd"
 	brrr "github.com/molecule-man/go-brrr"
 
+	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
-// This file holds Compression Dictionary Transport (RFC 9842): the match
-// patterns, the Use-As-Dictionary and Available-Dictionary fields, the store
-// of remembered dictionaries, the dcz and dcb framings, and the per-response
-// state that remembers a body and offers a delta against one. The
+// This file holds the server side of Compression Dictionary Transport (RFC
+// 9842): the store of remembered dictionaries, the dcz and dcb encoders, and
+// the per-response state that remembers a body and offers a delta against one. The
 // middleware calls in at four points: newResponseWriter (beginDictionary),
 // commit (dictionaryHeaders), Write (teeDictionary) and finish
-// (rememberDictionary).
+// (rememberDictionary). The match patterns, the fields and the framing are
+// parsed and serialised in internal/cdt.
 
 // Content-coding names of RFC 9842, the dictionary-compressed codings: a
 // zstd frame or a brotli stream made with a dictionary the client already
@@ -47,238 +48,31 @@ const (
 // with it (see docs/internals.md#the-dictionary-store).
 const DefaultDictionaryStoreSize = 64 << 20
 
-// dczHeader and dcbHeader start the two framings (RFC 9842 §4): dcz is a zstd
-// skippable frame of 32 bytes holding the dictionary's SHA-256; dcb a magic
-// number followed by the hash.
-var (
-	dczMagic = [8]byte{0x5E, 0x2A, 0x4D, 0x18, 0x20, 0x00, 0x00, 0x00}
-	dcbMagic = [4]byte{0xFF, 0x44, 0x43, 0x42}
-)
-
-// Window limits of RFC 9842 §4: a dcz client accepts a zstd window of
-// max(8 MB, 1.25 x the dictionary) up to 128 MB; a dcb client a brotli
-// window of 16 MB (lgwin 24). dcbWindowBits is the br window squeeze uses
-// for plain br: the dictionary is reached beyond the window, so a larger
-// window would only hold more memory per response.
-const (
-	dczMinWindow  = 8 << 20
-	dczMaxWindow  = 128 << 20
-	dcbWindowBits = 18
-)
+// dcbWindowBits is the br window squeeze uses for dcb, as for plain br:
+// the dictionary is reached beyond the window, so a larger window would
+// only hold more memory per response.
+const dcbWindowBits = 18
 
 // --- patterns ---------------------------------------------------------------
 
-// parseMatchPattern checks a pattern of WithDictionaryMatch or WithDictionary:
-// a path starting with "/" in which "*" matches any run of characters. The
-// URLPattern syntax squeeze cannot check (named groups, regular
-// expressions, modifiers, escapes, a search or hash part) is refused, and so
-// is anything a URL path cannot hold unescaped. call names the option.
+// parseMatchPattern checks a pattern of WithDictionaryMatch or WithDictionary
+// (see cdt.CheckPattern); the error names the option, call.
 func parseMatchPattern(call, p string) (string, error) {
-	bad := func(why string) (string, error) {
-		return "", fmt.Errorf("squeeze: %s: pattern %q %s", call, p, why)
-	}
-	if !strings.HasPrefix(p, "/") {
-		return bad("must start with /")
-	}
-	for i := 0; i < len(p); i++ {
-		switch c := p[i]; {
-		case c <= ' ' || c >= 0x7f:
-			return bad("has a space, a control or a non-ASCII character (percent-encode it)")
-		case strings.IndexByte(`(){}:\?+#"`, c) >= 0:
-			return bad(fmt.Sprintf("has %q: only * is special (no groups, modifiers, escapes, query or fragment)", c))
-		}
+	if err := cdt.CheckPattern(p); err != nil {
+		return "", fmt.Errorf("squeeze: %s: pattern %q %w", call, p, err)
 	}
 	return p, nil
-}
-
-// maxMatchPath is the longest escaped path, in bytes, that a match pattern
-// is tried against, on both sides; a longer path matches no pattern, so it
-// is neither offered nor sent a dictionary. 8 KiB is the request line the
-// common servers take by default (Apache's LimitRequestLine is 8190 bytes,
-// nginx's large header buffers 8 KiB), so a path beyond it is not one a
-// dictionary was made for; the bound caps what one request's matching can
-// cost, whatever the patterns.
-const maxMatchPath = 8 << 10
-
-// matchPath reports whether path matches pattern, where "*" matches any run
-// of bytes, "/" included, and every other byte only itself; a path longer
-// than maxMatchPath matches nothing. It does not allocate, and runs in one
-// pass: the literal before the first "*" must start path and the one after
-// the last must end it; each literal between is then searched for leftmost
-// in what lies between those two. Taking the leftmost occurrence is never
-// wrong when the only wildcard is "*": any match that uses a later
-// occurrence of a literal still matches with the leftmost one, since the
-// "*" after it can absorb the difference. So no choice is ever revisited,
-// and the time is linear in len(pattern) + len(path) (see indexLiteral).
-func matchPath(pattern, path string) bool {
-	if len(path) > maxMatchPath {
-		return false
-	}
-	first, rest, star := strings.Cut(pattern, "*")
-	if !star {
-		return pattern == path
-	}
-	if !strings.HasPrefix(path, first) {
-		return false
-	}
-	path = path[len(first):]
-	var last string
-	if i := strings.LastIndexByte(rest, '*'); i >= 0 {
-		rest, last = rest[:i], rest[i+1:]
-	} else {
-		rest, last = "", rest
-	}
-	if !strings.HasSuffix(path, last) {
-		return false
-	}
-	path = path[:len(path)-len(last)]
-	for rest != "" {
-		var lit string
-		lit, rest, _ = strings.Cut(rest, "*")
-		if lit == "" {
-			continue
-		}
-		i := indexLiteral(path, lit)
-		if i < 0 {
-			return false
-		}
-		path = path[i+len(lit):]
-	}
-	return true
-}
-
-// shortLiteral is the longest literal indexLiteral leaves to strings.Index
-// unconditionally: up to it, strings.Index compares the literal at each
-// place with a few vector instructions, so its time is linear in the text.
-const shortLiteral = 64
-
-// indexLiteral is strings.Index(s, lit), in time linear in len(s) +
-// len(lit). A longer literal strings.Index searches by Rabin-Karp, whose
-// hash (fixed, not seeded) a peer can make collide at every place of a
-// path it also chose, for len(s) x len(lit) byte comparisons; those of up
-// to maxDictionaryMatch bytes, all a peer can send, are searched by
-// Knuth-Morris-Pratt instead. Longer ones come only from the server's own
-// configuration.
-func indexLiteral(s, lit string) int {
-	if len(lit) <= shortLiteral || len(lit) > maxDictionaryMatch {
-		return strings.Index(s, lit)
-	}
-	return indexKMP(s, lit)
-}
-
-// indexKMP is strings.Index(s, lit) by Knuth-Morris-Pratt, for a literal
-// of 1 to maxDictionaryMatch bytes: at most 2 x len(s) + 2 x len(lit)
-// byte comparisons, with no allocation. While no prefix of lit is matched,
-// it skips to the next occurrence of lit's first byte.
-func indexKMP(s, lit string) int {
-	// border[i] is the length of the longest proper prefix of lit[:i+1]
-	// that is also its suffix.
-	var table [maxDictionaryMatch]int16
-	border := table[:len(lit)]
-	k := 0
-	for i := 1; i < len(lit); i++ {
-		for k > 0 && lit[i] != lit[k] {
-			k = int(border[k-1])
-		}
-		if lit[i] == lit[k] {
-			k++
-		}
-		border[i] = int16(k)
-	}
-	k = 0
-	for i := 0; i < len(s); i++ {
-		if k == 0 {
-			j := strings.IndexByte(s[i:], lit[0])
-			if j < 0 {
-				return -1
-			}
-			i += j
-		}
-		for k > 0 && s[i] != lit[k] {
-			k = int(border[k-1])
-		}
-		if s[i] == lit[k] {
-			k++
-		}
-		if k == len(lit) {
-			return i + 1 - len(lit)
-		}
-	}
-	return -1
-}
-
-// sfString serializes s as an RFC 8941 §3.3.3 sf-string: in double quotes,
-// with '"' and '\' escaped. ok is false if s has a byte outside printable
-// ASCII, which an sf-string cannot hold.
-func sfString(s string) (string, bool) {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c > 0x7e {
-			return "", false
-		}
-		if c == '"' || c == '\\' {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(c)
-	}
-	b.WriteByte('"')
-	return b.String(), true
 }
 
 // useAsDictionary returns the Use-As-Dictionary field value for a pattern:
 // an RFC 8941 dictionary with the one member match (RFC 9842 §2.1).
 func useAsDictionary(pattern string) string {
-	s, ok := sfString(pattern)
+	s, ok := cdt.UseAsDictionary(pattern)
 	if !ok {
 		// parseMatchPattern lets no such pattern through.
 		panic("squeeze: pattern " + pattern + " is not an sf-string")
 	}
-	return "match=" + s
-}
-
-// --- Available-Dictionary -------------------------------------------------
-
-// sfBase64, sfBase64Raw decode an RFC 8941 byte sequence, padded or not
-// (§4.2.7: parsers should not fail on missing padding), refusing non-zero
-// trailing bits. They are never modified.
-var (
-	sfBase64    = base64.StdEncoding.Strict()
-	sfBase64Raw = base64.RawStdEncoding.Strict()
-)
-
-// parseAvailableDictionary reads the Available-Dictionary field (RFC 9842
-// §2.2): one field line holding an RFC 8941 byte sequence, ":base64:", of
-// a 32-byte SHA-256. Anything else, parameters included, is not valid. It
-// does not allocate.
-func parseAvailableDictionary(lines []string) (hash [32]byte, ok bool) {
-	if len(lines) != 1 {
-		return hash, false
-	}
-	s := trimOWS(lines[0])
-	if len(s) < 2 || s[0] != ':' || s[len(s)-1] != ':' {
-		return hash, false
-	}
-	s = s[1 : len(s)-1]
-	enc := sfBase64
-	switch len(s) {
-	case 44:
-	case 43:
-		enc = sfBase64Raw
-	default:
-		return hash, false
-	}
-	var src [44]byte
-	var dst [33]byte
-	n := copy(src[:], s)
-	m, err := enc.Decode(dst[:], src[:n])
-	if err != nil || m != len(hash) {
-		return hash, false
-	}
-	copy(hash[:], dst[:m])
-	return hash, true
+	return s
 }
 
 // --- the store --------------------------------------------------------------
@@ -497,7 +291,7 @@ func (s *dictStore) uncharge(d *dictionary, n int64) {
 // matchIndex returns the index of the first pattern path matches, or -1.
 func (s *dictStore) matchIndex(path string) int {
 	for i, p := range s.patterns {
-		if matchPath(p, path) {
+		if cdt.MatchPath(p, path) {
 			return i
 		}
 	}
@@ -536,7 +330,7 @@ func (s *dictStore) offerFor(d *dictionary, coding string) *offer {
 // 9842 lets clients refuse no less, else the largest power of two within
 // that limit (offsets then reach only the dictionary's tail).
 func dczWindow(n int) int {
-	limit := min(max(dczMinWindow, n+n/4), dczMaxWindow)
+	limit := int(cdt.ZstdWindow(n))
 	want := 1 << bits.Len(uint(n+64<<10-1))
 	if want > limit {
 		want = 1 << (bits.Len(uint(limit)) - 1)
@@ -547,8 +341,7 @@ func dczWindow(n int) int {
 // newDCZ returns the pool of dcz encoders for d: zstd at the middleware's
 // zstd level with d as raw content dictionary, behind the dcz header.
 func (s *dictStore) newDCZ(d *dictionary) (*pool.Encoders, error) {
-	header := make([]byte, 0, len(dczMagic)+len(d.hash))
-	header = append(append(header, dczMagic[:]...), d.hash[:]...)
+	header := cdt.Header(DCZ, d.hash)
 	window := dczWindow(len(d.data))
 	return pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {
 		zw, err := zstd.NewWriter(nil,
@@ -574,8 +367,7 @@ func (s *dictStore) newDCB(d *dictionary) (*pool.Encoders, error) {
 	if err != nil {
 		return nil, err
 	}
-	header := make([]byte, 0, len(dcbMagic)+len(d.hash))
-	header = append(append(header, dcbMagic[:]...), d.hash[:]...)
+	header := cdt.Header(DCB, d.hash)
 	return pool.NewEncodersFunc(DCB, func() (writers.Encoder, error) {
 		bw, err := brrr.NewWriterOptions(nil, s.brLevel, brrr.WriterOptions{
 			Dictionaries: []*brrr.PreparedDictionary{prepared},
@@ -677,7 +469,7 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	pattern = s.matchIndex(path) + 1
 	varies = pattern > 0
 	for _, p := range s.standaloneMatch {
-		varies = varies || matchPath(p, path)
+		varies = varies || cdt.MatchPath(p, path)
 	}
 	avail := r.Header["Available-Dictionary"]
 	if ranged || len(avail) == 0 || len(s.codings) == 0 || !sameSite(r.Header["Sec-Fetch-Site"]) {
@@ -687,12 +479,12 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	if coding == "" {
 		return nil, pattern, varies
 	}
-	hash, ok := parseAvailableDictionary(avail)
+	hash, ok := cdt.ParseAvailableDictionary(avail)
 	if !ok {
 		return nil, pattern, varies
 	}
 	d := s.lookup(hash)
-	if d == nil || !matchPath(d.pattern, path) {
+	if d == nil || !cdt.MatchPath(d.pattern, path) {
 		return nil, pattern, varies
 	}
 	if o = s.offerFor(d, coding); o == nil && len(s.codings) == 2 {

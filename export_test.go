@@ -18,12 +18,7 @@ var EscapeLabel = escapeLabel
 // TransportBudgetIdle reports whether no response body of t holds any of
 // its decoder memory budget: whether the whole budget can be taken.
 func TransportBudgetIdle(t *Transport) bool {
-	s := t.init()
-	if !s.dec.budget.TryAcquire(s.dec.memory) {
-		return false
-	}
-	s.dec.budget.Release(s.dec.memory)
-	return true
+	return t.init().dec.Idle()
 }
 
 // WaitFileServer waits for the background encodings of h, a handler from

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -1358,7 +1359,7 @@ const maxDictIndexes = 32
 // the same pattern as the requested one: after a restart the store is
 // empty, but a returning client still holds the previous version.
 func (q *request) primeDictionary(d *dictStore) {
-	hash, ok := parseAvailableDictionary(q.r.Header["Available-Dictionary"])
+	hash, ok := cdt.ParseAvailableDictionary(q.r.Header["Available-Dictionary"])
 	if !ok || len(d.codings) == 0 {
 		return
 	}
@@ -1463,7 +1464,7 @@ func (q *request) indexDictionaries(prefix, pattern string, maxBody int64) *dict
 		if !e.Type().IsRegular() || siblingCoding(name) != "" {
 			return nil
 		}
-		if !matchPath(pattern, prefix+(&url.URL{Path: name}).EscapedPath()) {
+		if !cdt.MatchPath(pattern, prefix+(&url.URL{Path: name}).EscapedPath()) {
 			return nil
 		}
 		f, err := q.fsys.Open(name)

@@ -32,6 +32,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/squeezehttp/squeeze/internal/decode"
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -44,7 +45,10 @@ type Middleware struct {
 	minSize  int
 	buffers  *pool.Buffers
 	types    []typePattern
-	decoding decoding
+	decoding *decode.Decoders // nil: request decoding off
+	// reportDecoded sends each decoded request body's Event to observe;
+	// nil without an observer.
+	reportDecoded func(decode.Stats)
 	// dicts is nil unless dictionaries are configured (dictionary.go).
 	dicts   *dictStore
 	observe func(Event) // WithObserver; nil when unset
@@ -113,7 +117,7 @@ func New(opts ...Option) (*Middleware, error) {
 	if m.buffers, err = pool.NewBuffers(bufferSize); err != nil {
 		return nil, fmt.Errorf("squeeze: %w", err)
 	}
-	if m.decoding, err = newDecoding(&c); err != nil {
+	if m.decoding, m.reportDecoded, err = newDecoding(&c); err != nil {
 		return nil, err
 	}
 	return m, nil

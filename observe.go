@@ -145,17 +145,6 @@ func (cw *responseWriter) report() {
 	cw.m.observe(e)
 }
 
-// report sends the decoded body's Event to the observer. Stacked codings,
-// rare, cost an allocation for their name.
-func (b *decodedBody) report() {
-	e := Event{Kind: RequestBodyEvent, Coding: b.layers[0].coding, In: b.limit - b.left, Elapsed: b.elapsed}
-	e.Out = b.inLimit - b.layers[0].in.left
-	for i := 1; i < b.n; i++ {
-		e.Coding = b.layers[i].coding + ", " + e.Coding
-	}
-	b.observe(e)
-}
-
 // Counters aggregates each [Event] into the counters Envoy's compressor and
 // decompressor filters keep, per content coding, with the reasons responses
 // went out unencoded. Pass its Observe method to [WithObserver]. The zero

@@ -2,6 +2,7 @@ package squeeze
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/squeezehttp/squeeze/internal/cdt"
+	"github.com/squeezehttp/squeeze/internal/decode"
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -172,7 +175,7 @@ type transportState struct {
 
 	acceptEncoding     string // without dictionaries
 	acceptEncodingDict string // with dcb and dcz added
-	dec                decoding
+	dec                *decode.Decoders
 	upload             *pool.Encoders // nil: bodies go as they are
 	uploadBuf          *pool.Buffers
 	dicts              *clientDictStore // nil: no dictionaries
@@ -218,7 +221,7 @@ func (t *Transport) build() *transportState {
 	if limit == 0 {
 		limit = DefaultMaxDecompressedSize
 	}
-	dec, err := newDecoding(&config{maxDecompressedSize: limit, decoderMemory: t.DecoderMemory})
+	dec, err := decode.New(decode.Limits{MaxSize: limit, Memory: cmp.Or(t.DecoderMemory, DefaultDecoderMemory)})
 	if err != nil {
 		return fail(err)
 	}
@@ -325,7 +328,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				ae = s.acceptEncodingDict
 				out.Header.Set("Available-Dictionary", dict.availableDictionary())
 				if dict.id != "" {
-					out.Header.Set("Dictionary-ID", quoteSFString(dict.id))
+					out.Header.Set("Dictionary-ID", cdt.DictionaryID(dict.id))
 				}
 			}
 		}
@@ -360,14 +363,6 @@ func closeRequestBody(req *http.Request) {
 	}
 }
 
-// quoteSFString formats s, printable ASCII (parseUseAsDictionary admits
-// no other), as an RFC 8941 string, as the server side writes its match
-// patterns.
-func quoteSFString(s string) string {
-	q, _ := sfString(s)
-	return q
-}
-
 // decodeResponse replaces resp's body with its decoding when its
 // Content-Encoding names codings the Transport can undo, and arranges for
 // it to be stored as a dictionary if it asks to be. req is the request sent
@@ -377,12 +372,12 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 		resp.StatusCode == http.StatusNotModified || resp.StatusCode < 200 {
 		return
 	}
-	var codings [maxContentCodings]string
+	var codings [decode.MaxCodings]string
 	n := 0
 	for token := range contentCodings(resp.Header["Content-Encoding"]) {
 		coding, ok := writers.Canonical(token)
 		switch {
-		case ok && s.dec.decoders[coding] != nil:
+		case ok && s.dec.Undoes(coding):
 		case dict != nil && (strings.EqualFold(token, DCZ) || strings.EqualFold(token, DCB)):
 			coding = strings.ToLower(token)
 		default:
@@ -415,22 +410,15 @@ func (s *transportState) decodeResponse(req *http.Request, resp *http.Response, 
 		}
 		return
 	}
-	b := &decodedBody{response: true, ctx: req.Context(), dec: &s.dec, raw: resp.Body, n: n, limit: s.dec.limit, left: s.dec.limit, inLimit: compressedLimit(s.dec.limit)}
-	for i := range n {
-		coding := codings[n-1-i]
-		switch coding {
-		case DCZ:
-			b.initLayer(i, coding, writers.Zstd, nil, dict)
-		case DCB:
-			b.initLayer(i, coding, writers.Brotli, nil, dict)
-		default:
-			b.initLayer(i, coding, coding, s.dec.decoders[coding], nil)
-		}
+	var d decode.Dictionary
+	if dict != nil {
+		d = decode.Dictionary{Data: dict.data, Hash: dict.hash}
 	}
+	b := s.dec.NewResponseBody(req.Context(), resp.Body, codings[:n], d)
 	body := &transportBody{r: b, c: b, capture: capture}
 	// A body dropped without Close gives its decoders and its budget back
 	// when collected; b does not point back to body, so body can be.
-	runtime.AddCleanup(body, func(b *decodedBody) { _ = b.Close() }, b)
+	runtime.AddCleanup(body, func(b *decode.Body) { _ = b.Close() }, b)
 	if capture != nil {
 		runtime.AddCleanup(body, (*dictCapture).abandon, capture)
 	}

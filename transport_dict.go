@@ -4,48 +4,21 @@ import (
 	"bytes"
 	"container/list"
 	"crypto/sha256"
-	"encoding/base64"
-	"errors"
-	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-	brrr "github.com/molecule-man/go-brrr"
-
-	"github.com/squeezehttp/squeeze/writers"
+	"github.com/squeezehttp/squeeze/internal/cdt"
 )
 
 // This file holds the client side of Compression Dictionary Transport (RFC
-// 9842) for Transport: parsing Use-As-Dictionary, the store of dictionaries
-// (LRU within a byte budget, keyed by origin and match pattern), the
-// Available-Dictionary a request sends, and the dcz and dcb decoders.
-
-// errDictionaryHeader and errDictionaryMismatch are the codec errors of a
-// dcz or dcb stream whose header is wrong, or names another dictionary than
-// the one the request offered. Both reach the caller wrapped with
-// ErrInvalidBody.
-var (
-	errDictionaryHeader   = errors.New("squeeze: not a dictionary-compressed stream header")
-	errDictionaryMismatch = errors.New("squeeze: stream compressed with another dictionary than the one offered")
-	errTrailingData       = errors.New("squeeze: data after the end of the stream")
-)
-
-// maxDictionaryID is the longest id RFC 9842 §2.1.3 lets a client keep.
-const maxDictionaryID = 1024
-
-// maxDictionaryMatch is the longest match pattern the client stores, in
-// bytes, as written and once resolved against the response's URL. RFC 9842
-// sets no limit; a pattern is a URL path with wildcards, and 2 KiB is the
-// longest whole URL the sitemaps protocol admits and about what older
-// browsers took, so a pattern longer than that only spends the client's
-// memory. It also sizes the table indexKMP keeps on its stack for a
-// pattern's literals.
-const maxDictionaryMatch = 2048
+// 9842) for Transport: which response becomes a dictionary, the store of
+// dictionaries (LRU within a byte budget, keyed by origin and match
+// pattern) and the capture of a response that becomes one. The fields, the
+// match patterns and the framing are parsed and serialised in internal/cdt;
+// internal/decode undoes dcz and dcb with a dictionary.
 
 // maxDictionariesPerOrigin is the most dictionaries the client keeps for
 // one origin; another one drops that origin's least recently used. It bounds
@@ -89,132 +62,10 @@ func (d *clientDict) cost() int64 {
 	return int64(cap(d.data)+len(d.origin)+len(d.pattern)+len(d.id)) + dictEntryOverhead
 }
 
-// zstdWindow returns the largest window a dcz stream with d may declare:
-// max(8 MB, 1.25 times the dictionary), at most 128 MB (RFC 9842 §4).
-func (d *clientDict) zstdWindow() int64 {
-	w := max(int64(writers.ZstdMaxWindow), int64(len(d.data))+int64(len(d.data))/4)
-	return min(w, 128<<20)
-}
-
 // availableDictionary formats d's hash as the Available-Dictionary field
 // value, an RFC 8941 byte sequence.
 func (d *clientDict) availableDictionary() string {
-	return ":" + base64.StdEncoding.EncodeToString(d.hash[:]) + ":"
-}
-
-// checkHeader reads the header of a dcz or dcb stream from r and checks it
-// names d.
-func (d *clientDict) checkHeader(coding string, r io.Reader) error {
-	magic := dczMagic[:]
-	if coding == DCB {
-		magic = dcbMagic[:]
-	}
-	hdr := make([]byte, len(magic)+sha256.Size)
-	if n, err := io.ReadFull(r, hdr); err != nil {
-		if err == io.EOF && n == 0 {
-			return io.EOF // layer.fail tells an empty input from a cut one
-		}
-		return err
-	}
-	if !bytes.Equal(hdr[:len(magic)], magic) {
-		return errDictionaryHeader
-	}
-	if !bytes.Equal(hdr[len(magic):], d.hash[:]) {
-		return errDictionaryMismatch
-	}
-	return nil
-}
-
-// newDecoder returns a decoder for the rest of a dcz (kind zstd) or dcb
-// (kind br) stream read from r, with d as its dictionary. These decoders are
-// not pooled: one is built for each response and dropped by close.
-func (d *clientDict) newDecoder(kind string, r io.Reader) (*dictDecoder, error) {
-	dd := &dictDecoder{src: countingReader{r: r}}
-	if kind == writers.Zstd {
-		w := uint64(d.zstdWindow())
-		z, err := zstd.NewReader(&dd.src,
-			zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxWindow(w),
-			zstd.WithDecoderMaxMemory(w+uint64(len(d.data))),
-			zstd.WithDecodeBuffersBelow(0),
-			zstd.WithDecoderDictRaw(0, d.data),
-		)
-		if err != nil {
-			return nil, err
-		}
-		dd.zstd, dd.window = z, int64(w)
-		return dd, nil
-	}
-	br, err := brrr.NewReaderOptions(&dd.src, brrr.ReaderOptions{Dictionaries: [][]byte{d.data}})
-	if err != nil {
-		return nil, err
-	}
-	dd.br, dd.window = br, 16<<20
-	return dd, nil
-}
-
-// dictDecoder decodes the body of a dcz or dcb stream after its header.
-type dictDecoder struct {
-	src    countingReader
-	zstd   *zstd.Decoder
-	br     *brrr.Reader
-	window int64
-	err    error // sticky end or failure of the br stream
-}
-
-// Read decodes. A stream followed by more bytes is an error, as it is for
-// the pooled decoders; so is a dcz stream with no frame at all.
-func (d *dictDecoder) Read(p []byte) (int, error) {
-	if d.zstd != nil {
-		n, err := d.zstd.Read(p)
-		if err == io.EOF && d.src.n == 0 {
-			err = io.ErrUnexpectedEOF
-		}
-		return n, err
-	}
-	if d.err != nil {
-		return 0, d.err
-	}
-	n, err := d.br.Read(p)
-	if err == io.EOF {
-		// The br reader stops at the end of its stream; so must the input.
-		var one [1]byte
-		switch k, perr := io.ReadFull(&d.src, one[:]); {
-		case k > 0:
-			err = errTrailingData
-		case perr != io.EOF:
-			err = perr
-		}
-	}
-	if err != nil {
-		d.err = err
-	}
-	return n, err
-}
-
-// Window reports the window charged for the stream.
-func (d *dictDecoder) Window() int64 { return d.window }
-
-// close drops the decoder's buffers and its source.
-func (d *dictDecoder) close() {
-	if d.zstd != nil {
-		d.zstd.Close()
-	} else {
-		_ = d.br.Close()
-	}
-	d.src.r = nil
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
+	return cdt.AvailableDictionary(d.hash)
 }
 
 // clientDictStore holds a Transport's dictionaries within a byte budget,
@@ -228,7 +79,7 @@ type clientDictStore struct {
 	maxCapture int64         // the longest body kept: a quarter of the budget
 	maxAge     time.Duration // the longest a dictionary is kept, however fresh
 
-	// matches is matchPath; a test may replace it, before the store is
+	// matches is cdt.MatchPath; a test may replace it, before the store is
 	// used, to watch a match in progress.
 	matches func(pattern, path string) bool
 
@@ -250,7 +101,7 @@ func newClientDictStore(budget int64, maxAge time.Duration) *clientDictStore {
 		budget:     budget,
 		maxCapture: budget / 4,
 		maxAge:     maxAge,
-		matches:    matchPath,
+		matches:    cdt.MatchPath,
 		entries:    map[dictKey]*clientDict{},
 		origins:    map[string][]*clientDict{},
 	}
@@ -268,13 +119,13 @@ type candidate struct {
 // only, and drops those that have expired. The patterns are matched outside
 // the lock, on a copy of the origin's list taken under it, so a slow match
 // (a peer's patterns against a long path) holds up no other request; a path
-// longer than maxMatchPath matches nothing.
+// longer than cdt.MaxPath matches nothing.
 func (s *clientDictStore) match(req *http.Request, now time.Time) *clientDict {
 	path := req.URL.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
-	if len(path) > maxMatchPath {
+	if len(path) > cdt.MaxPath {
 		return nil
 	}
 	origin := requestOrigin(req)
@@ -427,21 +278,7 @@ func requestOrigin(req *http.Request) string {
 	if host == "" {
 		host = req.URL.Host
 	}
-	return origin(req.URL.Scheme, host)
-}
-
-// origin returns scheme://host[:port] in lower case, without the scheme's
-// default port or an empty one.
-func origin(scheme, host string) string {
-	scheme = strings.ToLower(scheme)
-	host = strings.ToLower(strings.TrimSuffix(host, ":"))
-	switch {
-	case scheme == "http" && strings.HasSuffix(host, ":80"):
-		host = host[:len(host)-3]
-	case scheme == "https" && strings.HasSuffix(host, ":443"):
-		host = host[:len(host)-4]
-	}
-	return scheme + "://" + host
+	return cdt.Origin(req.URL.Scheme, host)
 }
 
 // dictOffer describes the dictionary a response asks to become: what
@@ -456,7 +293,7 @@ type dictOffer struct {
 
 // offerOf returns what resp, the answer to req, asks to be stored as, or
 // false when it asks for nothing, asks with an invalid or unsupported
-// Use-As-Dictionary or with a match pattern longer than maxDictionaryMatch
+// Use-As-Dictionary or with a match pattern longer than cdt.MaxPattern
 // once resolved, is not a 200, or is not fresh (RFC 9842 §2.1: the
 // dictionary lives as long as the response is fresh). It is kept for maxAge
 // at most, however long the response says it stays fresh: a dictionary
@@ -467,325 +304,21 @@ func offerOf(req *http.Request, resp *http.Response, now time.Time, maxAge time.
 	if len(values) == 0 || resp.StatusCode != http.StatusOK || req.URL == nil {
 		return dictOffer{}, false
 	}
-	u, ok := parseUseAsDictionary(strings.Join(values, ", "))
+	u, ok := cdt.ParseUseAsDictionary(strings.Join(values, ", "))
 	if !ok {
 		return dictOffer{}, false
 	}
 	origin := requestOrigin(req)
-	pattern, ok := resolvePattern(u.match, origin, req.URL.EscapedPath())
-	if !ok || len(pattern) > maxDictionaryMatch {
+	pattern, ok := cdt.ResolvePattern(u.Match, origin, req.URL.EscapedPath())
+	if !ok || len(pattern) > cdt.MaxPattern {
 		return dictOffer{}, false
 	}
 	life, ok := freshness(resp.Header, now)
 	if !ok {
 		return dictOffer{}, false
 	}
-	return dictOffer{origin: origin, pattern: pattern, id: u.id, expires: now.Add(min(life, maxAge))}, true
+	return dictOffer{origin: origin, pattern: pattern, id: u.ID, expires: now.Add(min(life, maxAge))}, true
 }
-
-// useAsField is a parsed Use-As-Dictionary field.
-type useAsField struct {
-	match string
-	id    string
-}
-
-// parseUseAsDictionary parses the RFC 8941 dictionary of a Use-As-Dictionary
-// field (RFC 9842 §2.1). It reports false for a field that does not parse,
-// lacks a string match, has an id that is not a string of at most 1024
-// characters, a match longer than maxDictionaryMatch bytes, a type other
-// than the token raw, or a non-empty match-dest (a destination only browsers
-// have). Unknown keys and all parameters are
-// ignored; a repeated key keeps its last value, as RFC 8941 says.
-func parseUseAsDictionary(field string) (useAsField, bool) {
-	var u useAsField
-	var hasMatch bool
-	p := sfParser{s: field}
-	p.ows()
-	if p.done() {
-		return u, false
-	}
-	for {
-		key, ok := p.key()
-		if !ok {
-			return u, false
-		}
-		v, ok := p.itemOrInnerList()
-		if !ok {
-			return u, false
-		}
-		switch key {
-		case "match":
-			if v.kind != sfStr || len(v.str) > maxDictionaryMatch {
-				return u, false
-			}
-			u.match, hasMatch = v.str, true
-		case "id":
-			if v.kind != sfStr || len(v.str) > maxDictionaryID {
-				return u, false
-			}
-			u.id = v.str
-		case "type":
-			if v.kind != sfToken || v.str != "raw" {
-				return u, false
-			}
-		case "match-dest":
-			if v.kind != sfInnerList || v.n != 0 {
-				return u, false
-			}
-		}
-		p.ows()
-		if p.done() {
-			break
-		}
-		if !p.eat(',') {
-			return u, false
-		}
-		p.ows()
-		if p.done() {
-			return u, false // a trailing comma
-		}
-	}
-	return u, hasMatch && u.match != ""
-}
-
-// sfParser reads the parts of RFC 8941 structured fields that
-// Use-As-Dictionary needs.
-type sfParser struct {
-	s string
-	i int
-}
-
-type sfKind uint8
-
-const (
-	sfBare sfKind = iota // a key with no value: boolean true
-	sfStr
-	sfToken
-	sfOther // integer, decimal, byte sequence or boolean
-	sfInnerList
-)
-
-type sfValue struct {
-	kind sfKind
-	str  string
-	n    int // items of an inner list
-}
-
-func (p *sfParser) done() bool { return p.i >= len(p.s) }
-
-func (p *sfParser) peek() byte {
-	if p.done() {
-		return 0
-	}
-	return p.s[p.i]
-}
-
-func (p *sfParser) eat(c byte) bool {
-	if p.peek() == c && !p.done() {
-		p.i++
-		return true
-	}
-	return false
-}
-
-func (p *sfParser) ows() {
-	for !p.done() && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
-		p.i++
-	}
-}
-
-func (p *sfParser) sp() {
-	for !p.done() && p.s[p.i] == ' ' {
-		p.i++
-	}
-}
-
-// key reads an RFC 8941 key: lcalpha or "*", then lcalpha, DIGIT, "_", "-",
-// "." or "*".
-func (p *sfParser) key() (string, bool) {
-	start := p.i
-	c := p.peek()
-	if !isKeyStart(c) {
-		return "", false
-	}
-	for !p.done() && isKeyChar(p.s[p.i]) {
-		p.i++
-	}
-	return p.s[start:p.i], true
-}
-
-func isKeyStart(c byte) bool { return c >= 'a' && c <= 'z' || c == '*' }
-
-func isKeyChar(c byte) bool {
-	return isKeyStart(c) || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
-}
-
-// itemOrInnerList reads "=value;params" after a dictionary key, or just
-// ";params" for a bare key.
-func (p *sfParser) itemOrInnerList() (sfValue, bool) {
-	if !p.eat('=') {
-		return sfValue{kind: sfBare}, p.params()
-	}
-	var v sfValue
-	var ok bool
-	if p.peek() == '(' {
-		v, ok = p.innerList()
-	} else {
-		v, ok = p.bareItem()
-	}
-	if !ok {
-		return v, false
-	}
-	return v, p.params()
-}
-
-func (p *sfParser) innerList() (sfValue, bool) {
-	p.i++ // '('
-	v := sfValue{kind: sfInnerList}
-	for {
-		p.sp()
-		if p.eat(')') {
-			return v, true
-		}
-		if _, ok := p.bareItem(); !ok {
-			return v, false
-		}
-		if !p.params() {
-			return v, false
-		}
-		v.n++
-		if c := p.peek(); c != ' ' && c != ')' {
-			return v, false
-		}
-	}
-}
-
-// params reads (";" key ["=" bare-item])* and ignores them.
-func (p *sfParser) params() bool {
-	for p.eat(';') {
-		p.sp()
-		if _, ok := p.key(); !ok {
-			return false
-		}
-		if p.eat('=') {
-			if _, ok := p.bareItem(); !ok {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func (p *sfParser) bareItem() (sfValue, bool) {
-	c := p.peek()
-	switch {
-	case p.done():
-		return sfValue{}, false
-	case c == '"':
-		return p.str()
-	case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '*':
-		start := p.i
-		p.i++
-		for !p.done() && (isTokenChar(p.s[p.i]) || p.s[p.i] == ':' || p.s[p.i] == '/') {
-			p.i++
-		}
-		return sfValue{kind: sfToken, str: p.s[start:p.i]}, true
-	case c == '-' || c >= '0' && c <= '9':
-		start := p.i
-		p.i++
-		for !p.done() && (p.s[p.i] >= '0' && p.s[p.i] <= '9' || p.s[p.i] == '.') {
-			p.i++
-		}
-		if p.s[start:p.i] == "-" {
-			return sfValue{}, false
-		}
-		return sfValue{kind: sfOther}, true
-	case c == '?':
-		p.i++
-		if c := p.peek(); c != '0' && c != '1' {
-			return sfValue{}, false
-		}
-		p.i++
-		return sfValue{kind: sfOther}, true
-	case c == ':':
-		end := strings.IndexByte(p.s[p.i+1:], ':')
-		if end < 0 {
-			return sfValue{}, false
-		}
-		if _, err := base64.StdEncoding.DecodeString(p.s[p.i+1 : p.i+1+end]); err != nil {
-			return sfValue{}, false
-		}
-		p.i += end + 2
-		return sfValue{kind: sfOther}, true
-	}
-	return sfValue{}, false
-}
-
-// str reads an RFC 8941 string: printable ASCII in double quotes, with \"
-// and \\ the only escapes.
-func (p *sfParser) str() (sfValue, bool) {
-	p.i++ // '"'
-	var b strings.Builder
-	for !p.done() {
-		c := p.s[p.i]
-		p.i++
-		switch {
-		case c == '\\':
-			if p.done() || (p.s[p.i] != '"' && p.s[p.i] != '\\') {
-				return sfValue{}, false
-			}
-			b.WriteByte(p.s[p.i])
-			p.i++
-		case c == '"':
-			return sfValue{kind: sfStr, str: b.String()}, true
-		case c < 0x20 || c > 0x7e:
-			return sfValue{}, false
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return sfValue{}, false
-}
-
-// resolvePattern turns a match value into a path pattern for origin, given
-// the escaped path of the request the response answered. The client
-// understands the URLPattern subset that dictionaries use in practice: a
-// path of literal characters and '*' wildcards (each matching any run of
-// characters, '/' included), absolute or relative to basePath, or a full URL
-// of origin itself. It reports false for a pattern of another origin and for
-// any other URLPattern syntax (named groups, regular expressions, groups,
-// modifiers, escapes, search or hash parts), which is then not stored: a
-// dictionary the client cannot match would only cost memory.
-func resolvePattern(match, origin, basePath string) (string, bool) {
-	if i := strings.Index(match, "://"); i >= 0 {
-		// A full URL: only of the request's own origin.
-		j := strings.IndexByte(match[i+3:], '/')
-		if j < 0 {
-			return "", false
-		}
-		o, err := url.Parse(match[:i+3+j])
-		if err != nil || originOf(o) != origin {
-			return "", false
-		}
-		match = match[i+3+j:]
-	}
-	if match == "" || strings.ContainsAny(match, ":(){}?+#\\") {
-		return "", false
-	}
-	if !strings.HasPrefix(match, "/") {
-		dir := basePath
-		if i := strings.LastIndexByte(dir, '/'); i >= 0 {
-			dir = dir[:i+1]
-		} else {
-			dir = "/"
-		}
-		match = dir + match
-	}
-	return match, true
-}
-
-// originOf returns the origin of u, normalised as requestOrigin's.
-func originOf(u *url.URL) string { return origin(u.Scheme, u.Host) }
 
 // freshness returns how long a response with header h stays fresh for a
 // private cache (RFC 9111 §4.2): max-age, else Expires minus Date, less

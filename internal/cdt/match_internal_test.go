@@ -1,11 +1,14 @@
-package squeeze
+package cdt
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 )
+
+// patternsPerOrigin is how many patterns a client looks through for one
+// request at most (the Transport keeps 64 dictionaries an origin).
+const patternsPerOrigin = 64
 
 // backtrack is the reference matcher: "*" matches any run of bytes, tried
 // shortest first, every other byte only itself. Exponential at worst; for
@@ -26,7 +29,7 @@ func backtrack(pattern, path string) bool {
 }
 
 // Every pattern over {a, b, *} of up to 6 bytes against every path over
-// {a, b} of up to 7: matchPath agrees with the backtracking reference.
+// {a, b} of up to 7: MatchPath agrees with the backtracking reference.
 func TestMatchPathAgreesWithBacktrackingOnAllSmallInputs(t *testing.T) {
 	all := func(alphabet string, maxLen int) []string {
 		out := []string{""}
@@ -46,14 +49,14 @@ func TestMatchPathAgreesWithBacktrackingOnAllSmallInputs(t *testing.T) {
 	paths := all("ab", 7)
 	for _, p := range all("ab*", 6) {
 		for _, s := range paths {
-			if got, want := matchPath(p, s), backtrack(p, s); got != want {
-				t.Fatalf("matchPath(%q, %q) = %v, backtracking says %v", p, s, got, want)
+			if got, want := MatchPath(p, s), backtrack(p, s); got != want {
+				t.Fatalf("MatchPath(%q, %q) = %v, backtracking says %v", p, s, got, want)
 			}
 		}
 	}
 }
 
-// FuzzMatchPathAgainstBacktracking compares matchPath with the
+// FuzzMatchPathAgainstBacktracking compares MatchPath with the
 // backtracking reference on any bytes, and the Knuth-Morris-Pratt search
 // long literals use with strings.Index.
 func FuzzMatchPathAgainstBacktracking(f *testing.F) {
@@ -67,8 +70,8 @@ func FuzzMatchPathAgainstBacktracking(f *testing.F) {
 		if len(pattern) > 24 || len(path) > 96 || strings.Count(pattern, "*") > 8 {
 			return // the reference is exponential in the stars
 		}
-		if got, want := matchPath(pattern, path), backtrack(pattern, path); got != want {
-			t.Fatalf("matchPath(%q, %q) = %v, backtracking says %v", pattern, path, got, want)
+		if got, want := MatchPath(pattern, path), backtrack(pattern, path); got != want {
+			t.Fatalf("MatchPath(%q, %q) = %v, backtracking says %v", pattern, path, got, want)
 		}
 		if lit := strings.ReplaceAll(pattern, "*", ""); lit != "" {
 			if got, want := indexKMP(path, lit), strings.Index(path, lit); got != want {
@@ -90,8 +93,8 @@ func TestMatchPathLongLiterals(t *testing.T) {
 		{"/*" + long + "*" + long + "*", "/" + long + long, true},
 		{"/*" + long + "*" + long + "*", "/" + long[1:] + long, false},
 	} {
-		if got := matchPath(tt.pattern, tt.path); got != tt.want {
-			t.Errorf("matchPath(%.20q..., %.20q...) = %v, want %v", tt.pattern, tt.path, got, tt.want)
+		if got := MatchPath(tt.pattern, tt.path); got != tt.want {
+			t.Errorf("MatchPath(%.20q..., %.20q...) = %v, want %v", tt.pattern, tt.path, got, tt.want)
 		}
 		if got := backtrack(tt.pattern, tt.path); got != tt.want {
 			t.Fatalf("the reference says %v", got)
@@ -100,12 +103,12 @@ func TestMatchPathLongLiterals(t *testing.T) {
 }
 
 func TestMatchPathRefusesPathsOverTheBound(t *testing.T) {
-	at := "/" + strings.Repeat("a", maxMatchPath-1)
-	if !matchPath("/*", at) {
+	at := "/" + strings.Repeat("a", MaxPath-1)
+	if !MatchPath("/*", at) {
 		t.Errorf("a %d-byte path does not match /*", len(at))
 	}
-	if matchPath("/*", at+"a") {
-		t.Errorf("a %d-byte path matches /*; the bound is %d", len(at)+1, maxMatchPath)
+	if MatchPath("/*", at+"a") {
+		t.Errorf("a %d-byte path matches /*; the bound is %d", len(at)+1, MaxPath)
 	}
 }
 
@@ -128,14 +131,14 @@ func thueMorse(k int, a, b byte) string {
 }
 
 // hostileMatches returns the shapes of patterns a hostile server can plant
-// (each maxDictionaryMatch bytes, the longest the client keeps) and a path
-// of maxMatchPath bytes it can redirect to, that cost a backtracking
+// (each MaxPattern bytes, the longest the client keeps) and a path
+// of MaxPath bytes it can redirect to, that cost a backtracking
 // matcher len(pattern) x len(path) steps or more, or make a Rabin-Karp
 // search compare the whole literal at every place.
 func hostileMatches() map[string][2]string {
-	n := maxDictionaryMatch
-	as := "/" + strings.Repeat("a", maxMatchPath-1)
-	bs := "/" + strings.Repeat("b", maxMatchPath-1)
+	n := MaxPattern
+	as := "/" + strings.Repeat("a", MaxPath-1)
+	bs := "/" + strings.Repeat("b", MaxPath-1)
 	return map[string][2]string{
 		"stars":         {"/" + strings.Repeat("*a", (n-3)/2) + "*b", as},
 		"long literal":  {"/*" + strings.Repeat("a", n-4) + "b*", as},
@@ -165,10 +168,10 @@ var matchSink int
 // more (16,000x and up before the linear matcher), so the ratio allowed,
 // 300x, leaves room for a loaded machine (37x was seen once).
 func TestMatchPathHostilePatternsCostLinearTime(t *testing.T) {
-	const patterns = maxDictionariesPerOrigin
+	const patterns = patternsPerOrigin
 	for name, pp := range hostileMatches() {
 		pattern, path := pp[0], pp[1]
-		if len(pattern) > maxDictionaryMatch || len(path) > maxMatchPath {
+		if len(pattern) > MaxPattern || len(path) > MaxPath {
 			t.Fatalf("%s: the pattern or the path is over its bound", name)
 		}
 		baseline := cpuOf(4, func() {
@@ -180,7 +183,7 @@ func TestMatchPathHostilePatternsCostLinearTime(t *testing.T) {
 		})
 		hostile := cpuOf(4, func() {
 			for range patterns {
-				if matchPath(pattern, path) {
+				if MatchPath(pattern, path) {
 					matchSink++
 				}
 			}
@@ -193,39 +196,14 @@ func TestMatchPathHostilePatternsCostLinearTime(t *testing.T) {
 	}
 }
 
-// A match in progress holds no lock of the client's store: a request to
-// another origin (or an add) runs meanwhile, however slow the match.
-func TestClientDictionaryMatchHoldsNoLock(t *testing.T) {
-	s := newClientDictStore(1<<20, time.Hour)
-	exp := time.Now().Add(time.Hour)
-	s.add(&clientDict{origin: "https://slow.example", pattern: "/*", data: []byte("d"), expires: exp}, 0)
-	calls := 0
-	s.matches = func(pattern, path string) bool {
-		calls++
-		if !s.mu.TryLock() {
-			t.Errorf("the store's lock is held while %q is matched against %q", pattern, path)
-			return false
-		}
-		s.mu.Unlock()
-		return matchPath(pattern, path)
-	}
-	req, _ := http.NewRequest("GET", "https://slow.example/app.js", nil)
-	if d := s.match(req, time.Now()); d == nil {
-		t.Fatal("the dictionary does not match")
-	}
-	if calls == 0 {
-		t.Fatal("the matcher was not called")
-	}
-}
-
 // BenchmarkMatchPathHostile times a request's matching against a hostile
 // server's 64 patterns, for each shape of hostileMatches.
 func BenchmarkMatchPathHostile(b *testing.B) {
 	for name, pp := range hostileMatches() {
 		b.Run(strings.ReplaceAll(name, " ", "-"), func(b *testing.B) {
 			for range b.N {
-				for range maxDictionariesPerOrigin {
-					if matchPath(pp[0], pp[1]) {
+				for range patternsPerOrigin {
+					if MatchPath(pp[0], pp[1]) {
 						matchSink++
 					}
 				}

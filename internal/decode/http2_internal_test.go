@@ -1,4 +1,4 @@
-package squeeze
+package decode
 
 import (
 	"bytes"
@@ -108,15 +108,15 @@ func wrapped(h http.Handler) http.Handler {
 // the one stream and keeps the connection for the next request.
 func TestDecodeRequestOverHTTP1AndHTTP2(t *testing.T) {
 	limit := bombLimit()
-	m := MustNew(WithMaxDecompressedSize(limit))
+	m := mustNew(t, limit, 0)
 	plain := corpus.Prefix(t, corpus.HTML(t), 16<<10)
 	bomb := zeroBomb(t, Zstd, 1024)
 	stacks := []struct {
 		name string
 		h    http.Handler
 	}{
-		{"direct", m.Handler(statusFor)},
-		{"behind a wrapping middleware", wrapped(m.Handler(statusFor))},
+		{"direct", decodeOnly(m, statusFor)},
+		{"behind a wrapping middleware", wrapped(decodeOnly(m, statusFor))},
 	}
 	for _, stack := range stacks {
 		for _, p := range overBothProtocols(t, stack.h) {
@@ -162,7 +162,7 @@ func TestDecodeRequestOverHTTP1AndHTTP2(t *testing.T) {
 				// Declared longer than any body within the cap: 413 before
 				// the handler runs.
 				p.post(t, goEncode(t, Zstd, []byte("warm up")), false, Zstd)
-				resp, _, reused := p.post(t, make([]byte, compressedLimit(limit)+1), false, Zstd)
+				resp, _, reused := p.post(t, make([]byte, CompressedLimit(limit)+1), false, Zstd)
 				if resp.StatusCode != http.StatusRequestEntityTooLarge {
 					t.Fatalf("declared length over the limit: status %d, want 413", resp.StatusCode)
 				}

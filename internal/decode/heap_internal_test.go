@@ -1,4 +1,4 @@
-package squeeze
+package decode
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ type heapUse struct {
 	peak  int64 // most HeapInuse above the base while the bodies were stalled
 	gc1   int64 // HeapInuse above the base once they were gone, after one GC
 	after int64 // the same after two GCs
-	busy  int   // bodies refused with ErrDecoderBusy
+	busy  int   // bodies refused with ErrBusy
 }
 
 // stalledBurst sends n request bodies at once, each head and then nothing,
@@ -105,11 +105,11 @@ func TestDecodeRequestHeapUnderStalledBombs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates a few hundred MiB")
 	}
-	h := decodeOnly(MustNew(), readAllHandler)
+	h := decodeOnly(mustNew(t, 0, 0), readAllHandler)
 	use := stalledBurst(t, h, Brotli, brBomb, 50)
 	t.Logf("50 stalled br bombs: peak HeapInuse %+d MiB, %d refused as busy; after two GCs %+d MiB",
 		use.peak>>20, use.busy, use.after>>20)
-	if bound := int64(DefaultDecoderMemory + 64<<20); use.peak > bound {
+	if bound := int64(DefaultMemory + 64<<20); use.peak > bound {
 		t.Errorf("peak heap growth %d MiB, want at most %d MiB", use.peak>>20, bound>>20)
 	}
 	if use.busy == 0 {
@@ -149,7 +149,7 @@ func TestDecoderHeapReport(t *testing.T) {
 		{"200 stalled zstd bombs", Zstd, zstdBomb, 200},
 		{"200 stalled br bombs", Brotli, brBomb, 200},
 	}
-	m := MustNew()
+	m := mustNew(t, 0, 0)
 	for _, tc := range cases {
 		use := stalledBurst(t, decodeOnly(m, readAllHandler), tc.lines, tc.head, tc.n)
 		fmt.Printf("| %s | %d B | %d MiB | %d | %d MiB | %d MiB |\n", tc.name, len(tc.head), use.peak>>20, use.busy, use.gc1>>20, use.after>>20)
