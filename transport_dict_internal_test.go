@@ -1,7 +1,6 @@
 package squeeze
 
 import (
-	"container/list"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/squeezehttp/squeeze/internal/lru"
 )
 
 func TestParseUseAsDictionary(t *testing.T) {
@@ -183,22 +184,22 @@ func TestClientDictionaryStoreChargesPatternsAndIds(t *testing.T) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			var held int64
-			for _, d := range s.entries {
+			for _, d := range s.lru.All() {
 				held += int64(len(d.data) + len(d.pattern) + len(d.id) + len(d.origin))
 			}
-			if held > budget || s.used > budget {
+			if held > budget || s.lru.Used() > budget {
 				t.Errorf("store with DictionaryStoreSize %d holds %d dictionaries, %d bytes of data and strings (charged %d)",
-					budget, len(s.entries), held, s.used)
+					budget, s.lru.Len(), held, s.lru.Used())
 			}
-			if wantStored := patternLen < 2048; (len(s.entries) > 0) != wantStored {
-				t.Errorf("%d dictionaries stored with %d-byte patterns; want some: %v", len(s.entries), patternLen+1, wantStored)
+			if wantStored := patternLen < 2048; (s.lru.Len() > 0) != wantStored {
+				t.Errorf("%d dictionaries stored with %d-byte patterns; want some: %v", s.lru.Len(), patternLen+1, wantStored)
 			}
 		})
 	}
 }
 
 // dictEntryOverhead covers what the store allocates for a dictionary beyond
-// the bytes cost counts: the clientDict, its list.Element, its map slot
+// the bytes cost counts: the clientDict, its record in internal/lru, its map slot
 // and its pointer in its origin's list. Measured with the whole entry
 // allocated, the heap grows by no more than the entries are charged.
 func TestClientDictEntryOverheadCoversItsMemory(t *testing.T) {
@@ -213,10 +214,10 @@ func TestClientDictEntryOverheadCoversItsMemory(t *testing.T) {
 		return n
 	}
 	var d clientDict
-	var e list.Element
+	record := lru.EntrySize[dictKey, *clientDict]()
 	entrySlot := (unsafe.Sizeof(dictKey{}) + unsafe.Sizeof(&d) + 1) * 16 / 7
 	originSlot := (unsafe.Sizeof("") + unsafe.Sizeof([]*clientDict{}) + 1) * 16 / 7
-	reckoned := sizeClass(unsafe.Sizeof(d)) + sizeClass(unsafe.Sizeof(e)) + entrySlot + originSlot + 2*unsafe.Sizeof(&d)
+	reckoned := sizeClass(unsafe.Sizeof(d)) + sizeClass(record) + entrySlot + originSlot + 2*unsafe.Sizeof(&d)
 	if reckoned > dictEntryOverhead {
 		t.Errorf("an entry's records take %d bytes; dictEntryOverhead is %d", reckoned, dictEntryOverhead)
 	}
@@ -238,16 +239,16 @@ func TestClientDictEntryOverheadCoversItsMemory(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	var charged int64
-	for _, d := range s.entries {
+	for _, d := range s.lru.All() {
 		charged += d.cost()
 	}
-	if charged != s.used {
-		t.Errorf("entries cost %d in all; the store counts %d", charged, s.used)
+	if charged != s.lru.Used() {
+		t.Errorf("entries cost %d in all; the store counts %d", charged, s.lru.Used())
 	}
 	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	if grown > s.used {
-		t.Errorf("%d entries grew the heap by %d bytes (%d each) and were charged %d (%d each)", n, grown, grown/n, s.used, s.used/n)
+	if grown > s.lru.Used() {
+		t.Errorf("%d entries grew the heap by %d bytes (%d each) and were charged %d (%d each)", n, grown, grown/n, s.lru.Used(), s.lru.Used()/n)
 	}
-	t.Logf("%d entries: heap %d bytes each, charged %d", n, grown/n, s.used/n)
+	t.Logf("%d entries: heap %d bytes each, charged %d", n, grown/n, s.lru.Used()/n)
 	runtime.KeepAlive(s)
 }
