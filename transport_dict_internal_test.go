@@ -252,3 +252,31 @@ func TestClientDictEntryOverheadCoversItsMemory(t *testing.T) {
 	t.Logf("%d entries: heap %d bytes each, charged %d", n, grown/n, s.lru.Used()/n)
 	runtime.KeepAlive(s)
 }
+
+// A dictionary that cannot fit beside the captures in flight is not stored,
+// and the dictionaries already stored stay: evicting them would not have
+// made room.
+func TestClientDictStoreKeepsItsDictionariesForOneThatCannotFit(t *testing.T) {
+	exp := time.Now().Add(time.Hour)
+	dict := func(pattern string, n int) *clientDict {
+		return &clientDict{origin: "https://example.com", pattern: pattern, data: make([]byte, n), expires: exp}
+	}
+	kept := dict("/kept/*", 1000)
+	budget := 4 * kept.cost()
+	s := newClientDictStore(budget, time.Hour)
+	s.add(kept, 0)
+	if !s.reserve(dictKey{"https://example.com", "/capture/*"}, budget/2) {
+		t.Fatal("a capture of half the budget found no room")
+	}
+	big := dict("/big/*", int(budget/2))
+	s.add(big, 0)
+	for _, tc := range []struct {
+		path string
+		want *clientDict
+	}{{"/kept/a.js", kept}, {"/big/a.js", nil}} {
+		req, _ := http.NewRequest(http.MethodGet, "https://example.com"+tc.path, nil)
+		if got := s.match(req, time.Now()); got != tc.want {
+			t.Errorf("%s: matched %v, want %v", tc.path, got != nil, tc.want != nil)
+		}
+	}
+}
