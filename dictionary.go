@@ -2,7 +2,6 @@ package squeeze
 
 import (
 	"bytes"
-	"container/list"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	brrr "github.com/molecule-man/go-brrr"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
+	"github.com/squeezehttp/squeeze/internal/lru"
 	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -85,11 +85,6 @@ type dictionary struct {
 	data    []byte
 	pattern string // the match pattern it was stored or registered under
 	static  bool   // registered with WithDictionary: never evicted
-	elem    *list.Element
-	// size is what the dictionary costs the store's budget: its bytes, its
-	// entry and, once built, its prepared dcb tables. Guarded by the
-	// store's mutex; 0 for a static dictionary.
-	size int64
 
 	dcz, dcb lazyOffer
 }
@@ -103,17 +98,18 @@ type lazyOffer struct {
 
 // dictStore holds the dictionary configuration of a Middleware and the
 // dictionaries it knows. Remembered dictionaries are keyed by SHA-256 and
-// evicted least recently used first once their cost passes the budget: the
-// bytes, dictEntryBytes each, and the dcb tables of those a client asked
-// for dcb against (dcbTableBytes). The mutex guards the map, the list and
-// the costs only; hashing, copying and building encoders happen outside it.
+// evicted least recently used first once their cost passes the budget
+// (internal/lru): the bytes, dictEntryBytes each, and the dcb tables of
+// those a client asked for dcb against (dcbTableBytes). The mutex guards
+// the remembered ones only; hashing, copying and building encoders happen
+// outside it.
 type dictStore struct {
 	patterns []string // WithDictionaryMatch, in order
 	useAs    []string // the Use-As-Dictionary value of each pattern
 	codings  []string // DCZ and DCB in preference order; empty: none offered
 	zstdLevel,
 	brLevel int
-	budget, maxBody int64
+	maxBody int64 // the largest body remembered: a quarter of the budget
 
 	standalone map[string]*standaloneDictionary // by path
 	links      []string                         // Link values for text/html
@@ -121,10 +117,12 @@ type dictStore struct {
 	// dictionaries: their responses vary on Available-Dictionary too.
 	standaloneMatch []string
 
-	mu     sync.Mutex
-	byHash map[[32]byte]*dictionary
-	lru    list.List // remembered dictionaries, most recently used first
-	used   int64     // the sum of their sizes
+	// static holds the dictionaries of WithDictionary by hash; it does not
+	// change once the store is built.
+	static map[[32]byte]*dictionary
+
+	mu         sync.Mutex
+	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
 }
 
 // dictEntryBytes is what a remembered dictionary costs the budget besides
@@ -178,21 +176,21 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		zstdLevel: zstdLevel,
 		// go-brrr takes a compound dictionary from quality 2 up.
 		brLevel:    max(brLevel, 2),
-		budget:     c.dictStoreSize,
 		maxBody:    c.dictStoreSize / 4,
 		standalone: map[string]*standaloneDictionary{},
-		byHash:     map[[32]byte]*dictionary{},
+		static:     map[[32]byte]*dictionary{},
+		remembered: lru.New[[32]byte, *dictionary](c.dictStoreSize, nil),
 	}
 	for _, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))
 	}
 	for _, sd := range c.standalone {
 		d := &dictionary{hash: sha256.Sum256(sd.data), data: sd.data, pattern: sd.match, static: true}
-		if _, dup := s.byHash[d.hash]; !dup {
-			s.byHash[d.hash] = d
+		if _, dup := s.static[d.hash]; !dup {
+			s.static[d.hash] = d
 		}
 		s.standalone[sd.path] = &standaloneDictionary{
-			d:           s.byHash[d.hash],
+			d:           s.static[d.hash],
 			etag:        `"` + base64.RawURLEncoding.EncodeToString(d.hash[:]) + `"`,
 			useAs:       useAsDictionary(sd.match),
 			contentType: http.DetectContentType(sd.data),
@@ -205,11 +203,11 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 
 // lookup returns the dictionary with this hash, marking it used, or nil.
 func (s *dictStore) lookup(hash [32]byte) *dictionary {
-	s.mu.Lock()
-	d := s.byHash[hash]
-	if d != nil && d.elem != nil {
-		s.lru.MoveToFront(d.elem)
+	if d := s.static[hash]; d != nil {
+		return d
 	}
+	s.mu.Lock()
+	d, _ := s.remembered.Get(hash)
 	s.mu.Unlock()
 	return d
 }
@@ -230,30 +228,16 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool) {
 	if !owned {
 		body = bytes.Clone(body)
 	}
-	d := &dictionary{hash: hash, data: body, pattern: pattern, size: int64(cap(body)) + dictEntryBytes}
+	d := &dictionary{hash: hash, data: body, pattern: pattern}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.byHash[hash]; ok {
+	if _, ok := s.remembered.Peek(hash); ok {
 		return // stored meanwhile by another response
 	}
-	s.byHash[hash] = d
-	d.elem = s.lru.PushFront(d)
-	s.used += d.size
-	s.evict()
-}
-
-// evict drops the least recently used dictionaries while the store is over
-// its budget. The caller holds s.mu.
-func (s *dictStore) evict() {
-	for s.used > s.budget {
-		old := s.lru.Remove(s.lru.Back()).(*dictionary)
-		delete(s.byHash, old.hash)
-		old.elem = nil
-		s.used -= old.size
-		// Its encoder pools and prepared tables go with it: responses
-		// still using one put their encoders back into a pool nothing
-		// else reaches.
-	}
+	// Its encoder pools and prepared tables go with it when it is
+	// evicted: responses still using one put their encoders back into a
+	// pool nothing else reaches.
+	s.remembered.Add(hash, d, int64(cap(body))+dictEntryBytes)
 }
 
 // charge adds n bytes of encoder state about to be built for d to d's cost,
@@ -263,29 +247,27 @@ func (s *dictStore) evict() {
 // room (its cost leaves with it): then the state is not to be built. A
 // static dictionary is not charged.
 func (s *dictStore) charge(d *dictionary, n int64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if d.static {
 		return true
 	}
-	if d.elem == nil || d.size+n > s.budget {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.remembered.Peek(d.hash); !ok || cur != d {
 		return false
 	}
-	d.size += n
-	s.used += n
-	s.evict()
-	return d.elem != nil
+	return s.remembered.Charge(d.hash, n)
 }
 
 // uncharge gives back n bytes charged for d whose state could not be built.
 func (s *dictStore) uncharge(d *dictionary, n int64) {
+	if d.static {
+		return // not charged
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if d.static || d.elem == nil {
-		return // not charged, or its cost left the store with it
-	}
-	d.size -= n
-	s.used -= n
+	if cur, ok := s.remembered.Peek(d.hash); ok && cur == d {
+		s.remembered.Charge(d.hash, -n)
+	} // else its cost left the store with it
 }
 
 // matchIndex returns the index of the first pattern path matches, or -1.

@@ -73,12 +73,13 @@ func checkStoreAccounts(t *testing.T, s *dictStore) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	c := s.remembered
 	var sum int64
-	for e := s.lru.Front(); e != nil; e = e.Next() {
-		sum += e.Value.(*dictionary).size
+	for hash := range c.All() {
+		sum += c.Weight(hash)
 	}
-	if sum != s.used || s.used > s.budget {
-		t.Errorf("store charges %d bytes for dictionaries costing %d, against a budget of %d", s.used, sum, s.budget)
+	if sum != c.Used() || c.Used()+c.Reserved() > c.Budget() {
+		t.Errorf("store charges %d bytes for dictionaries costing %d, against a budget of %d", c.Used(), sum, c.Budget())
 	}
 }
 
@@ -126,7 +127,7 @@ func TestDictionaryStoreBudgetHoldsEntriesOfTinyBodies(t *testing.T) {
 	grew := heldHeap() - before
 	checkStoreAccounts(t, m.dicts)
 	m.dicts.mu.Lock()
-	stored := len(m.dicts.byHash)
+	stored := m.dicts.remembered.Len()
 	m.dicts.mu.Unlock()
 	t.Logf("%d dictionaries stored; the heap grew by %d bytes against a %d-byte budget", stored, grew, budget)
 	if grew > 2*budget {

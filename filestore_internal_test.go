@@ -2,7 +2,12 @@ package squeeze
 
 import (
 	"bytes"
+	"encoding/binary"
+	"runtime"
 	"testing"
+	"unsafe"
+
+	"github.com/squeezehttp/squeeze/internal/lru"
 )
 
 func TestLRUStoreKeepsWithinItsBudgetDroppingTheLeastRecentlyUsed(t *testing.T) {
@@ -29,12 +34,41 @@ func TestLRUStoreKeepsWithinItsBudgetDroppingTheLeastRecentlyUsed(t *testing.T) 
 	if r, _ := s.load(key(3)); !r.best || len(r.data) != 10 {
 		t.Errorf("replaced entry: %+v", r)
 	}
-	if want := int64(2*(1000+repOverhead) + 10 + repOverhead); s.used != want {
-		t.Errorf("used %d, want %d", s.used, want)
+	if want := int64(2*(1000+repOverhead) + 10 + repOverhead); s.reps.Used() != want {
+		t.Errorf("used %d, want %d", s.reps.Used(), want)
 	}
 	// An entry larger than the whole budget is not kept.
-	s.store(key(9), rep{data: make([]byte, 4*1000)})
+	s.store(key(9), rep{data: make([]byte, 3*(1000+repOverhead))})
 	if _, ok := s.load(key(9)); ok {
 		t.Error("an entry over the budget was kept")
 	}
+}
+
+// repOverhead covers what the store allocates for an entry beyond its data:
+// the record internal/lru keeps and its map slot. Measured with entries of
+// no data (a coding that did not make the file smaller), the heap grows by
+// no more than the entries are charged.
+func TestFileStoreEntryOverheadCoversItsMemory(t *testing.T) {
+	// Reckoned from the types, with a map table just grown (7/16 full).
+	record := lru.EntrySize[repKey, rep]()
+	slot := (unsafe.Sizeof(repKey{}) + unsafe.Sizeof(uintptr(0)) + 1) * 16 / 7
+	if reckoned := (record+15)/16*16 + slot; reckoned > repOverhead {
+		t.Errorf("an entry's records take %d bytes; repOverhead is %d", reckoned, repOverhead)
+	}
+
+	const n = 20000
+	s := newLRUStore(1 << 40)
+	before := heldHeap()
+	for i := range n {
+		var k repKey
+		binary.LittleEndian.PutUint64(k.plain[:], uint64(i))
+		k.coding = Brotli
+		s.store(k, rep{})
+	}
+	grown := heldHeap() - before
+	if used := s.reps.Used(); grown > used {
+		t.Errorf("%d entries grew the heap by %d bytes (%d each) and were charged %d (%d each)", n, grown, grown/n, used, used/n)
+	}
+	t.Logf("%d entries: heap %d bytes each, charged %d", n, grown/n, s.reps.Used()/n)
+	runtime.KeepAlive(s)
 }

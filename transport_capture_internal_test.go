@@ -47,7 +47,7 @@ func (b *stallingBody) Close() error { return nil }
 func storeHeld(s *clientDictStore) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.used + s.reserved
+	return s.lru.Used() + s.lru.Reserved()
 }
 
 // captureHeap runs downloads concurrent responses of size bytes, each
@@ -132,9 +132,9 @@ func TestTransportDictionaryCapturesStayWithinTheStoreBudget(t *testing.T) {
 	s := tr.init().dicts
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.reserved != 0 || len(s.entries) != 0 || s.used != 0 {
+	if s.lru.Reserved() != 0 || s.lru.Len() != 0 || s.lru.Used() != 0 {
 		t.Errorf("after the downloads the store holds %d dictionaries (%d bytes) and %d bytes for captures; want none",
-			len(s.entries), s.used, s.reserved)
+			s.lru.Len(), s.lru.Used(), s.lru.Reserved())
 	}
 }
 

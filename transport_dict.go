@@ -2,7 +2,6 @@ package squeeze
 
 import (
 	"bytes"
-	"container/list"
 	"crypto/sha256"
 	"net/http"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
+	"github.com/squeezehttp/squeeze/internal/lru"
 )
 
 // This file holds the client side of Compression Dictionary Transport (RFC
@@ -28,23 +28,24 @@ const maxDictionariesPerOrigin = 64
 
 // dictEntryOverhead is what the store charges each dictionary on top of the
 // bytes of its data and strings: the memory of its bookkeeping, on 64-bit
-// platforms. The clientDict takes a 144-byte size class and its
-// list.Element a 48-byte one. It has a slot in the entries map (a 32-byte
-// key and an 8-byte pointer, with a control byte) and, when it is the only
-// one of its origin, a slot of its own in the origins map (a string and a
-// slice, with a control byte), each in a table between 7/16 and 7/8 full:
-// up to 93 bytes each. Its pointer in its origin's slice, grown by
-// doubling, takes up to 16: 394 bytes. Under churn, with entries dropped as
-// fast as new origins come, the tables also hold deleted slots, which the
-// heap measured under churn fits within 512 (the figures are in
+// platforms. The clientDict takes a 144-byte size class and the record
+// internal/lru keeps for it (its key, a pointer, its weight and two links)
+// a 64-byte one. It has a slot in that cache's map (a 32-byte key and an
+// 8-byte pointer, with a control byte) and, when it is the only one of its
+// origin, a slot of its own in the origins map (a string and a slice, with
+// a control byte), each in a table between 7/16 and 7/8 full: up to 93
+// bytes each. Its pointer in its origin's slice, grown by doubling, takes
+// up to 16: 410 bytes. Under churn, with entries dropped as fast as new
+// origins come, the tables also hold deleted slots, which the heap measured
+// under churn fits within 512 (the figures are in
 // docs/internals.md#the-clients-dictionary-store).
 // TestClientDictEntryOverheadCoversItsMemory checks the sum and measures
 // the heap of 64 dictionaries an origin.
 const dictEntryOverhead = 512
 
-// clientDict is one stored dictionary. Everything but elem, used and
-// expires is immutable once stored, so a response being decoded may keep
-// using it after the store has dropped it.
+// clientDict is one stored dictionary. Everything but used is immutable
+// once stored, so a response being decoded may keep using it after the
+// store has dropped it.
 type clientDict struct {
 	origin  string
 	pattern string // a path pattern: literal bytes and '*' wildcards
@@ -52,8 +53,7 @@ type clientDict struct {
 	data    []byte
 	hash    [sha256.Size]byte
 	expires time.Time
-	elem    *list.Element // in the store's LRU list
-	used    uint64        // the store's clock when it was last added or offered
+	used    uint64 // the store's clock when it was last added or offered
 }
 
 // cost returns what d is charged against the store's budget: every byte it
@@ -75,7 +75,6 @@ func (d *clientDict) availableDictionary() string {
 // each reserved as it grows (see dictCapture), so that stored and captured
 // bytes together never exceed it.
 type clientDictStore struct {
-	budget     int64
 	maxCapture int64         // the longest body kept: a quarter of the budget
 	maxAge     time.Duration // the longest a dictionary is kept, however fresh
 
@@ -83,13 +82,12 @@ type clientDictStore struct {
 	// used, to watch a match in progress.
 	matches func(pattern, path string) bool
 
-	mu       sync.Mutex
-	used     int64     // the cost of the stored dictionaries
-	reserved int64     // the bytes held by captures in flight
-	clock    uint64    // counts adds and offers, for clientDict.used
-	lru      list.List // of *clientDict, most recently used first
-	entries  map[dictKey]*clientDict
-	origins  map[string][]*clientDict // each origin's entries, in no order
+	mu sync.Mutex
+	// lru holds the dictionaries, each weighing its cost, and reserves the
+	// captures in flight.
+	lru     *lru.Cache[dictKey, *clientDict]
+	clock   uint64                   // counts adds and offers, for clientDict.used
+	origins map[string][]*clientDict // each origin's entries, in no order
 }
 
 // dictKey is what a stored dictionary is found by: a later one with the
@@ -97,14 +95,14 @@ type clientDictStore struct {
 type dictKey struct{ origin, pattern string }
 
 func newClientDictStore(budget int64, maxAge time.Duration) *clientDictStore {
-	return &clientDictStore{
-		budget:     budget,
+	s := &clientDictStore{
 		maxCapture: budget / 4,
 		maxAge:     maxAge,
 		matches:    cdt.MatchPath,
-		entries:    map[dictKey]*clientDict{},
 		origins:    map[string][]*clientDict{},
 	}
+	s.lru = lru.New(budget, func(_ dictKey, d *clientDict) { s.dropOrigin(d) })
+	return s
 }
 
 // candidate is a stored dictionary as match saw it under the lock.
@@ -148,8 +146,8 @@ func (s *clientDictStore) match(req *http.Request, now time.Time) *clientDict {
 	}
 	d := cands[best].d
 	s.mu.Lock()
-	if s.entries[dictKey{d.origin, d.pattern}] == d {
-		s.lru.MoveToFront(d.elem)
+	if cur, ok := s.lru.Peek(dictKey{d.origin, d.pattern}); ok && cur == d {
+		s.lru.Get(dictKey{d.origin, d.pattern})
 		s.clock++
 		d.used = s.clock
 	}
@@ -185,17 +183,13 @@ func (s *clientDictStore) candidates(origin string, now time.Time, dst []candida
 func (s *clientDictStore) reserve(key dictKey, n int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.reserved+n > s.budget {
+	if s.lru.Reserved()+n > s.lru.Budget() {
 		return false
 	}
-	if old := s.entries[key]; old != nil && s.used+s.reserved+n > s.budget {
+	if old, ok := s.lru.Peek(key); ok && s.lru.Used()+s.lru.Reserved()+n > s.lru.Budget() {
 		s.removeLocked(old)
 	}
-	for s.used+s.reserved+n > s.budget && s.lru.Len() > 0 {
-		s.removeLocked(s.lru.Back().Value.(*clientDict))
-	}
-	s.reserved += n
-	return true
+	return s.lru.Reserve(n)
 }
 
 // unreserve gives back n bytes reserve took.
@@ -204,26 +198,27 @@ func (s *clientDictStore) unreserve(n int64) {
 		return
 	}
 	s.mu.Lock()
-	s.reserved -= n
+	s.lru.Release(n)
 	s.mu.Unlock()
 }
 
 // add stores d, replacing a dictionary with the same origin and pattern,
 // dropping its origin's least recently used one when the origin has
 // maxDictionariesPerOrigin, and dropping the least recently used ones until
-// the budget holds it. A dictionary that costs more than the whole budget is
-// not stored. held is what a capture reserved for d's data: it is given
-// back as d is charged, under the one lock, so the two are never counted
-// at once.
+// the budget holds it. A dictionary that costs more than the budget less
+// the captures in flight is not stored. held is what a capture reserved
+// for d's data: it is given back as d is charged, under the one lock, so
+// the two are never counted at once.
 func (s *clientDictStore) add(d *clientDict, held int64) {
 	cost := d.cost()
+	key := dictKey{d.origin, d.pattern}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reserved -= held
-	if cost > s.budget || len(d.data) == 0 {
+	s.lru.Release(held)
+	if cost > s.lru.Budget() || len(d.data) == 0 {
 		return
 	}
-	if old := s.entries[dictKey{d.origin, d.pattern}]; old != nil {
+	if old, ok := s.lru.Peek(key); ok {
 		s.removeLocked(old)
 	}
 	if ds := s.origins[d.origin]; len(ds) >= maxDictionariesPerOrigin {
@@ -235,23 +230,22 @@ func (s *clientDictStore) add(d *clientDict, held int64) {
 		}
 		s.removeLocked(oldest)
 	}
-	for s.used+s.reserved+cost > s.budget {
-		if s.lru.Len() == 0 {
-			return // the captures in flight hold the room
-		}
-		s.removeLocked(s.lru.Back().Value.(*clientDict))
+	if !s.lru.Add(key, d, cost) {
+		return // the captures in flight hold the room
 	}
 	s.clock++
 	d.used = s.clock
-	d.elem = s.lru.PushFront(d)
-	s.entries[dictKey{d.origin, d.pattern}] = d
 	s.origins[d.origin] = append(s.origins[d.origin], d)
-	s.used += cost
 }
 
+// removeLocked drops d from the store.
 func (s *clientDictStore) removeLocked(d *clientDict) {
-	s.lru.Remove(d.elem)
-	delete(s.entries, dictKey{d.origin, d.pattern})
+	s.lru.Remove(dictKey{d.origin, d.pattern})
+	s.dropOrigin(d)
+}
+
+// dropOrigin takes d out of its origin's entries, as it leaves the store.
+func (s *clientDictStore) dropOrigin(d *clientDict) {
 	ds := s.origins[d.origin]
 	for i, e := range ds {
 		if e == d {
@@ -266,7 +260,6 @@ func (s *clientDictStore) removeLocked(d *clientDict) {
 	} else {
 		s.origins[d.origin] = ds
 	}
-	s.used -= d.cost()
 }
 
 // requestOrigin returns the origin req is for, as scheme://host[:port]: the

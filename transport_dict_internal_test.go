@@ -1,7 +1,6 @@
 package squeeze
 
 import (
-	"container/list"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
+	"github.com/squeezehttp/squeeze/internal/lru"
 )
 
 // A hostile server offers 1-byte dictionaries with long match patterns and
@@ -49,22 +49,22 @@ func TestClientDictionaryStoreChargesPatternsAndIds(t *testing.T) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			var held int64
-			for _, d := range s.entries {
+			for _, d := range s.lru.All() {
 				held += int64(len(d.data) + len(d.pattern) + len(d.id) + len(d.origin))
 			}
-			if held > budget || s.used > budget {
+			if held > budget || s.lru.Used() > budget {
 				t.Errorf("store with DictionaryStoreSize %d holds %d dictionaries, %d bytes of data and strings (charged %d)",
-					budget, len(s.entries), held, s.used)
+					budget, s.lru.Len(), held, s.lru.Used())
 			}
-			if wantStored := patternLen < 2048; (len(s.entries) > 0) != wantStored {
-				t.Errorf("%d dictionaries stored with %d-byte patterns; want some: %v", len(s.entries), patternLen+1, wantStored)
+			if wantStored := patternLen < 2048; (s.lru.Len() > 0) != wantStored {
+				t.Errorf("%d dictionaries stored with %d-byte patterns; want some: %v", s.lru.Len(), patternLen+1, wantStored)
 			}
 		})
 	}
 }
 
 // dictEntryOverhead covers what the store allocates for a dictionary beyond
-// the bytes cost counts: the clientDict, its list.Element, its map slot
+// the bytes cost counts: the clientDict, its record in internal/lru, its map slot
 // and its pointer in its origin's list. Measured with the whole entry
 // allocated, the heap grows by no more than the entries are charged.
 func TestClientDictEntryOverheadCoversItsMemory(t *testing.T) {
@@ -79,10 +79,10 @@ func TestClientDictEntryOverheadCoversItsMemory(t *testing.T) {
 		return n
 	}
 	var d clientDict
-	var e list.Element
+	record := lru.EntrySize[dictKey, *clientDict]()
 	entrySlot := (unsafe.Sizeof(dictKey{}) + unsafe.Sizeof(&d) + 1) * 16 / 7
 	originSlot := (unsafe.Sizeof("") + unsafe.Sizeof([]*clientDict{}) + 1) * 16 / 7
-	reckoned := sizeClass(unsafe.Sizeof(d)) + sizeClass(unsafe.Sizeof(e)) + entrySlot + originSlot + 2*unsafe.Sizeof(&d)
+	reckoned := sizeClass(unsafe.Sizeof(d)) + sizeClass(record) + entrySlot + originSlot + 2*unsafe.Sizeof(&d)
 	if reckoned > dictEntryOverhead {
 		t.Errorf("an entry's records take %d bytes; dictEntryOverhead is %d", reckoned, dictEntryOverhead)
 	}
@@ -104,17 +104,17 @@ func TestClientDictEntryOverheadCoversItsMemory(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	var charged int64
-	for _, d := range s.entries {
+	for _, d := range s.lru.All() {
 		charged += d.cost()
 	}
-	if charged != s.used {
-		t.Errorf("entries cost %d in all; the store counts %d", charged, s.used)
+	if charged != s.lru.Used() {
+		t.Errorf("entries cost %d in all; the store counts %d", charged, s.lru.Used())
 	}
 	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	if grown > s.used {
-		t.Errorf("%d entries grew the heap by %d bytes (%d each) and were charged %d (%d each)", n, grown, grown/n, s.used, s.used/n)
+	if grown > s.lru.Used() {
+		t.Errorf("%d entries grew the heap by %d bytes (%d each) and were charged %d (%d each)", n, grown, grown/n, s.lru.Used(), s.lru.Used()/n)
 	}
-	t.Logf("%d entries: heap %d bytes each, charged %d", n, grown/n, s.used/n)
+	t.Logf("%d entries: heap %d bytes each, charged %d", n, grown/n, s.lru.Used()/n)
 	runtime.KeepAlive(s)
 }
 
@@ -140,5 +140,33 @@ func TestClientDictionaryMatchHoldsNoLock(t *testing.T) {
 	}
 	if calls == 0 {
 		t.Fatal("the matcher was not called")
+	}
+}
+
+// A dictionary that cannot fit beside the captures in flight is not stored,
+// and the dictionaries already stored stay: evicting them would not have
+// made room.
+func TestClientDictStoreKeepsItsDictionariesForOneThatCannotFit(t *testing.T) {
+	exp := time.Now().Add(time.Hour)
+	dict := func(pattern string, n int) *clientDict {
+		return &clientDict{origin: "https://example.com", pattern: pattern, data: make([]byte, n), expires: exp}
+	}
+	kept := dict("/kept/*", 1000)
+	budget := 4 * kept.cost()
+	s := newClientDictStore(budget, time.Hour)
+	s.add(kept, 0)
+	if !s.reserve(dictKey{"https://example.com", "/capture/*"}, budget/2) {
+		t.Fatal("a capture of half the budget found no room")
+	}
+	big := dict("/big/*", int(budget/2))
+	s.add(big, 0)
+	for _, tc := range []struct {
+		path string
+		want *clientDict
+	}{{"/kept/a.js", kept}, {"/big/a.js", nil}} {
+		req, _ := http.NewRequest(http.MethodGet, "https://example.com"+tc.path, nil)
+		if got := s.match(req, time.Now()); got != tc.want {
+			t.Errorf("%s: matched %v, want %v", tc.path, got != nil, tc.want != nil)
+		}
 	}
 }
