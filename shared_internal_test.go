@@ -110,3 +110,33 @@ func TestSharedBreakerLetsOneProbeThrough(t *testing.T) {
 		}
 	}
 }
+
+// A key whose value failed verification is not asked for again until this
+// replica writes it, which puts a good value there.
+func TestSharedRejectedKeyIsAskedAgainAfterAWrite(t *testing.T) {
+	store := &claimStore{values: map[string][]byte{"k": []byte("bad")}}
+	var events []SharedResult
+	s := newShared(&config{shared: store}, func(e Event) { events = append(events, e.Shared) })
+	good := func(v []byte) (any, bool) { return string(v), string(v) == "good" }
+	ctx := context.Background()
+	for range 2 {
+		if _, ok := s.get(ctx, "k", 100, good); ok {
+			t.Fatal("a bad value was accepted")
+		}
+	}
+	if !s.set(ctx, "k", []byte("good"), 0) {
+		t.Fatal("set failed")
+	}
+	if v, ok := s.get(ctx, "k", 100, good); !ok || v != "good" {
+		t.Fatalf("after the write: %v, %v", v, ok)
+	}
+	want := []SharedResult{SharedRejected, SharedSkipped, SharedWritten, SharedHit}
+	if len(events) != len(want) {
+		t.Fatalf("events %v, want %v", events, want)
+	}
+	for i := range want {
+		if events[i] != want[i] {
+			t.Fatalf("events %v, want %v", events, want)
+		}
+	}
+}
