@@ -115,6 +115,7 @@ func TestSharedDictionaryServesDeltaFromAnotherReplica(t *testing.T) {
 					res, raw = fetch(t, c, srv.URL+"/js/app.v2.js", chromeAE, "X-Replica", "1", "Available-Dictionary", availableFor(v1))
 					wantDictVary(t, res.Header)
 					ce := res.Header.Get("Content-Encoding")
+					t.Logf("round %d: %d bytes of v2 sent as %d bytes of %s", round, len(v2), len(raw), ce)
 					if !tc.shared {
 						if ce == squeeze.DCZ || ce == squeeze.DCB {
 							t.Fatalf("without a shared store, a replica that never saw v1 sent %s", ce)
