@@ -39,7 +39,9 @@ func newReplica(t *testing.T, store squeeze.SharedStore, files map[string][]byte
 	r := &replica{counters: &squeeze.Counters{}}
 	all := []squeeze.Option{squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observe)}
 	if store != nil {
-		all = append(all, squeeze.WithSharedStore(store))
+		// A timeout far above the store's latency: these tests pin what
+		// is shared, not how fast; those that pin the timeout set theirs.
+		all = append(all, squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5*time.Second))
 	}
 	r.m = newMiddleware(t, append(all, opts...)...)
 	r.h = r.m.Handler(scripts(files))
@@ -145,8 +147,8 @@ func TestSharedDictionaryServesDeltaFromAnotherReplica(t *testing.T) {
 func TestSharedDictionaryFileServerDeltaAcrossDeploy(t *testing.T) {
 	v1, v2 := versions(60 << 10)
 	store := newMemStore()
-	oldRep := newMiddleware(t, squeeze.WithDictionaryMatch("/app.*.js"), squeeze.WithSharedStore(store))
-	newRep := newMiddleware(t, squeeze.WithDictionaryMatch("/app.*.js"), squeeze.WithSharedStore(store))
+	opts := []squeeze.Option{squeeze.WithDictionaryMatch("/app.*.js"), squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5 * time.Second)}
+	oldRep, newRep := newMiddleware(t, opts...), newMiddleware(t, opts...)
 	oldFS, _ := fileServer(t, oldRep, fstest.MapFS{"app.v1.js": {Data: v1, ModTime: fsModTime}})
 	newFS, _ := fileServer(t, newRep, fstest.MapFS{"app.v2.js": {Data: v2, ModTime: fsModTime}})
 	lb := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -200,8 +202,7 @@ func TestSharedDictionaryRejectsWhatFailsVerification(t *testing.T) {
 			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
 			learnV1(t, a)
 			store.rewrite = func(_ string, v []byte) []byte { return tc.rewrite(v) }
-			b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2},
-				squeeze.WithDictionaryMatch(fleetPattern, "/css/*"), squeeze.WithSharedStoreTimeout(5*time.Second))
+			b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, squeeze.WithDictionaryMatch(fleetPattern, "/css/*"))
 			for range 8 {
 				rec := serveAt(b.h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(v1))
 				if ce := rec.Header().Get("Content-Encoding"); ce == squeeze.DCZ || ce == squeeze.DCB {
@@ -320,7 +321,7 @@ func TestSharedDictionaryOneFetchPerKey(t *testing.T) {
 	store := newMemStore()
 	a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
 	learnV1(t, a)
-	b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, squeeze.WithSharedStoreTimeout(5*time.Second))
+	b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2})
 	store.entered = make(chan struct{}, 100)
 	store.gate = make(chan struct{}) // the first Get waits; the others join its flight
 	var wg sync.WaitGroup
