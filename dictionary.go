@@ -121,6 +121,9 @@ type dictStore struct {
 	// change once the store is built.
 	static map[[32]byte]*dictionary
 
+	// shared is the fleet's store (shared_dict.go), nil without one.
+	shared *shared
+
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
 }
@@ -229,15 +232,24 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool) {
 		body = bytes.Clone(body)
 	}
 	d := &dictionary{hash: hash, data: body, pattern: pattern}
+	if s.insert(d, int64(cap(body))+dictEntryBytes) == d && s.shared != nil {
+		s.publish(d)
+	}
+}
+
+// insert adds d, a remembered dictionary costing weight, to the store and
+// returns it, or returns the dictionary of the same hash stored meanwhile
+// by another response. Its encoder pools and prepared tables go with it
+// when it is evicted: responses still using one put their encoders back
+// into a pool nothing else reaches.
+func (s *dictStore) insert(d *dictionary, weight int64) *dictionary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.remembered.Peek(hash); ok {
-		return // stored meanwhile by another response
+	if held, ok := s.remembered.Peek(d.hash); ok {
+		return held
 	}
-	// Its encoder pools and prepared tables go with it when it is
-	// evicted: responses still using one put their encoders back into a
-	// pool nothing else reaches.
-	s.remembered.Add(hash, d, int64(cap(body))+dictEntryBytes)
+	s.remembered.Add(d.hash, d, weight)
+	return d
 }
 
 // charge adds n bytes of encoder state about to be built for d to d's cost,
@@ -466,6 +478,9 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 		return nil, pattern, varies
 	}
 	d := s.lookup(hash)
+	if d == nil && pattern > 0 && s.shared != nil {
+		d = s.fetch(r.Context(), hash, path)
+	}
 	if d == nil || !cdt.MatchPath(d.pattern, path) {
 		return nil, pattern, varies
 	}

@@ -61,6 +61,8 @@ type Middleware struct {
 	slots sync.Pool
 	// dotfiles is WithFileServerDotfiles (fileserver.go).
 	dotfiles bool
+	// shared is the store of WithSharedStore, nil without one (shared.go).
+	shared *shared
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -90,6 +92,7 @@ func New(opts ...Option) (*Middleware, error) {
 		observe:  c.observe,
 		cache:    c.cache,
 		dotfiles: c.dotfiles,
+		shared:   newShared(&c, c.observe),
 	}
 	if c.trustETags {
 		if c.cache == nil {
@@ -112,6 +115,9 @@ func New(opts ...Option) (*Middleware, error) {
 	var err error
 	if m.dicts, err = newDictStore(&c, levelOf(&c, Zstd), levelOf(&c, Brotli)); err != nil {
 		return nil, err
+	}
+	if m.dicts != nil {
+		m.dicts.shared = m.shared
 	}
 	bufferSize := max(c.bufferSize, c.minSize)
 	if m.buffers, err = pool.NewBuffers(bufferSize); err != nil {
