@@ -66,11 +66,13 @@ const (
 	// allkeys-lru) bounds the memory before that.
 	DefaultLifetime = 7 * 24 * time.Hour
 
-	// DefaultTimeout bounds each call when WithTimeout is not given: a
-	// value at squeeze's largest limits crosses a data-centre network
-	// several times over within it, while a request waits no longer than
-	// a slow cache lookup.
-	DefaultTimeout = 50 * time.Millisecond
+	// DefaultTimeout bounds each call when WithTimeout is not given. It is
+	// the backstop for callers without a deadline of their own and longer
+	// than squeeze's DefaultSharedStoreTimeout, so that squeeze's setting
+	// is the one that bounds a request's wait; within it a value at
+	// squeeze's largest limits crosses a loaded loopback or a data-centre
+	// network (BENCHMARKS.md).
+	DefaultTimeout = 100 * time.Millisecond
 
 	// MaxAbandoned is how many commands a Store leaves running past their
 	// timeout, at most, on a client without ContextTimeoutEnabled.
@@ -300,7 +302,7 @@ func (s *Store) call(ctx context.Context, do func(context.Context) error) error 
 	case <-ctx.Done():
 		s.abandoned.Add(1)
 		go func() {
-			<-done
+			_ = <-done // the caller has its error already
 			s.abandoned.Add(-1)
 		}()
 		return ctx.Err()
