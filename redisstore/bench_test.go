@@ -14,7 +14,7 @@ import (
 //
 //	go test -run '^$' -bench Store -benchtime 2s ./redisstore
 func BenchmarkStore(b *testing.B) {
-	srv, _ := startRedis(b)
+	srv, raw := startRedis(b)
 	// A long timeout: the benchmark measures latency, which a loaded
 	// machine stretches, not the timeout.
 	s := redisstore.New(newClient(b, srv, true), redisstore.WithTimeout(10*time.Second))
@@ -33,6 +33,15 @@ func BenchmarkStore(b *testing.B) {
 			for b.Loop() {
 				if v, ok, err := s.Get(ctx, key, size.n); err != nil || !ok || len(v) != size.n {
 					b.Fatal(len(v), ok, err)
+				}
+			}
+		})
+		// The floor: a plain GET, which no limit bounds.
+		b.Run("RawGET/"+size.name, func(b *testing.B) {
+			b.SetBytes(int64(size.n))
+			for b.Loop() {
+				if v, err := raw.Get(ctx, redisstore.DefaultPrefix+key).Bytes(); err != nil || len(v) != size.n {
+					b.Fatal(len(v), err)
 				}
 			}
 		})
