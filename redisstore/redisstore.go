@@ -211,30 +211,26 @@ func (s *Store) Get(ctx context.Context, key string, limit int) ([]byte, bool, e
 	if limit < 0 {
 		return nil, false, fmt.Errorf("redisstore: Get(%q) with a negative limit %d", key, limit)
 	}
-	var value []byte
-	var ok bool
-	err := s.call(ctx, func(ctx context.Context) error {
+	value, err := call(s, ctx, func(ctx context.Context) ([]byte, error) {
 		res, err := getScript.Run(ctx, s.client, []string{s.prefix + key}, limit).Result()
-		switch {
-		case errors.Is(err, redis.Nil):
-			return nil
-		case err != nil:
-			return err
+		if err != nil {
+			return nil, err
 		}
 		switch v := res.(type) {
 		case string:
-			value, ok = []byte(v), true
+			return []byte(v), nil
 		case int64:
-			// Longer than limit: not transferred.
-		default:
-			return fmt.Errorf("redisstore: Get(%q): the script answered %T", key, res)
+			return nil, redis.Nil // longer than limit: not transferred
 		}
-		return nil
+		return nil, fmt.Errorf("redisstore: Get(%q): the script answered %T", key, res)
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, false, nil
+	case err != nil:
 		return nil, false, err
 	}
-	return value, ok, nil
+	return value, true, nil
 }
 
 // Set stores value under key for lifetime (0: the Store's lifetime),
@@ -244,9 +240,10 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, lifetime time
 	if err != nil {
 		return err
 	}
-	return s.call(ctx, func(ctx context.Context) error {
-		return s.client.Set(ctx, s.prefix+key, value, lifetime).Err()
+	_, err = call(s, ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, s.client.Set(ctx, s.prefix+key, value, lifetime).Err()
 	})
+	return err
 }
 
 // Claim stores value under key for lifetime (0: the Store's lifetime) only
@@ -257,13 +254,9 @@ func (s *Store) Claim(ctx context.Context, key string, value []byte, lifetime ti
 	if err != nil {
 		return false, err
 	}
-	var won bool
-	err = s.call(ctx, func(ctx context.Context) error {
-		var err error
-		won, err = s.client.SetNX(ctx, s.prefix+key, value, lifetime).Result()
-		return err
+	return call(s, ctx, func(ctx context.Context) (bool, error) {
+		return s.client.SetNX(ctx, s.prefix+key, value, lifetime).Result()
 	})
-	return won, err
 }
 
 // lifetimeOf returns the lifetime to write: the Store's for 0, and at least
@@ -280,11 +273,13 @@ func (s *Store) lifetimeOf(op, key string, d time.Duration) (time.Duration, erro
 	return d, nil
 }
 
-// call runs do with a context that ends at the Store's timeout, and returns
-// by then even when the client does not honour the context.
-func (s *Store) call(ctx context.Context, do func(context.Context) error) error {
+// call runs do with a context that ends at s's timeout, and returns by
+// then even when the client does not honour the context: do's results are
+// then dropped when it returns.
+func call[T any](s *Store, ctx context.Context, do func(context.Context) (T, error)) (T, error) {
+	var zero T
 	if err := ctx.Err(); err != nil {
-		return err
+		return zero, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -292,19 +287,26 @@ func (s *Store) call(ctx context.Context, do func(context.Context) error) error 
 		return do(ctx)
 	}
 	if s.abandoned.Load() >= MaxAbandoned {
-		return ErrTooManyAbandoned
+		return zero, ErrTooManyAbandoned
 	}
-	done := make(chan error, 1)
-	go func() { done <- do(ctx) }()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := do(ctx)
+		done <- result{v, err}
+	}()
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.v, r.err
 	case <-ctx.Done():
 		s.abandoned.Add(1)
 		go func() {
-			_ = <-done // the caller has its error already
+			<-done
 			s.abandoned.Add(-1)
 		}()
-		return ctx.Err()
+		return zero, ctx.Err()
 	}
 }
