@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"bytes"
 	"testing"
-	"time"
 
 	"github.com/squeezehttp/squeeze/redisstore"
 )
@@ -15,9 +14,7 @@ import (
 //	go test -run '^$' -bench Store -benchtime 2s ./redisstore
 func BenchmarkStore(b *testing.B) {
 	srv, raw := startRedis(b)
-	// A long timeout: the benchmark measures latency, which a loaded
-	// machine stretches, not the timeout.
-	s := redisstore.New(newClient(b, srv, true), redisstore.WithTimeout(10*time.Second))
+	s := newStore(b, srv, true) // measures latency, not the timeout
 	ctx := b.Context()
 	for _, size := range []struct {
 		name string

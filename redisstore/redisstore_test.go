@@ -40,9 +40,17 @@ func newClient(t testing.TB, srv *testtool.Redis, honoursContext bool) *redis.Cl
 	return c
 }
 
+// newStore returns a Store on a client of srv (see newClient) with opts,
+// after a timeout no loaded machine (or -race) reaches: the tests that are
+// not about the timeout pin what the Store does, not when.
+func newStore(t testing.TB, srv *testtool.Redis, honoursContext bool, opts ...redisstore.Option) *redisstore.Store {
+	t.Helper()
+	return redisstore.New(newClient(t, srv, honoursContext), append([]redisstore.Option{redisstore.WithTimeout(10 * time.Second)}, opts...)...)
+}
+
 func TestGetReturnsWhatSetStored(t *testing.T) {
 	srv, _ := startRedis(t)
-	s := redisstore.New(newClient(t, srv, true))
+	s := newStore(t, srv, true)
 	ctx := t.Context()
 	for _, size := range []int{0, 1, 1 << 10, 64 << 10, 1 << 20} {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
@@ -64,7 +72,7 @@ func TestGetReturnsWhatSetStored(t *testing.T) {
 
 func TestGetOfMissingKeyIsNotFound(t *testing.T) {
 	srv, _ := startRedis(t)
-	s := redisstore.New(newClient(t, srv, true))
+	s := newStore(t, srv, true)
 	got, ok, err := s.Get(t.Context(), "never-set", 1<<20)
 	if err != nil || ok || got != nil {
 		t.Fatalf("Get of a missing key = %q, %v, %v; want nil, false, nil", got, ok, err)
@@ -73,7 +81,7 @@ func TestGetOfMissingKeyIsNotFound(t *testing.T) {
 
 func TestSetReplacesTheValue(t *testing.T) {
 	srv, _ := startRedis(t)
-	s := redisstore.New(newClient(t, srv, true))
+	s := newStore(t, srv, true)
 	ctx := t.Context()
 	for _, v := range []string{"first", "second, longer"} {
 		if err := s.Set(ctx, "k", []byte(v), 0); err != nil {
@@ -87,7 +95,7 @@ func TestSetReplacesTheValue(t *testing.T) {
 
 func TestClaimStoresOnlyWhenKeyHoldsNothing(t *testing.T) {
 	srv, _ := startRedis(t)
-	s := redisstore.New(newClient(t, srv, true))
+	s := newStore(t, srv, true)
 	ctx := t.Context()
 	if won, err := s.Claim(ctx, "work", []byte("replica-1"), time.Minute); !won || err != nil {
 		t.Fatalf("first Claim = %v, %v; want true", won, err)
@@ -130,8 +138,8 @@ func TestClaimStoresOnlyWhenKeyHoldsNothing(t *testing.T) {
 func TestLifetimes(t *testing.T) {
 	srv, raw := startRedis(t)
 	ctx := t.Context()
-	defaults := redisstore.New(newClient(t, srv, true))
-	hour := redisstore.New(newClient(t, srv, true), redisstore.WithLifetime(time.Hour))
+	defaults := newStore(t, srv, true)
+	hour := newStore(t, srv, true, redisstore.WithLifetime(time.Hour))
 	for _, tc := range []struct {
 		name     string
 		write    func(key string) error
@@ -184,8 +192,8 @@ func TestLifetimes(t *testing.T) {
 func TestPrefixKeepsStoresApart(t *testing.T) {
 	srv, raw := startRedis(t)
 	ctx := t.Context()
-	a := redisstore.New(newClient(t, srv, true), redisstore.WithPrefix("app-a:"))
-	b := redisstore.New(newClient(t, srv, true), redisstore.WithPrefix("app-b:"))
+	a := newStore(t, srv, true, redisstore.WithPrefix("app-a:"))
+	b := newStore(t, srv, true, redisstore.WithPrefix("app-b:"))
 	if err := a.Set(ctx, "k", []byte("a's"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +233,7 @@ func netOutput(t *testing.T, raw *redis.Client) int {
 
 func TestGetOverTheLimitDoesNotTransferTheValue(t *testing.T) {
 	srv, raw := startRedis(t)
-	s := redisstore.New(newClient(t, srv, true))
+	s := newStore(t, srv, true)
 	ctx := t.Context()
 	const size = 1 << 20
 	if err := s.Set(ctx, "big", bytes.Repeat([]byte("x"), size), 0); err != nil {
@@ -261,7 +269,7 @@ func TestGetOverTheLimitDoesNotTransferTheValue(t *testing.T) {
 
 func TestCorruptedValueIsReturnedAsStored(t *testing.T) {
 	srv, raw := startRedis(t)
-	s := redisstore.New(newClient(t, srv, true))
+	s := newStore(t, srv, true)
 	ctx := t.Context()
 	// What another program (or an attacker with the database) wrote is
 	// returned as it is: squeeze, not the store, verifies it.
@@ -284,7 +292,7 @@ func TestCorruptedValueIsReturnedAsStored(t *testing.T) {
 
 func TestInvalidArgumentsAreErrors(t *testing.T) {
 	srv, _ := startRedis(t)
-	s := redisstore.New(newClient(t, srv, true))
+	s := newStore(t, srv, true)
 	ctx := t.Context()
 	if _, _, err := s.Get(ctx, "k", -1); err == nil || !strings.Contains(err.Error(), "negative limit -1") {
 		t.Errorf("Get with limit -1: %v", err)
@@ -348,7 +356,7 @@ func TestTimeoutEndsCallsToAServerThatDoesNotAnswer(t *testing.T) {
 	for _, honours := range []bool{true, false} {
 		t.Run("ContextTimeoutEnabled="+strconv.FormatBool(honours), func(t *testing.T) {
 			srv, raw := startRedis(t)
-			s := redisstore.New(newClient(t, srv, honours), redisstore.WithTimeout(timeout))
+			s := newStore(t, srv, honours, redisstore.WithTimeout(timeout))
 			ctx := t.Context()
 			if err := s.Set(ctx, "k", []byte("v"), 0); err != nil { // connects
 				t.Fatal(err)
@@ -371,7 +379,7 @@ func TestTimeoutEndsCallsToAServerThatDoesNotAnswer(t *testing.T) {
 
 			// A caller's earlier deadline ends a call sooner than the
 			// Store's timeout; the Store's ends a caller's later one.
-			long := redisstore.New(newClient(t, srv, honours), redisstore.WithTimeout(paused/3))
+			long := newStore(t, srv, honours, redisstore.WithTimeout(paused/3))
 			short, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			start := time.Now()
@@ -443,7 +451,7 @@ func TestServerStoppedAndRestarted(t *testing.T) {
 	for _, honours := range []bool{true, false} {
 		t.Run("ContextTimeoutEnabled="+strconv.FormatBool(honours), func(t *testing.T) {
 			srv, _ := startRedis(t)
-			s := redisstore.New(newClient(t, srv, honours))
+			s := newStore(t, srv, honours)
 			ctx := t.Context()
 			if err := s.Set(ctx, "k", []byte("v"), 0); err != nil {
 				t.Fatal(err)
