@@ -1,8 +1,11 @@
 package squeeze
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -108,5 +111,63 @@ func TestSharedBreakerLetsOneProbeThrough(t *testing.T) {
 		if !b.allow() {
 			t.Fatal("a successful probe did not close the breaker")
 		}
+	}
+}
+
+// A key whose value failed verification is not asked for again until this
+// replica writes it, which puts a good value there.
+func TestSharedRejectedKeyIsAskedAgainAfterAWrite(t *testing.T) {
+	store := &claimStore{values: map[string][]byte{"k": []byte("bad")}}
+	var events []SharedResult
+	s := newShared(&config{shared: store}, func(e Event) { events = append(events, e.Shared) })
+	good := func(v []byte) (any, bool) { return string(v), string(v) == "good" }
+	ctx := context.Background()
+	for range 2 {
+		if _, ok := s.get(ctx, "k", 100, good); ok {
+			t.Fatal("a bad value was accepted")
+		}
+	}
+	if !s.set(ctx, "k", []byte("good"), 0) {
+		t.Fatal("set failed")
+	}
+	if v, ok := s.get(ctx, "k", 100, good); !ok || v != "good" {
+		t.Fatalf("after the write: %v, %v", v, ok)
+	}
+	want := []SharedResult{SharedRejected, SharedSkipped, SharedWritten, SharedHit}
+	if len(events) != len(want) {
+		t.Fatalf("events %v, want %v", events, want)
+	}
+	for i := range want {
+		if events[i] != want[i] {
+			t.Fatalf("events %v, want %v", events, want)
+		}
+	}
+}
+
+// BenchmarkSharedDictionaryFetch is what a shared hit costs a replica
+// besides the store's round trip: the flight, the framing, the SHA-256 of
+// the bytes and the insertion into a fresh local store.
+func BenchmarkSharedDictionaryFetch(b *testing.B) {
+	for _, size := range []int{64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			data := bytes.Repeat([]byte("squeeze fleet dictionary "), size/25+1)[:size]
+			hash := sha256.Sum256(data)
+			store := &claimStore{values: map[string][]byte{}}
+			c := &config{dictMatch: []string{"/js/*"}, dictCodings: []string{DCZ}, dictStoreSize: DefaultDictionaryStoreSize,
+				shared: store, sharedTimeout: time.Second}
+			shared := newShared(c, nil)
+			store.values[sharedDictKey(hash)] = sharedDictValue(&dictionary{pattern: "/js/*", data: data})
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				s, err := newDictStore(c, 3, 5)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.shared = shared
+				if s.fetch(context.Background(), hash, "/js/app.js") == nil {
+					b.Fatal("no dictionary")
+				}
+			}
+		})
 	}
 }
