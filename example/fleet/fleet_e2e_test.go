@@ -34,7 +34,11 @@ const (
 
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(envAddr); addr != "" {
-		if err := serveReplica(addr, os.Getenv(envRedis), os.Getenv(envReplica)); err != nil {
+		serve := serveReplica
+		if os.Getenv(envFiles) != "" {
+			serve = serveBundles
+		}
+		if err := serve(addr, os.Getenv(envRedis), os.Getenv(envReplica)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -132,8 +136,9 @@ func waitHTTP(t *testing.T, url string) {
 	}
 }
 
-// startProcess starts name with args and env, killed when the test ends.
-func startProcess(t *testing.T, env []string, name string, args ...string) {
+// startProcess starts name with args and env, killed when the test ends
+// or when the returned function is called, whichever comes first.
+func startProcess(t *testing.T, env []string, name string, args ...string) (kill func()) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -141,10 +146,34 @@ func startProcess(t *testing.T, env []string, name string, args ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	kill = sync.OnceFunc(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
+	t.Cleanup(kill)
+	return kill
+}
+
+// startReplicas starts a replica on each of addrs, the test binary run
+// again with env, and waits until each answers; kill ends them all.
+func startReplicas(t *testing.T, env []string, addrs []string) (kill func()) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kills []func()
+	for i, addr := range addrs {
+		kills = append(kills, startProcess(t, append([]string{envAddr + "=" + addr, envReplica + "=" + strconv.Itoa(i)}, env...), self))
+	}
+	for _, addr := range addrs {
+		waitHTTP(t, "http://"+addr+"/")
+	}
+	return func() {
+		for _, k := range kills {
+			k()
+		}
+	}
 }
 
 // startFleet starts three replicas (sharing through redisAddr if it is not
@@ -152,16 +181,28 @@ func startProcess(t *testing.T, env []string, name string, args ...string) {
 // returns HAProxy's URL.
 func startFleet(t *testing.T, balance, redisAddr string) string {
 	t.Helper()
-	haproxy := testtool.Require(t, "haproxy")
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+	addrs := freeAddrs(t, 3)
+	startReplicas(t, []string{envRedis + "=" + redisAddr}, addrs)
+	return startHAProxy(t, balance, addrs)
+}
+
+// freeAddrs returns n free loopback addresses.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		addrs[i] = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	}
+	return addrs
+}
+
+// startHAProxy starts HAProxy balancing over the servers at addrs with
+// balance, and returns its URL.
+func startHAProxy(t *testing.T, balance string, addrs []string) string {
+	t.Helper()
+	haproxy := testtool.Require(t, "haproxy")
 	var servers string
-	for i := range 3 {
-		addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-		startProcess(t, []string{envAddr + "=" + addr, envRedis + "=" + redisAddr, envReplica + "=" + strconv.Itoa(i)}, self)
-		waitHTTP(t, "http://"+addr+"/")
+	for i, addr := range addrs {
 		servers += fmt.Sprintf("    server r%d %s\n", i, addr)
 	}
 	front := "127.0.0.1:" + strconv.Itoa(freePort(t))
