@@ -129,9 +129,11 @@ func (s *shared) get(ctx context.Context, key string, limit int, use func(value 
 		f := r.Val.(sharedFlight)
 		return f.v, f.ok
 	case <-deadline.C:
-		// The fetch outlived its own deadline: the store does not honour
-		// its context. It still counts as a failure once it returns; this
-		// caller goes on without it.
+		// The fetch has not returned by its deadline: the store is slow to
+		// honour its context, or does not. The fetch counts as a failure
+		// when it returns; this caller goes on without it. A store that
+		// never returns holds its fetches' reservations, so past the
+		// in-flight budget no call is made at all.
 		return nil, false
 	case <-ctx.Done():
 		return nil, false

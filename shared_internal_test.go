@@ -171,3 +171,61 @@ func BenchmarkSharedDictionaryFetch(b *testing.B) {
 		})
 	}
 }
+
+// gatedStore holds every Get until gate is closed.
+type gatedStore struct {
+	claimStore
+	gate  chan struct{}
+	calls chan struct{}
+}
+
+func (s *gatedStore) Get(ctx context.Context, key string, limit int) ([]byte, bool, error) {
+	s.calls <- struct{}{}
+	<-s.gate
+	return s.claimStore.Get(ctx, key, limit)
+}
+
+// Values being read hold at most sharedInflightValues times the value
+// limit: fetches of distinct keys beyond that are not made while the
+// others are in flight, whatever their number.
+func TestSharedFetchesInFlightAreBounded(t *testing.T) {
+	store := &gatedStore{claimStore: claimStore{values: map[string][]byte{}}, gate: make(chan struct{}), calls: make(chan struct{}, 100)}
+	var mu sync.Mutex
+	counts := map[SharedResult]int{}
+	s := newShared(&config{shared: store, sharedMaxValue: 1 << 10, sharedTimeout: 5 * time.Second}, func(e Event) {
+		mu.Lock()
+		counts[e.Shared]++
+		mu.Unlock()
+	})
+	accept := func(v []byte) (any, bool) { return v, true }
+	var wg sync.WaitGroup
+	const n = 3 * sharedInflightValues
+	for i := range n {
+		wg.Go(func() { s.get(context.Background(), fmt.Sprint("k", i), 1<<10, accept) })
+	}
+	for range sharedInflightValues {
+		<-store.calls
+	}
+	// The others find no room and give up at once.
+	for give := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		skipped := counts[SharedSkipped]
+		mu.Unlock()
+		if skipped == n-sharedInflightValues {
+			break
+		}
+		if time.Now().After(give) {
+			close(store.gate)
+			t.Fatalf("%d of %d fetches skipped, %d calls made: the fetches in flight are not bounded",
+				skipped, n-sharedInflightValues, sharedInflightValues+len(store.calls))
+		}
+	}
+	close(store.gate)
+	wg.Wait()
+	if got := len(store.calls); got != 0 {
+		t.Errorf("%d calls beyond the %d in flight", got, sharedInflightValues)
+	}
+	if counts[SharedMiss] != sharedInflightValues {
+		t.Errorf("results %v, want %d misses", counts, sharedInflightValues)
+	}
+}
