@@ -32,13 +32,17 @@
 // sees, and stops asking a store that fails; the Store's timeout is the
 // bound for every other caller, and the backstop behind squeeze's.
 //
+// With the server down, go-redis retries its dial (DialerRetries, 100 ms
+// apart by default), so a call waits out its whole timeout; squeeze's
+// breaker stops asking after a few such calls, for a while.
+//
 // go-redis ignores contexts unless the client was made with
-// ContextTimeoutEnabled: true, and then waits up to its ReadTimeout (seconds)
-// on a server that does not answer. Give the client that option. When it
-// does not have it, the Store still returns at the timeout, by waiting for
-// the command in another goroutine that ends when the client gives up; at
-// most MaxAbandoned such commands are left running at once, and beyond that
-// a call fails at once instead of leaving another one.
+// ContextTimeoutEnabled: true; without it, a command to a server that does
+// not answer waits out the client's ReadTimeout (seconds). Give the client
+// that option. When it does not have it, the Store still returns at the
+// timeout, leaving the command to end in another goroutine when the client
+// gives up; while MaxAbandoned such commands are running, a call fails at
+// once (ErrTooManyAbandoned) instead of leaving another one.
 package redisstore
 
 import (
