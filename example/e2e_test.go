@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -399,27 +398,11 @@ func dumpDOM(t *testing.T, url string) string {
 	chromium := testtool.Require(t, "chromium")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*waitLimit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium,
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", // containers often give /dev/shm only 64 MB
-		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=20000", "--dump-dom", url)
-	// Chromium starts helper processes; a process group lets one signal
-	// end them all.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if cmd.Process != nil {
-		// Whatever of the group is still alive; ESRCH when none is.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	dom, err := testtool.DumpDOM(ctx, chromium, t.TempDir(), url)
 	if err != nil {
-		t.Fatalf("chromium: %v\nstderr:\n%s", err, stderr.Bytes())
+		t.Fatal(err)
 	}
-	return stdout.String()
+	return dom
 }
 
 // element returns the start tag of the element with the given id in dom.

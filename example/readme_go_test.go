@@ -14,19 +14,21 @@ import (
 // readmeImports are the packages the README's Go excerpts use, by the name
 // they are used under.
 var readmeImports = map[string]string{
-	"squeeze": "github.com/squeezehttp/squeeze",
-	"chi":     "github.com/go-chi/chi/v5",
-	"http":    "net/http",
-	"log":     "log",
-	"expvar":  "expvar",
-	"fs":      "io/fs",
-	"embed":   "embed",
-	"json":    "encoding/json",
-	"fmt":     "fmt",
-	"io":      "io",
-	"errors":  "errors",
-	"time":    "time",
-	"strings": "strings",
+	"squeeze":    "github.com/squeezehttp/squeeze",
+	"chi":        "github.com/go-chi/chi/v5",
+	"http":       "net/http",
+	"log":        "log",
+	"expvar":     "expvar",
+	"fs":         "io/fs",
+	"embed":      "embed",
+	"json":       "encoding/json",
+	"fmt":        "fmt",
+	"io":         "io",
+	"errors":     "errors",
+	"time":       "time",
+	"strings":    "strings",
+	"redis":      "github.com/redis/go-redis/v9",
+	"redisstore": "github.com/squeezehttp/squeeze/redisstore",
 }
 
 // readmeContext declares what an excerpt takes from the text around it
