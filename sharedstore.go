@@ -102,7 +102,7 @@ func WithSharedStore(s SharedStore) Option {
 	return func(c *config) error {
 		if s == nil {
 			return errors.New("squeeze: WithSharedStore(nil): the store is nil; leave the option out to share nothing, " +
-				"or pass a store such as redisstore.New(redis.NewClient(...))")
+				"or pass a store such as redisstore.MustNew(redis.NewClient(...))")
 		}
 		c.shared = s
 		return nil

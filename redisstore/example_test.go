@@ -23,10 +23,13 @@ func Example() {
 	})
 	defer client.Close()
 
-	store := redisstore.New(client,
+	store, err := redisstore.New(client,
 		redisstore.WithPrefix("myapp:squeeze:"),
 		redisstore.WithLifetime(14*24*time.Hour), // deploys are fortnightly
 	)
+	if err != nil {
+		log.Fatal(err)
+	}
 	mw, err := squeeze.New(
 		squeeze.WithDictionaryMatch("/js/app.*.js"),
 		squeeze.WithSharedStore(store),

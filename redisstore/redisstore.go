@@ -3,7 +3,7 @@
 // dictionaries and best-level encodings squeeze learns:
 //
 //	client := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
-//	mw, err := squeeze.New(squeeze.WithSharedStore(redisstore.New(client)))
+//	mw, err := squeeze.New(squeeze.WithSharedStore(redisstore.MustNew(client)))
 //
 // A redis.UniversalClient covers a single server, Sentinel and Cluster: each
 // call touches one key, so a Cluster serves it from the key's own slot.
@@ -166,12 +166,11 @@ func WithTimeout(d time.Duration) Option {
 // failover client; give it ContextTimeoutEnabled: true (see the package
 // documentation). The Store does not close the client.
 //
-// New panics when client is nil or an option is invalid, with a message
-// that names the option and the value: both are mistakes in the program,
-// found when it starts, like a regular expression that does not compile.
-func New(client redis.UniversalClient, opts ...Option) *Store {
+// New returns an error that names the option and the value when client is
+// nil or an option is invalid.
+func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if client == nil {
-		panic("redisstore.New: the client is nil; pass a client from redis.NewClient, redis.NewClusterClient or redis.NewUniversalClient")
+		return nil, errors.New("redisstore.New: the client is nil; pass a client from redis.NewClient, redis.NewClusterClient or redis.NewUniversalClient")
 	}
 	s := &Store{
 		client:         client,
@@ -182,11 +181,21 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	}
 	for i, opt := range opts {
 		if opt == nil {
-			panic(fmt.Sprintf("redisstore.New: option %d is nil", i+1))
+			return nil, fmt.Errorf("redisstore.New: option %d is nil", i+1)
 		}
 		if err := opt(s); err != nil {
-			panic("redisstore.New: " + err.Error())
+			return nil, fmt.Errorf("redisstore.New: %w", err)
 		}
+	}
+	return s, nil
+}
+
+// MustNew is like [New] but panics with New's error, for a program that
+// builds its Store once when it starts.
+func MustNew(client redis.UniversalClient, opts ...Option) *Store {
+	s, err := New(client, opts...)
+	if err != nil {
+		panic(err)
 	}
 	return s
 }

@@ -45,7 +45,7 @@ func newClient(t testing.TB, srv *testtool.Redis, honoursContext bool) *redis.Cl
 // not about the timeout pin what the Store does, not when.
 func newStore(t testing.TB, srv *testtool.Redis, honoursContext bool, opts ...redisstore.Option) *redisstore.Store {
 	t.Helper()
-	return redisstore.New(newClient(t, srv, honoursContext), append([]redisstore.Option{redisstore.WithTimeout(10 * time.Second)}, opts...)...)
+	return redisstore.MustNew(newClient(t, srv, honoursContext), append([]redisstore.Option{redisstore.WithTimeout(10 * time.Second)}, opts...)...)
 }
 
 func TestGetReturnsWhatSetStored(t *testing.T) {
@@ -211,7 +211,7 @@ func TestPrefixKeepsStoresApart(t *testing.T) {
 	if got := a.Prefix(); got != "app-a:" {
 		t.Errorf("Prefix() = %q", got)
 	}
-	if got := redisstore.New(raw).Prefix(); got != redisstore.DefaultPrefix {
+	if got := redisstore.MustNew(raw).Prefix(); got != redisstore.DefaultPrefix {
 		t.Errorf("default Prefix() = %q; want %q", got, redisstore.DefaultPrefix)
 	}
 }
@@ -310,7 +310,7 @@ func TestInvalidArgumentsAreErrors(t *testing.T) {
 	}
 }
 
-func TestNewPanicsOnMistakes(t *testing.T) {
+func TestNewRejectsMistakes(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = client.Close() })
 	for _, tc := range []struct {
@@ -330,13 +330,16 @@ func TestNewPanicsOnMistakes(t *testing.T) {
 		{"nil option", client, []redisstore.Option{redisstore.WithTimeout(time.Second), nil}, "option 2 is nil"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			s, err := redisstore.New(tc.client, tc.opts...)
+			if err == nil || s != nil || !strings.HasPrefix(err.Error(), "redisstore.New: ") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New = %v, %v; want nil and an error with %q", s, err, tc.want)
+			}
 			defer func() {
-				msg := fmt.Sprint(recover())
-				if !strings.HasPrefix(msg, "redisstore.New: ") || !strings.Contains(msg, tc.want) {
-					t.Errorf("New panicked with %q; want a message with %q", msg, tc.want)
+				if msg := fmt.Sprint(recover()); msg != err.Error() {
+					t.Errorf("MustNew panicked with %q; want New's error %q", msg, err)
 				}
 			}()
-			redisstore.New(tc.client, tc.opts...)
+			redisstore.MustNew(tc.client, tc.opts...)
 		})
 	}
 }
@@ -405,7 +408,7 @@ func TestAbandonedCommandsAreBounded(t *testing.T) {
 	// most MaxAbandoned commands running.
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 5 * time.Second, MaxRetries: -1, PoolSize: 64})
 	t.Cleanup(func() { _ = c.Close() })
-	s := redisstore.New(c, redisstore.WithTimeout(20*time.Millisecond))
+	s := redisstore.MustNew(c, redisstore.WithTimeout(20*time.Millisecond))
 	ctx := t.Context()
 	if err := s.Set(ctx, "k", []byte("v"), 0); err != nil {
 		t.Fatal(err)

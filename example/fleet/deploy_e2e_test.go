@@ -82,7 +82,7 @@ func serveBundles(addr, redisAddr, name string) error {
 	if redisAddr != "" {
 		client := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 		defer client.Close()
-		opts = append(opts, squeeze.WithSharedStore(redisstore.New(client)), squeeze.WithSharedStoreTimeout(replicaStoreTimeout))
+		opts = append(opts, squeeze.WithSharedStore(redisstore.MustNew(client)), squeeze.WithSharedStoreTimeout(replicaStoreTimeout))
 	}
 	m, err := squeeze.New(opts...)
 	if err != nil {

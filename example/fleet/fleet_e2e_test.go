@@ -58,7 +58,7 @@ func serveReplica(addr, redisAddr, name string) error {
 		// A timeout a loaded CI machine (or -race) does not reach: the
 		// test pins what is shared; redisstore's own tests pin the
 		// timeout.
-		opts = append(opts, squeeze.WithSharedStore(redisstore.New(client)), squeeze.WithSharedStoreTimeout(time.Second))
+		opts = append(opts, squeeze.WithSharedStore(redisstore.MustNew(client)), squeeze.WithSharedStoreTimeout(time.Second))
 	}
 	m, err := squeeze.New(opts...)
 	if err != nil {
