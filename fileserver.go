@@ -257,11 +257,9 @@ type request struct {
 }
 
 func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if hw, ok := w.(*handlerWriter); ok && s.m.observe != nil {
-		// Wrapped in a Middleware's Handler after all: the file server
-		// reports this response, so the wrapper must not report it again.
-		hw.quiet(s.m)
-	}
+	// Should the Middleware's Handler wrap the file server after all, the
+	// file server reports this response, and the Handler must not.
+	s.m.skipReport(w)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		fileError(w, "405 method not allowed", http.StatusMethodNotAllowed)
