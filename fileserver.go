@@ -253,13 +253,18 @@ type request struct {
 	upath string
 	meta  *fileMeta
 	ev    Event
-	t0    time.Time
 }
 
 func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Should the Middleware's Handler wrap the file server after all, the
 	// file server reports this response, and the Handler must not.
 	s.m.skipReport(w)
+	q := &request{s: s, r: r, w: &fileWriter{ResponseWriter: w}}
+	if s.m.observe != nil {
+		q.ev.Kind = ResponseEvent
+		defer q.report()
+	}
+	w = q.w
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		fileError(w, "405 method not allowed", http.StatusMethodNotAllowed)
@@ -292,13 +297,7 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fileError(w, "404 page not found", http.StatusNotFound)
 		return
 	}
-	q := &request{s: s, fsys: fsys, r: r, name: name, upath: originalPath(r)}
-	q.w = &fileWriter{ResponseWriter: w}
-	if s.m.observe != nil {
-		q.t0 = time.Now()
-		q.ev.Kind = ResponseEvent
-		defer q.report()
-	}
+	q.fsys, q.name, q.upath = fsys, name, originalPath(r)
 	if !s.m.dotfiles && hasDotSegment(name) {
 		q.fail(fs.ErrNotExist)
 		return
@@ -405,7 +404,6 @@ func (q *request) serve(slash bool) {
 // what a path that leads out of the tree gets is no different from a
 // missing file.
 func (q *request) fail(err error) {
-	q.ev.Skipped = ReasonStatus
 	if errors.Is(err, fs.ErrPermission) {
 		fileError(q.w, "403 Forbidden", http.StatusForbidden)
 		return
@@ -414,7 +412,6 @@ func (q *request) fail(err error) {
 }
 
 func (q *request) redirect(to string) {
-	q.ev.Skipped = ReasonStatus
 	if q.r.URL.RawQuery != "" {
 		to += "?" + q.r.URL.RawQuery
 	}
@@ -592,22 +589,19 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 		h["Link"] = d.links
 	}
 
+	ff := q.fileFacts(meta, eligible, ranged)
+	ff.siblings = len(siblings) > 0
+	ff.precoded = o != nil && o.dict == nil && siblings[o.coding] != ""
+	// A file that may not be encoded and has no siblings has nothing on
+	// offer: whether the client accepts a coding is then whether it
+	// accepts one of the Middleware's, as for a response.
+	ff.accepted = o != nil || !encodable && !ff.siblings && negotiate(q.r.Header["Accept-Encoding"], m.offers) >= 0
+	v, why, _ := verdictFor(m, &ff)
 	switch {
-	case o == nil:
-		switch {
-		case ranged:
-			q.ev.Skipped = ReasonRange
-		case !eligible && len(siblings) == 0:
-			q.ev.Skipped = ReasonContentType
-		case meta.size < int64(m.minSize) && len(siblings) == 0:
-			q.ev.Skipped = ReasonTooSmall
-		case meta.size > s.maxEncode && len(siblings) == 0:
-			q.ev.Skipped = ReasonTooLarge
-		default:
-			q.ev.Skipped = ReasonNotAccepted
-		}
+	case v != sendEncoded || o == nil:
+		q.ev.Skipped = why
 		q.servePlain(f, meta)
-	case siblings[o.coding] != "" && o.dict == nil:
+	case ff.precoded:
 		q.serveSibling(siblings[o.coding], o.coding, meta)
 	default:
 		data, err := q.encoded(f, o)
@@ -628,13 +622,42 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 				fileError(q.w, "500 internal server error", http.StatusInternalServerError)
 				return
 			}
-			q.ev.Skipped, q.ev.Cached = ReasonNoGain, false
+			ff.noGain = true
+			_, q.ev.Skipped, _ = verdictFor(m, &ff)
+			q.ev.Cached = false
 			q.servePlain(f, meta)
 			return
 		}
 		q.ev.Dictionary = o.dict != nil
 		q.serveBytes(data, o.coding, meta)
 	}
+}
+
+// fileFacts returns what decide is to know of the file, version meta, of
+// an eligible type or not, for this request, ranged or not: the facts of
+// the 200 that would send it whole. The caller adds what the file has on
+// offer and what the client accepts.
+func (q *request) fileFacts(meta *fileMeta, eligible, ranged bool) facts {
+	return facts{
+		responseFields: responseFields{contentType: meta.ctype, typed: true, eligible: eligible, declared: meta.size},
+		status:         http.StatusOK,
+		event:          atFile,
+		ranged:         ranged,
+		head:           q.r.Method == http.MethodHead,
+		storeLimit:     q.s.maxEncode,
+	}
+}
+
+// sentFacts returns the facts of the response as it went out, status, header
+// and body, and of its request.
+func (q *request) sentFacts() facts {
+	m := q.s.m
+	f := facts{responseFields: headerFields(q.w.Header()), status: q.w.status, buffered: int(q.w.n), event: atEnd}
+	f.eligible = f.typed && matchTypes(m.types, f.contentType)
+	f.ranged = len(q.r.Header["Range"]) > 0
+	f.head = q.r.Method == http.MethodHead
+	f.accepted = negotiate(q.r.Header["Accept-Encoding"], m.offers) >= 0
+	return f
 }
 
 // siblingNoLarger reports whether the sibling file name, when there is
@@ -1066,18 +1089,20 @@ func (q *request) serveOrphan() {
 	h := q.w.Header()
 	h["Vary"] = []string{"Accept-Encoding"}
 	h["Content-Type"] = []string{meta.ctype}
+	ranged := len(q.r.Header["Range"]) > 0
 	i := -1
-	if len(q.r.Header["Range"]) == 0 {
+	if !ranged {
 		i = negotiate(q.r.Header["Accept-Encoding"], offers)
 	}
-	if i >= 0 {
+	// Every representation of an orphan is a sibling.
+	ff := q.fileFacts(meta, matchTypes(m.types, meta.ctype), ranged)
+	ff.siblings, ff.precoded, ff.accepted = true, i >= 0, i >= 0
+	v, why, _ := verdictFor(m, &ff)
+	if v == sendEncoded && i >= 0 {
 		q.serveSibling(names[offers[i].coding], offers[i].coding, meta)
 		return
 	}
-	q.ev.Skipped = ReasonNotAccepted
-	if len(q.r.Header["Range"]) > 0 {
-		q.ev.Skipped = ReasonRange
-	}
+	q.ev.Skipped = why
 	h["Etag"] = []string{meta.etag}
 	q.conditionalTags(meta, "")
 	if severalRanges(q.r.Header.Get("Range")) {
@@ -1307,19 +1332,17 @@ func (w *fileWriter) ReadFrom(src io.Reader) (int64, error) {
 // [http.ResponseController].
 func (w *fileWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// report sends the request's Event to the observer.
+// report sends the request's Event to the observer. A response with any
+// status but 200 is not the file (a 304 or 206 of it, or the file server's
+// own answer): its reason is the verdict on what went out, as the
+// Middleware's Handler would give it.
 func (q *request) report() {
 	e := q.ev
 	e.Out = q.w.n
-	if !bodyAllowed(q.w.status) || q.w.status == http.StatusPartialContent || q.w.status >= 300 {
-		// A 304, 206 or an error: what was sent is not the file.
+	if q.w.status != http.StatusOK && q.w.status != 0 {
 		e.Coding, e.Dictionary, e.Cached = "", false, false
-		switch {
-		case q.w.status == http.StatusPartialContent:
-			e.Skipped = ReasonPartial
-		case !bodyAllowed(q.w.status) || e.Skipped == ReasonNone:
-			e.Skipped = ReasonStatus
-		}
+		f := q.sentFacts()
+		_, e.Skipped, _ = verdictFor(q.s.m, &f)
 	}
 	if e.Coding == "" {
 		e.In = e.Out

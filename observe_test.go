@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -824,3 +825,38 @@ func TestWrappedFileServerReportsOneEvent(t *testing.T) {
 type unwrappingWriter struct{ http.ResponseWriter }
 
 func (w *unwrappingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// The file server takes every reason a file goes out unencoded from the
+// decision (decide.go), as the Middleware does: no file of it names a
+// Reason but ReasonNone. TestFileServerReportsTheReasonsTheMiddlewareWould
+// checks what the reasons are.
+func TestFileServerTakesEveryReasonFromTheDecision(t *testing.T) {
+	reasons := map[string]bool{}
+	for _, name := range reasonConstNames(t) {
+		reasons[name] = name != "ReasonNone"
+	}
+	files, err := filepath.Glob("file*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && reasons[id.Name] {
+				t.Errorf("%s names %s: a reason is decide's to give", file, id.Name)
+			}
+			return true
+		})
+	}
+	if checked < 2 {
+		t.Fatalf("checked %d files (%v), want fileserver.go and filestore.go at least", checked, files)
+	}
+}
