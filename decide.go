@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// This file holds the one decision every response goes through: encode it,
-// send it as it is, or hold it back until more is known. Every reason a
-// response is not encoded is a case of the switch in decide.
+// This file holds the one decision every response, and every file a
+// [Middleware.FileServer] serves, goes through: encode it, send it as it
+// is, or hold it back until more is known. Every reason a response or a
+// file is not encoded is a case of the switch in verdictFor.
 
 // verdict is what happens to a response body.
 type verdict uint8
