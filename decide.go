@@ -271,7 +271,8 @@ type facts struct {
 	// accepts, whatever its type and size. siblings: it has siblings on
 	// offer, so its type alone does not keep it plain. storeLimit: the
 	// longest file the file server encodes, what its store keeps in one
-	// entry. noGain: encoding it did not make it smaller.
+	// entry (below zero when the store keeps none). noGain: encoding it
+	// did not make it smaller.
 	precoded, siblings, noGain bool
 	storeLimit                 int64
 }
@@ -331,7 +332,7 @@ func verdictFor(m *Middleware, f *facts) (verdict, Reason, need) {
 	switch {
 	case n >= 0 && n < int64(m.minSize):
 		return sendPlain, ReasonTooSmall, 0
-	case f.storeLimit > 0 && n > f.storeLimit:
+	case f.event == atFile && n > f.storeLimit:
 		return sendPlain, ReasonTooLarge, 0
 	case f.noGain:
 		return sendPlain, ReasonNoGain, 0

@@ -37,6 +37,8 @@ func TestVerdictForAFile(t *testing.T) {
 		{"empty", file(func(f *facts) { f.declared = 0 }), sendPlain, ReasonTooSmall},
 		{"longer than the store keeps", file(func(f *facts) { f.declared = 100001 }), sendPlain, ReasonTooLarge},
 		{"as long as the store keeps", file(func(f *facts) { f.declared = 100000 }), sendEncoded, ReasonNone},
+		{"a store that keeps nothing", file(func(f *facts) { f.storeLimit = -200 }), sendPlain, ReasonTooLarge},
+		{"a response longer than any store", facts{responseFields: responseFields{contentType: "text/html", typed: true, eligible: true, declared: 1 << 40}, status: 200, accepted: true}, sendEncoded, ReasonNone},
 		{"no gain", file(func(f *facts) { f.noGain = true }), sendPlain, ReasonNoGain},
 		{"not modified", file(func(f *facts) { f.status = 304 }), sendPlain, ReasonStatus},
 		{"partial", file(func(f *facts) { f.status = 206 }), sendPlain, ReasonPartial},
