@@ -598,6 +598,8 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 	v, why, _ := verdictFor(m, &ff)
 	switch {
 	case v != sendEncoded || o == nil:
+		// o is nil only with a plain verdict: a file with nothing on
+		// offer is one unfit to encode, and decide says why.
 		fr.ev.Skipped = why
 		fr.servePlain(f, meta)
 	case ff.precoded:
