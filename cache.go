@@ -308,6 +308,10 @@ type cacheKey struct {
 	// RequestURI, and the response's strong ETag; site is the request's
 	// Sec-Fetch-Site when the response varies on it (cacheFields.site).
 	host, uri, etag, site string
+	// file is the SHA-256 of a file's plain bytes in the key of a file
+	// server's representation (fileReps), and empty in a response's: the
+	// two keyspaces never meet.
+	file string
 }
 
 // cacheEntry is immutable once stored: an upgrade stores a new entry.
@@ -327,7 +331,7 @@ type cacheEntry struct {
 
 func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
 	w := int64(len(body) + len(plain) + entryOverhead + len(k.coding) + len(k.dictionary) +
-		len(k.host) + len(k.uri) + len(k.etag) + len(k.site))
+		len(k.host) + len(k.uri) + len(k.etag) + len(k.site) + len(k.file))
 	return &cacheEntry{body: body, plain: plain, level: level, weight: w}
 }
 
@@ -1071,13 +1075,14 @@ func upgradeLevel(coding string) int {
 // fileReps is a Cache as the store of a file server's representations
 // (filestore.go): a Middleware with a Cache keeps what its FileServer
 // encodes there, under the same budget and eviction as its responses. An
-// entry is keyed by the SHA-256 of the plain bytes, under a host no request
-// can name, so it never meets a response's; its level is the coding's best,
-// so the cache's own upgrades leave it to the file server's.
+// entry is keyed by the SHA-256 of the plain bytes in the key's file field,
+// which no response's key sets, so it never meets a response's; its level
+// is the coding's best, so the cache's own upgrades leave it to the file
+// server's.
 type fileReps struct{ c *cacheCore }
 
 func (f fileReps) key(k repKey) cacheKey {
-	ck := cacheKey{coding: k.coding, host: "\x00file", etag: string(k.plain[:])}
+	ck := cacheKey{coding: k.coding, file: string(k.plain[:])}
 	if k.dict != ([32]byte{}) {
 		ck.dictionary = string(k.dict[:])
 	}

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// This file holds the one decision every response goes through: encode it,
-// send it as it is, or hold it back until more is known. Every reason a
-// response is not encoded is a case of the switch in decide.
+// This file holds the one decision every response, and every file a
+// [Middleware.FileServer] serves, goes through: encode it, send it as it
+// is, or hold it back until more is known. Every reason a response or a
+// file is not encoded is a case of the switch in verdictFor.
 
 // verdict is what happens to a response body.
 type verdict uint8
@@ -154,6 +155,9 @@ const (
 	atFlush
 	// atEnd: the handler returned.
 	atEnd
+	// atFile: a [Middleware.FileServer] file is to be served, its length
+	// known before a byte of it is read.
+	atFile
 )
 
 // responseFields is what the response header says about encoding, read in one
@@ -179,6 +183,14 @@ type responseFields struct {
 
 // readFields reads the fields decide needs from h.
 func (cw *responseWriter) readFields(h http.Header) responseFields {
+	f := headerFields(h)
+	f.eligible = f.typed && cw.matchType(f.contentType)
+	return f
+}
+
+// headerFields reads the fields decide needs from h, all but eligible,
+// which the caller matches against the Middleware's types.
+func headerFields(h http.Header) responseFields {
 	f := responseFields{declared: -1, keys: len(h)}
 	if v, ok := h["Content-Type"]; ok && len(h) == 1 {
 		// The commonest header of all, an API handler's: one look-up
@@ -187,7 +199,6 @@ func (cw *responseWriter) readFields(h http.Header) responseFields {
 		if len(v) > 0 {
 			f.contentType = v[0]
 		}
-		f.eligible = cw.matchType(f.contentType)
 		return f
 	}
 	for k, v := range h {
@@ -211,7 +222,6 @@ func (cw *responseWriter) readFields(h http.Header) responseFields {
 			f.trailers = f.trailers || strings.HasPrefix(k, http.TrailerPrefix)
 		}
 	}
-	f.eligible = f.typed && cw.matchType(f.contentType)
 	return f
 }
 
@@ -251,13 +261,34 @@ type facts struct {
 	// buffered is the number of body bytes held back so far.
 	buffered int
 	event    event
+
+	// ranged, head and accepted are the request's: it asked for a byte
+	// range, it is a HEAD, and the client accepts a coding on offer.
+	ranged, head, accepted bool
+
+	// The facts of a [Middleware.FileServer] file, zero for a response.
+	// precoded: the file goes out as a precompressed sibling the client
+	// accepts, whatever its type and size. siblings: it has siblings on
+	// offer, so its type alone does not keep it plain. storeLimit: the
+	// longest file the file server encodes, what its store keeps in one
+	// entry (below zero when the store keeps none). noGain: encoding it
+	// did not make it smaller.
+	precoded, siblings, noGain bool
+	storeLimit                 int64
 }
 
-// decide is the compress-or-not decision: a function of the facts, the
-// negotiated offer and the configuration, which changes nothing. The
-// header edits that go with its verdict are made by commit.
+// decide is the compress-or-not decision for the response cw writes:
+// verdictFor its facts and its request's.
 func (cw *responseWriter) decide(f *facts) (verdict, Reason, need) {
-	m := cw.m
+	f.ranged, f.head, f.accepted = cw.ranged, cw.head, cw.offer != nil
+	return verdictFor(cw.m, f)
+}
+
+// verdictFor is the compress-or-not decision, for a response and for a
+// [Middleware.FileServer] file alike: a function of the facts and m's
+// configuration, which changes nothing. The header edits that go with its
+// verdict are made by commit, or by the file server.
+func verdictFor(m *Middleware, f *facts) (verdict, Reason, need) {
 	switch {
 	case !bodyAllowed(f.status):
 		return sendPlain, ReasonStatus, 0
@@ -267,6 +298,8 @@ func (cw *responseWriter) decide(f *facts) (verdict, Reason, need) {
 		return sendPlain, ReasonAlreadyEncoded, 0
 	case f.noTransform:
 		return sendPlain, ReasonNoTransform, 0
+	case f.precoded:
+		return sendEncoded, ReasonNone, 0
 	case !f.typed && f.event <= atWrite:
 		// No byte to sniff yet. A body declared longer than the buffer is
 		// decided on its first bytes; any other waits for its end.
@@ -277,17 +310,17 @@ func (cw *responseWriter) decide(f *facts) (verdict, Reason, need) {
 	case !f.typed:
 		// Nothing to sniff: an empty body, or a flush before any byte.
 		return sendPlain, ReasonContentType, 0
-	case !f.eligible:
+	case !f.eligible && !f.siblings:
 		return sendPlain, ReasonContentType, 0
-	case cw.ranged:
+	case f.ranged:
 		return sendPlain, ReasonRange, 0
-	case cw.offer == nil:
+	case !f.accepted:
 		return sendPlain, ReasonNotAccepted, 0
 	}
 	n := f.declared
 	if f.event == atEnd {
 		switch {
-		case cw.head && f.buffered == 0:
+		case f.head && f.buffered == 0:
 			// A HEAD handler that wrote nothing: judge by what it declared.
 			n = max(n, 0)
 		case n >= 0 && int64(f.buffered) != n:
@@ -299,6 +332,10 @@ func (cw *responseWriter) decide(f *facts) (verdict, Reason, need) {
 	switch {
 	case n >= 0 && n < int64(m.minSize):
 		return sendPlain, ReasonTooSmall, 0
+	case f.event == atFile && n > f.storeLimit:
+		return sendPlain, ReasonTooLarge, 0
+	case f.noGain:
+		return sendPlain, ReasonNoGain, 0
 	case f.event >= atOverflow || n > int64(m.buffers.Size()):
 		return sendEncoded, ReasonNone, 0
 	}

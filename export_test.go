@@ -23,7 +23,7 @@ func TransportBudgetIdle(t *Transport) bool {
 
 // WaitFileServer waits for the background encodings of h, a handler from
 // FileServer, to end.
-func WaitFileServer(h http.Handler) { h.(*fileServer).upgrades.Wait() }
+func WaitFileServer(h http.Handler) { h.(*fileServer).bestRuns.Wait() }
 
 // SetFileServerLog replaces the logger of h, a handler from FileServer.
 func SetFileServerLog(h http.Handler, logf func(format string, args ...any)) {

@@ -126,11 +126,10 @@ type fileServer struct {
 	rootFS fs.FS
 
 	reps repStore
-	// maxSize is the largest file decoded whole; maxEncode the largest
+	// maxDecoded is the largest file decoded whole; maxEncode the largest
 	// encoded on the fly: no more than the store keeps in one entry, so
-	// that no request encodes, and no upgrade re-encodes, what cannot be
-	// kept.
-	maxSize, maxEncode int64
+	// that nothing encodes, at any level, what cannot be kept.
+	maxDecoded, maxEncode int64
 	// hashing and encoding join the requests that hash one version of a
 	// file, or encode one representation, at the same time.
 	hashing, encoding singleflight.Group
@@ -143,30 +142,30 @@ type fileServer struct {
 	verdicts map[siblingKey]*siblingOK // by sibling and file version
 	indexes  map[string]*dictIndex     // by pattern and cleaned URL prefix
 
-	// upgrading holds a token while a best-level encoding runs; upgrades
-	// counts them, so that tests can wait for them.
-	upgrading chan struct{}
-	upgrades  sync.WaitGroup
+	// bestToken holds a token while a best-level encoding runs (encodeBest);
+	// bestRuns counts them, so that tests can wait for them.
+	bestToken chan struct{}
+	bestRuns  sync.WaitGroup
 	bestMu    sync.Mutex
 	best      map[string]*pool.Encoders // best-level encoders by coding
 }
 
 func newFileServer(m *Middleware, fsys fs.FS) *fileServer {
 	s := &fileServer{
-		m:         m,
-		fsys:      fsys,
-		maxSize:   DefaultFileStoreSize / 4,
-		logf:      log.Printf,
-		metas:     map[string]*fileMeta{},
-		orphans:   map[string]*orphanMeta{},
-		logged:    map[string]bool{},
-		verdicts:  map[siblingKey]*siblingOK{},
-		indexes:   map[string]*dictIndex{},
-		upgrading: make(chan struct{}, 1),
-		best:      map[string]*pool.Encoders{},
+		m:          m,
+		fsys:       fsys,
+		maxDecoded: DefaultFileStoreSize / 4,
+		logf:       log.Printf,
+		metas:      map[string]*fileMeta{},
+		orphans:    map[string]*orphanMeta{},
+		logged:     map[string]bool{},
+		verdicts:   map[siblingKey]*siblingOK{},
+		indexes:    map[string]*dictIndex{},
+		bestToken:  make(chan struct{}, 1),
+		best:       map[string]*pool.Encoders{},
 	}
 	s.reps = s.storeFor(m)
-	s.maxEncode = min(s.maxSize, s.reps.maxEntry())
+	s.maxEncode = min(s.maxDecoded, s.reps.maxEntry())
 	if reflect.TypeOf(fsys) == reflect.TypeOf(os.DirFS(".")) {
 		s.dir = reflect.ValueOf(fsys).String()
 	}
@@ -242,8 +241,8 @@ type siblingOK struct {
 	ok   bool
 }
 
-// request is what one request to the file server needs as it goes.
-type request struct {
+// fileRequest is what one request to the file server needs as it goes.
+type fileRequest struct {
 	s    *fileServer
 	fsys fs.FS
 	w    *fileWriter
@@ -254,15 +253,18 @@ type request struct {
 	upath string
 	meta  *fileMeta
 	ev    Event
-	t0    time.Time
 }
 
 func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if hw, ok := w.(*handlerWriter); ok && s.m.observe != nil {
-		// Wrapped in a Middleware's Handler after all: the file server
-		// reports this response, so the wrapper must not report it again.
-		hw.quiet(s.m)
+	// Should the Middleware's Handler wrap the file server after all, the
+	// file server reports this response, and the Handler must not.
+	s.m.skipReport(w)
+	fr := &fileRequest{s: s, r: r, w: &fileWriter{ResponseWriter: w}}
+	if s.m.observe != nil {
+		fr.ev.Kind = ResponseEvent
+		defer fr.report()
 	}
+	w = fr.w
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		fileError(w, "405 method not allowed", http.StatusMethodNotAllowed)
@@ -295,18 +297,12 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fileError(w, "404 page not found", http.StatusNotFound)
 		return
 	}
-	q := &request{s: s, fsys: fsys, r: r, name: name, upath: originalPath(r)}
-	q.w = &fileWriter{ResponseWriter: w}
-	if s.m.observe != nil {
-		q.t0 = time.Now()
-		q.ev.Kind = ResponseEvent
-		defer q.report()
-	}
+	fr.fsys, fr.name, fr.upath = fsys, name, originalPath(r)
 	if !s.m.dotfiles && hasDotSegment(name) {
-		q.fail(fs.ErrNotExist)
+		fr.fail(fs.ErrNotExist)
 		return
 	}
-	q.serve(strings.HasSuffix(upath, "/"))
+	fr.serve(strings.HasSuffix(upath, "/"))
 }
 
 // originalPath returns the escaped URL path r arrived with, before
@@ -358,71 +354,69 @@ func containsDotDot(v string) bool {
 }
 
 // serve answers the request. slash says the URL path ended with "/".
-func (q *request) serve(slash bool) {
-	f, err := q.fsys.Open(q.name)
+func (fr *fileRequest) serve(slash bool) {
+	f, err := fr.fsys.Open(fr.name)
 	if err == nil {
 		st, err := f.Stat()
 		switch {
 		case err != nil:
 			_ = f.Close()
-			q.fail(err)
+			fr.fail(err)
 			return
 		case st.IsDir():
 			_ = f.Close()
 			if !slash {
 				// The relative form keeps any stripped prefix.
-				q.redirect(path.Base(q.r.URL.Path) + "/")
+				fr.redirect(path.Base(fr.r.URL.Path) + "/")
 				return
 			}
-			q.name = path.Join(q.name, "index.html")
-			if f, err = q.fsys.Open(q.name); err != nil {
-				q.fail(err)
+			fr.name = path.Join(fr.name, "index.html")
+			if f, err = fr.fsys.Open(fr.name); err != nil {
+				fr.fail(err)
 				return
 			}
 			if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
 				_ = f.Close()
-				q.fail(fs.ErrNotExist)
+				fr.fail(fs.ErrNotExist)
 				return
 			}
 		case !st.Mode().IsRegular():
 			_ = f.Close()
-			q.fail(fs.ErrNotExist)
+			fr.fail(fs.ErrNotExist)
 			return
 		case slash:
 			_ = f.Close()
-			q.fail(fs.ErrNotExist)
+			fr.fail(fs.ErrNotExist)
 			return
 		}
 		defer func() { _ = f.Close() }()
-		q.serveFile(f, st)
+		fr.serveFile(f, st)
 		return
 	}
 	if !errors.Is(err, fs.ErrNotExist) || slash {
-		q.fail(err)
+		fr.fail(err)
 		return
 	}
-	q.serveOrphan()
+	fr.serveOrphan()
 }
 
 // fail answers with 403 for a permission error and 404 for anything else:
 // what a path that leads out of the tree gets is no different from a
 // missing file.
-func (q *request) fail(err error) {
-	q.ev.Skipped = ReasonStatus
+func (fr *fileRequest) fail(err error) {
 	if errors.Is(err, fs.ErrPermission) {
-		fileError(q.w, "403 Forbidden", http.StatusForbidden)
+		fileError(fr.w, "403 Forbidden", http.StatusForbidden)
 		return
 	}
-	fileError(q.w, "404 page not found", http.StatusNotFound)
+	fileError(fr.w, "404 page not found", http.StatusNotFound)
 }
 
-func (q *request) redirect(to string) {
-	q.ev.Skipped = ReasonStatus
-	if q.r.URL.RawQuery != "" {
-		to += "?" + q.r.URL.RawQuery
+func (fr *fileRequest) redirect(to string) {
+	if fr.r.URL.RawQuery != "" {
+		to += "?" + fr.r.URL.RawQuery
 	}
-	q.w.Header().Set("Location", to)
-	q.w.WriteHeader(http.StatusMovedPermanently)
+	fr.w.Header().Set("Location", to)
+	fr.w.WriteHeader(http.StatusMovedPermanently)
 }
 
 // metaOf returns what is known of version st of the file name, open as f,
@@ -433,14 +427,14 @@ func (q *request) redirect(to string) {
 // the meta it returns may have no hash (etag ""); with hash, it reads the
 // whole file once per version, concurrent requests for one version sharing
 // one read, and the meta has its SHA-256 and ETag.
-func (q *request) metaOf(name string, f fs.File, st fs.FileInfo, hash bool) (*fileMeta, error) {
-	s := q.s
+func (fr *fileRequest) metaOf(name string, f fs.File, st fs.FileInfo, hash bool) (*fileMeta, error) {
+	s := fr.s
 	id := idOf(st)
 	s.mu.Lock()
-	m := s.metas[name]
+	known := s.metas[name]
 	s.mu.Unlock()
-	if m != nil && m.modtime.Equal(st.ModTime()) && m.size == st.Size() && m.id == id && (m.etag != "" || !hash) {
-		return m, nil
+	if known != nil && known.modtime.Equal(st.ModTime()) && known.size == st.Size() && known.id == id && (known.etag != "" || !hash) {
+		return known, nil
 	}
 	if !hash {
 		var head [512]byte
@@ -451,13 +445,13 @@ func (q *request) metaOf(name string, f fs.File, st fs.FileInfo, hash bool) (*fi
 		if err := rewind(f); err != nil {
 			return nil, err
 		}
-		m = &fileMeta{modtime: st.ModTime(), size: st.Size(), id: id, ctype: typeOf(name, head[:n])}
+		known = &fileMeta{modtime: st.ModTime(), size: st.Size(), id: id, ctype: typeOf(name, head[:n])}
 		s.mu.Lock()
-		if old := s.metas[name]; old == nil || old.etag == "" || !old.modtime.Equal(m.modtime) || old.size != m.size || old.id != id {
-			s.metas[name] = m // never in place of the hash of this version
+		if old := s.metas[name]; old == nil || old.etag == "" || !old.modtime.Equal(known.modtime) || old.size != known.size || old.id != id {
+			s.metas[name] = known // never in place of the hash of this version
 		}
 		s.mu.Unlock()
-		return m, nil
+		return known, nil
 	}
 	key := fmt.Sprintf("%s\x00%d\x00%d\x00%v", name, st.ModTime().UnixNano(), st.Size(), id)
 	v, err, _ := s.hashing.Do(key, func() (any, error) {
@@ -475,14 +469,14 @@ func (q *request) metaOf(name string, f fs.File, st fs.FileInfo, hash bool) (*fi
 		if err := rewind(f); err != nil {
 			return nil, err
 		}
-		m := &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, id: id}
-		h.Sum(m.hash[:0])
-		m.etag = `"` + hex.EncodeToString(m.hash[:16]) + `"`
-		m.ctype = typeOf(name, head[:n])
+		meta := &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, id: id}
+		h.Sum(meta.hash[:0])
+		meta.etag = `"` + hex.EncodeToString(meta.hash[:16]) + `"`
+		meta.ctype = typeOf(name, head[:n])
 		s.mu.Lock()
-		s.metas[name] = m
+		s.metas[name] = meta
 		s.mu.Unlock()
-		return m, nil
+		return meta, nil
 	})
 	if err != nil {
 		return nil, err
@@ -509,35 +503,35 @@ func rewind(f fs.File) error {
 	return err
 }
 
-// serveFile serves the regular file f, open on q.name, with info st.
-func (q *request) serveFile(f fs.File, st fs.FileInfo) {
-	fail := func(err error) {
-		q.s.logf("squeeze: FileServer: %s: %v", q.name, err)
-		fileError(q.w, "500 internal server error", http.StatusInternalServerError)
+// serveFile serves the regular file f, open on fr.name, with info st.
+func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
+	internalError := func(err error) {
+		fr.s.logf("squeeze: FileServer: %s: %v", fr.name, err)
+		fileError(fr.w, "500 internal server error", http.StatusInternalServerError)
 	}
-	meta, err := q.metaOf(q.name, f, st, false)
+	meta, err := fr.metaOf(fr.name, f, st, false)
 	if err != nil {
-		fail(err)
+		internalError(err)
 		return
 	}
-	s, m := q.s, q.s.m
+	s, m := fr.s, fr.s.m
 	eligible := matchTypes(m.types, meta.ctype)
 	encodable := eligible && meta.size >= int64(m.minSize) && meta.size <= s.maxEncode
-	ranged := len(q.r.Header["Range"]) > 0
+	ranged := len(fr.r.Header["Range"]) > 0
 	// The file is hashed only when it may be encoded (within maxEncode,
 	// which bounds the hash too), or when this request may send a sibling
 	// or keep it as a dictionary: a file that is none of these, such as a
 	// video, goes out as http.FileServer sends it, without an ETag and
 	// without being read beyond what the request asks for. A range of a
 	// file that may be encoded is hashed, so that its ETag serves If-Range.
-	if meta.etag == "" && (encodable || !ranged && (q.isDictionary(eligible, meta.size) || q.hasSibling())) {
-		if meta, err = q.metaOf(q.name, f, st, true); err != nil {
-			fail(err)
+	if meta.etag == "" && (encodable || !ranged && (fr.isDictionary(eligible, meta.size) || fr.hasSibling())) {
+		if meta, err = fr.metaOf(fr.name, f, st, true); err != nil {
+			internalError(err)
 			return
 		}
 	}
-	q.meta = meta
-	q.ev.In = meta.size
+	fr.meta = meta
+	fr.ev.In = meta.size
 	hashed := meta.etag != ""
 	encodable = encodable && hashed
 
@@ -550,7 +544,7 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 		if !hashed {
 			break
 		}
-		if name := s.sibling(q.fsys, q.name, meta, o.coding); name != "" {
+		if name := s.goodSibling(fr.fsys, fr.name, meta, o.coding); name != "" {
 			siblings[o.coding] = name
 			offers = append(offers, o)
 		} else if encodable {
@@ -561,21 +555,21 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 	// delta replaces it.
 	var o, fallback *offer
 	if !ranged {
-		if i := negotiate(q.r.Header["Accept-Encoding"], offers); i >= 0 {
+		if i := negotiate(fr.r.Header["Accept-Encoding"], offers); i >= 0 {
 			o = &offers[i]
 		}
 	}
 	dictPattern, dictVaries := 0, false
 	if d := m.dicts; d != nil {
-		q.primeDictionary(d)
+		fr.primeDictionary(d)
 		var delta *offer
-		delta, dictPattern, dictVaries = d.begin(q.r, q.upath, ranged)
+		delta, dictPattern, dictVaries = d.begin(fr.r, fr.upath, ranged)
 		if delta != nil && encodable {
 			fallback, o = o, delta
 		}
 	}
 
-	h := q.w.Header()
+	h := fr.w.Header()
 	h["Vary"] = []string{"Accept-Encoding"}
 	if dictVaries {
 		h["Vary"] = []string{dictVary}
@@ -587,105 +581,133 @@ func (q *request) serveFile(f fs.File, st fs.FileInfo) {
 			// A browser keeps a dictionary only while it is fresh.
 			h["Cache-Control"] = []string{DictionaryCacheControl}
 		}
-		if q.r.Method == http.MethodGet && hashed {
-			q.rememberFileDictionary(f, m.dicts.patterns[dictPattern-1])
+		if fr.r.Method == http.MethodGet && hashed {
+			fr.rememberFileDictionary(f, m.dicts.patterns[dictPattern-1])
 		}
 	}
 	if d := m.dicts; d != nil && len(d.links) > 0 && matchTypes(htmlTypes, meta.ctype) {
 		h["Link"] = d.links
 	}
 
+	ff := fr.fileFacts(meta, eligible, ranged)
+	ff.siblings = len(siblings) > 0
+	ff.precoded = o != nil && o.dict == nil && siblings[o.coding] != ""
+	// A file that may not be encoded and has no siblings has nothing on
+	// offer: whether the client accepts a coding is then whether it
+	// accepts one of the Middleware's, as for a response.
+	ff.accepted = o != nil || !encodable && !ff.siblings && negotiate(fr.r.Header["Accept-Encoding"], m.offers) >= 0
+	v, why, _ := verdictFor(m, &ff)
 	switch {
-	case o == nil:
-		switch {
-		case ranged:
-			q.ev.Skipped = ReasonRange
-		case !eligible && len(siblings) == 0:
-			q.ev.Skipped = ReasonContentType
-		case meta.size < int64(m.minSize) && len(siblings) == 0:
-			q.ev.Skipped = ReasonTooSmall
-		case meta.size > s.maxEncode && len(siblings) == 0:
-			q.ev.Skipped = ReasonTooLarge
-		default:
-			q.ev.Skipped = ReasonNotAccepted
-		}
-		q.servePlain(f, meta)
-	case siblings[o.coding] != "" && o.dict == nil:
-		q.serveSibling(siblings[o.coding], o.coding, meta)
+	case v != sendEncoded || o == nil:
+		// o is nil only with a plain verdict: a file with nothing on
+		// offer is one unfit to encode, and decide says why.
+		fr.ev.Skipped = why
+		fr.servePlain(f, meta)
+	case ff.precoded:
+		fr.serveSibling(siblings[o.coding], o.coding, meta)
 	default:
-		data, err := q.encoded(f, o)
+		data, err := fr.encodedRep(f, o)
 		if err != nil {
-			q.s.logf("squeeze: FileServer: %s: %v", q.name, err)
-			fileError(q.w, "500 internal server error", http.StatusInternalServerError)
+			fr.s.logf("squeeze: FileServer: %s: %v", fr.name, err)
+			fileError(fr.w, "500 internal server error", http.StatusInternalServerError)
 			return
 		}
-		if o.dict != nil && fallback != nil && q.siblingNoLarger(siblings[fallback.coding], data) {
+		if o.dict != nil && fallback != nil && fr.siblingNoLarger(siblings[fallback.coding], data) {
 			// A delta is made at the Middleware's level, a sibling at
 			// the best: against a dictionary that shares little with
 			// the file, the sibling is the smaller.
-			q.serveSibling(siblings[fallback.coding], fallback.coding, meta)
+			fr.serveSibling(siblings[fallback.coding], fallback.coding, meta)
 			return
 		}
 		if data == nil {
 			if err := rewind(f); err != nil {
-				fileError(q.w, "500 internal server error", http.StatusInternalServerError)
+				fileError(fr.w, "500 internal server error", http.StatusInternalServerError)
 				return
 			}
-			q.ev.Skipped, q.ev.Cached = ReasonNoGain, false
-			q.servePlain(f, meta)
+			ff.noGain = true
+			_, fr.ev.Skipped, _ = verdictFor(m, &ff)
+			fr.ev.Cached = false
+			fr.servePlain(f, meta)
 			return
 		}
-		q.ev.Dictionary = o.dict != nil
-		q.serveBytes(data, o.coding, meta)
+		fr.ev.Dictionary = o.dict != nil
+		fr.serveBytes(data, o.coding, meta)
 	}
+}
+
+// fileFacts returns what decide is to know of the file, version meta, of
+// an eligible type or not, for this request, ranged or not: the facts of
+// the 200 that would send it whole. The caller adds what the file has on
+// offer and what the client accepts.
+func (fr *fileRequest) fileFacts(meta *fileMeta, eligible, ranged bool) facts {
+	return facts{
+		responseFields: responseFields{contentType: meta.ctype, typed: true, eligible: eligible, declared: meta.size},
+		status:         http.StatusOK,
+		event:          atFile,
+		ranged:         ranged,
+		head:           fr.r.Method == http.MethodHead,
+		storeLimit:     fr.s.maxEncode,
+	}
+}
+
+// sentFacts returns the facts of the response as it went out, status, header
+// and body, and of its request.
+func (fr *fileRequest) sentFacts() facts {
+	m := fr.s.m
+	f := facts{responseFields: headerFields(fr.w.Header()), status: fr.w.status, buffered: int(fr.w.n), event: atEnd}
+	f.eligible = f.typed && matchTypes(m.types, f.contentType)
+	f.ranged = len(fr.r.Header["Range"]) > 0
+	f.head = fr.r.Method == http.MethodHead
+	f.accepted = negotiate(fr.r.Header["Accept-Encoding"], m.offers) >= 0
+	return f
 }
 
 // siblingNoLarger reports whether the sibling file name, when there is
 // one, is no larger than the encoding data (nil: the plain file, which
 // the sibling is smaller than).
-func (q *request) siblingNoLarger(name string, data []byte) bool {
+func (fr *fileRequest) siblingNoLarger(name string, data []byte) bool {
 	if name == "" {
 		return false
 	}
 	if data == nil {
 		return true
 	}
-	st, err := fs.Stat(q.fsys, name)
+	st, err := fs.Stat(fr.fsys, name)
 	return err == nil && st.Size() <= int64(len(data))
 }
 
 // servePlain serves the plain bytes of f through http.ServeContent, which
 // answers Range and the preconditions.
-func (q *request) servePlain(f fs.File, meta *fileMeta) {
-	h := q.w.Header()
+func (fr *fileRequest) servePlain(f fs.File, meta *fileMeta) {
+	h := fr.w.Header()
 	if meta.etag != "" {
 		h["Etag"] = []string{meta.etag}
-		q.conditionalTags(meta, "")
+		fr.conditionalTags(meta, "")
 	}
 	rs, ok := f.(io.ReadSeeker)
 	if !ok {
-		fileError(q.w, "500 internal server error", http.StatusInternalServerError)
+		fileError(fr.w, "500 internal server error", http.StatusInternalServerError)
 		return
 	}
-	http.ServeContent(q.w, q.r, q.name, meta.modtime, rs)
+	http.ServeContent(fr.w, fr.r, fr.name, meta.modtime, rs)
 }
 
 // isDictionary reports whether the file, of an eligible type or not and
 // of size bytes, is one the Middleware's dictionary store keeps for this
 // request's path: such a file is hashed to be remembered by a GET, and so
 // for a HEAD too, which gets the GET's header.
-func (q *request) isDictionary(eligible bool, size int64) bool {
-	d := q.s.m.dicts
-	return d != nil && eligible && size > 0 && size <= d.maxBody && d.matchIndex(q.upath) >= 0
+func (fr *fileRequest) isDictionary(eligible bool, size int64) bool {
+	d := fr.s.m.dicts
+	return d != nil && eligible && size > 0 && size <= d.maxBody && d.matchIndex(fr.upath) >= 0
 }
 
 // hasSibling reports whether the file has a sibling for a coding on offer,
-// by its name alone: whether it is good is for sibling to say, once the
+// by its name alone: whether it is good is for goodSibling to say, once the
 // file is hashed.
-func (q *request) hasSibling() bool {
-	for _, o := range q.s.m.offers {
+func (fr *fileRequest) hasSibling() bool {
+	for _, o := range fr.s.m.offers {
 		if ext := siblingExt(o.coding); ext != "" {
-			if st, err := fs.Stat(q.fsys, q.name+ext); err == nil && st.Mode().IsRegular() {
+			if st, err := fs.Stat(fr.fsys, fr.name+ext); err == nil && st.Mode().IsRegular() {
 				return true
 			}
 		}
@@ -718,41 +740,41 @@ func hasField(h http.Header, name string) bool {
 const DictionaryCacheControl = "max-age=86400"
 
 // serveSibling sends the sibling name, encoded with coding, byte for byte.
-func (q *request) serveSibling(name, coding string, meta *fileMeta) {
-	f, err := q.fsys.Open(name)
+func (fr *fileRequest) serveSibling(name, coding string, meta *fileMeta) {
+	f, err := fr.fsys.Open(name)
 	if err != nil {
-		q.fail(err)
+		fr.fail(err)
 		return
 	}
 	defer func() { _ = f.Close() }()
 	st, err := f.Stat()
 	rs, ok := f.(io.ReadSeeker)
 	if err != nil || !ok {
-		fileError(q.w, "500 internal server error", http.StatusInternalServerError)
+		fileError(fr.w, "500 internal server error", http.StatusInternalServerError)
 		return
 	}
-	q.ev.Cached = true
-	q.serveEncoded(rs, st.Size(), coding, meta)
+	fr.ev.Cached = true
+	fr.serveEncoded(rs, st.Size(), coding, meta)
 }
 
 // serveBytes sends data, the file encoded with coding.
-func (q *request) serveBytes(data []byte, coding string, meta *fileMeta) {
-	q.serveEncoded(bytes.NewReader(data), int64(len(data)), coding, meta)
+func (fr *fileRequest) serveBytes(data []byte, coding string, meta *fileMeta) {
+	fr.serveEncoded(bytes.NewReader(data), int64(len(data)), coding, meta)
 }
 
 // serveEncoded sends the n bytes of body, the file encoded with coding,
 // with the headers of an encoded response.
-func (q *request) serveEncoded(body io.ReadSeeker, n int64, coding string, meta *fileMeta) {
-	h := q.w.Header()
+func (fr *fileRequest) serveEncoded(body io.ReadSeeker, n int64, coding string, meta *fileMeta) {
+	h := fr.w.Header()
 	h["Content-Encoding"] = []string{coding}
 	h["Content-Length"] = []string{fmt.Sprint(n)}
 	h["Etag"] = []string{codedTag(meta.etag, coding)}
-	q.w.encoded = true
-	q.ev.Coding = coding
-	q.conditionalTags(meta, coding)
+	fr.w.encoded = true
+	fr.ev.Coding = coding
+	fr.conditionalTags(meta, coding)
 	// Range is never answered here, so http.ServeContent sends the whole
 	// body or a 304 or 412; it keeps the Content-Length set above.
-	http.ServeContent(q.w, q.r, q.name, meta.modtime, body)
+	http.ServeContent(fr.w, fr.r, fr.name, meta.modtime, body)
 }
 
 // conditionalTags rewrites If-Match for http.ServeContent: it compares
@@ -760,8 +782,8 @@ func (q *request) serveEncoded(body io.ReadSeeker, n int64, coding string, meta 
 // precondition holds when the client names any representation of the
 // same bytes, in any coding. If-None-Match stays: it asks about this
 // representation, as the Middleware reads it.
-func (q *request) conditionalTags(meta *fileMeta, coding string) {
-	im := q.r.Header["If-Match"]
+func (fr *fileRequest) conditionalTags(meta *fileMeta, coding string) {
+	im := fr.r.Header["If-Match"]
 	if len(im) == 0 || meta.etag == "" {
 		return
 	}
@@ -775,34 +797,35 @@ func (q *request) conditionalTags(meta *fileMeta, coding string) {
 				continue
 			}
 			if opaque == want || strings.HasPrefix(opaque, want+"-") {
-				r2 := q.r.Clone(q.r.Context())
+				r2 := fr.r.Clone(fr.r.Context())
 				tag := meta.etag
 				if coding != "" {
 					tag = codedTag(tag, coding)
 				}
 				r2.Header["If-Match"] = []string{tag}
-				q.r = r2
+				fr.r = r2
 				return
 			}
 		}
 	}
 }
 
-// encoded returns the file f, of version q.meta, encoded as o offers, from
+// encodedRep returns the file f, of version fr.meta, encoded as o offers, from
 // the store or encoded now, or nil when the coding does not make it
 // smaller. Concurrent requests for one representation share one encoding.
-// A representation kept not yet at its best level is upgraded in the
-// background when the upgrader is free; one the store did not keep is not.
-func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
-	s := q.s
-	k := repKey{plain: q.meta.hash, coding: o.coding}
+// A representation kept not yet at its best level is encoded again at it
+// in the background (encodeBest) when no such encoding runs; one the store
+// did not keep is not.
+func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
+	s := fr.s
+	k := repKey{plain: fr.meta.hash, coding: o.coding}
 	if o.dict != nil {
 		k.dict = o.dict.hash
 	}
 	if r, ok := s.reps.load(k); ok {
-		q.ev.Cached = true
+		fr.ev.Cached = true
 		if !r.best {
-			s.upgrade(q.fsys, q.name, q.meta, k, r.data)
+			s.encodeBest(fr.fsys, fr.name, fr.meta, k, r.data)
 		}
 		return r.data, nil
 	}
@@ -811,7 +834,7 @@ func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if sha256.Sum256(plain) != q.meta.hash {
+		if sha256.Sum256(plain) != fr.meta.hash {
 			return nil, errors.New("file changed while read")
 		}
 		var t0 time.Time
@@ -820,16 +843,16 @@ func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
 		}
 		data, err := encodeWith(o.encoders, plain)
 		if !t0.IsZero() {
-			q.ev.Elapsed = time.Since(t0)
+			fr.ev.Elapsed = time.Since(t0)
 		}
 		if err != nil {
 			return nil, err
 		}
 		// Deltas stay at the Middleware's level; so does a coding whose
 		// best level is the one it used.
-		best := o.dict != nil || BestLevel(o.coding) == levelOfOffer(s.m, o.coding)
+		best := o.dict != nil || BestLevel(o.coding) == o.encoders.Level()
 		if s.reps.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
-			s.upgrade(q.fsys, q.name, q.meta, k, data)
+			s.encodeBest(fr.fsys, fr.name, fr.meta, k, data)
 		}
 		return data, nil
 	})
@@ -837,16 +860,6 @@ func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
 		return nil, err
 	}
 	return v.([]byte), nil
-}
-
-// levelOfOffer returns the level of the Middleware's encoders for coding.
-func levelOfOffer(m *Middleware, coding string) int {
-	for _, o := range m.offers {
-		if o.coding == coding {
-			return o.encoders.Level()
-		}
-	}
-	return 0
 }
 
 // encodeWith encodes plain with an encoder from encoders, returning nil
@@ -891,24 +904,24 @@ func BestLevel(coding string) int {
 	return r.Max
 }
 
-// upgrade encodes version meta of the file name at the best level of
+// encodeBest encodes version meta of the file name at the best level of
 // k.coding on a goroutine of its own, unless one is running already: then
 // it does nothing, and a later request tries again. The goroutine ends
 // with the encoding. old is the representation stored now, which the
-// upgrade replaces only if it is smaller: passed in rather than looked up
-// again, so a store that counts its look-ups (a Cache) counts only the
+// new encoding replaces only if it is smaller: passed in rather than looked
+// up again, so a store that counts its look-ups (a Cache) counts only the
 // requests'.
-func (s *fileServer) upgrade(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte) {
+func (s *fileServer) encodeBest(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte) {
 	select {
-	case s.upgrading <- struct{}{}:
+	case s.bestToken <- struct{}{}:
 	default:
 		return
 	}
-	s.upgrades.Add(1)
+	s.bestRuns.Add(1)
 	go func() {
 		defer func() {
-			<-s.upgrading
-			s.upgrades.Done()
+			<-s.bestToken
+			s.bestRuns.Done()
 		}()
 		plain, err := fs.ReadFile(fsys, name)
 		if err != nil || sha256.Sum256(plain) != meta.hash {
@@ -945,9 +958,9 @@ func (s *fileServer) bestEncoders(coding string) (*pool.Encoders, error) {
 	return e, nil
 }
 
-// sibling returns the name of the sibling of name for coding if there is
-// one that decodes to version meta of the file, else "".
-func (s *fileServer) sibling(fsys fs.FS, name string, meta *fileMeta, coding string) string {
+// goodSibling returns the name of the sibling of name for coding if there
+// is one that decodes to version meta of the file, else "".
+func (s *fileServer) goodSibling(fsys fs.FS, name string, meta *fileMeta, coding string) string {
 	ext := siblingExt(coding)
 	if ext == "" {
 		return ""
@@ -1019,20 +1032,20 @@ func decodedHash(fsys fs.FS, name, coding string, limit int64) (sum [32]byte, n 
 // serveOrphan serves a file that is missing but has siblings: the first
 // sibling that decodes is the reference for the others, and is decoded
 // for clients that accept none of them.
-func (q *request) serveOrphan() {
-	s, m := q.s, q.s.m
+func (fr *fileRequest) serveOrphan() {
+	s, m := fr.s, fr.s.m
 	type found struct {
 		name, coding string
 		st           fs.FileInfo
 	}
 	var sibs []found
 	for _, se := range siblingExts {
-		if st, err := fs.Stat(q.fsys, q.name+se.ext); err == nil && st.Mode().IsRegular() {
-			sibs = append(sibs, found{q.name + se.ext, se.coding, st})
+		if st, err := fs.Stat(fr.fsys, fr.name+se.ext); err == nil && st.Mode().IsRegular() {
+			sibs = append(sibs, found{fr.name + se.ext, se.coding, st})
 		}
 	}
 	if len(sibs) == 0 {
-		q.fail(fs.ErrNotExist)
+		fr.fail(fs.ErrNotExist)
 		return
 	}
 	// The reference: the metadata of what the first decodable sibling
@@ -1040,7 +1053,7 @@ func (q *request) serveOrphan() {
 	var meta *fileMeta
 	var ref found
 	for _, sb := range sibs {
-		mt, err := s.orphanMeta(q.fsys, sb.name, sb.coding, sb.st)
+		mt, err := s.decodedMeta(fr.fsys, sb.name, sb.coding, sb.st)
 		if err == nil {
 			meta, ref = mt, sb
 			break
@@ -1048,55 +1061,57 @@ func (q *request) serveOrphan() {
 		s.logOnce(sb.name, "squeeze: FileServer: %s does not decode: %v; not served", sb.name, err)
 	}
 	if meta == nil {
-		q.fail(fs.ErrNotExist)
+		fr.fail(fs.ErrNotExist)
 		return
 	}
-	q.meta = meta
-	q.ev.In = meta.size
+	fr.meta = meta
+	fr.ev.In = meta.size
 	var offersBuf [8]offer
 	offers := offersBuf[:0]
 	names := map[string]string{}
 	for _, o := range m.offers {
 		if o.coding == ref.coding {
 			names[o.coding] = ref.name
-		} else if sib := s.sibling(q.fsys, q.name, meta, o.coding); sib != "" {
+		} else if sib := s.goodSibling(fr.fsys, fr.name, meta, o.coding); sib != "" {
 			names[o.coding] = sib
 		} else {
 			continue
 		}
 		offers = append(offers, o)
 	}
-	h := q.w.Header()
+	h := fr.w.Header()
 	h["Vary"] = []string{"Accept-Encoding"}
 	h["Content-Type"] = []string{meta.ctype}
+	ranged := len(fr.r.Header["Range"]) > 0
 	i := -1
-	if len(q.r.Header["Range"]) == 0 {
-		i = negotiate(q.r.Header["Accept-Encoding"], offers)
+	if !ranged {
+		i = negotiate(fr.r.Header["Accept-Encoding"], offers)
 	}
-	if i >= 0 {
-		q.serveSibling(names[offers[i].coding], offers[i].coding, meta)
+	// Every representation of an orphan is a sibling.
+	ff := fr.fileFacts(meta, matchTypes(m.types, meta.ctype), ranged)
+	ff.siblings, ff.precoded, ff.accepted = true, i >= 0, i >= 0
+	v, why, _ := verdictFor(m, &ff)
+	if v == sendEncoded && i >= 0 {
+		fr.serveSibling(names[offers[i].coding], offers[i].coding, meta)
 		return
 	}
-	q.ev.Skipped = ReasonNotAccepted
-	if len(q.r.Header["Range"]) > 0 {
-		q.ev.Skipped = ReasonRange
-	}
+	fr.ev.Skipped = why
 	h["Etag"] = []string{meta.etag}
-	q.conditionalTags(meta, "")
-	if severalRanges(q.r.Header.Get("Range")) {
+	fr.conditionalTags(meta, "")
+	if severalRanges(fr.r.Header.Get("Range")) {
 		// The decoded bytes are reached only by decoding from the start,
 		// so ranges out of order (bytes=N-N,0-0,N-N,...) would decode the
 		// sibling once per range. One range costs at most one decode, and
 		// so does the whole file: several get the whole file, 200, which
 		// RFC 9110 section 14.2 allows (a server may ignore Range). A
 		// request thus decodes the sibling at most once.
-		r2 := q.r.Clone(q.r.Context())
+		r2 := fr.r.Clone(fr.r.Context())
 		delete(r2.Header, "Range")
-		q.r = r2
+		fr.r = r2
 	}
-	rs := &decodingReader{fsys: q.fsys, name: ref.name, coding: ref.coding, size: meta.size}
+	rs := &decodingReader{fsys: fr.fsys, name: ref.name, coding: ref.coding, size: meta.size}
 	defer rs.close()
-	http.ServeContent(q.w, q.r, q.name, meta.modtime, rs)
+	http.ServeContent(fr.w, fr.r, fr.name, meta.modtime, rs)
 }
 
 // severalRanges reports whether the Range header value v names more than
@@ -1124,9 +1139,9 @@ type orphanMeta struct {
 	decoded *fileMeta
 }
 
-// orphanMeta returns the metadata of what the sibling name decodes to,
-// decoding it once per version of it.
-func (s *fileServer) orphanMeta(fsys fs.FS, name, coding string, st fs.FileInfo) (*fileMeta, error) {
+// decodedMeta returns the metadata of what the sibling name of a missing
+// file decodes to, decoding it once per version of it.
+func (s *fileServer) decodedMeta(fsys fs.FS, name, coding string, st fs.FileInfo) (*fileMeta, error) {
 	id := idOf(st)
 	s.mu.Lock()
 	o := s.orphans[name]
@@ -1143,12 +1158,12 @@ func (s *fileServer) orphanMeta(fsys fs.FS, name, coding string, st fs.FileInfo)
 		return nil, err
 	}
 	h.Write(head[:n])
-	rest, err := io.Copy(h, io.LimitReader(rs, s.maxSize))
+	rest, err := io.Copy(h, io.LimitReader(rs, s.maxDecoded))
 	if err != nil {
 		return nil, err
 	}
-	if rest == s.maxSize {
-		return nil, fmt.Errorf("decodes to more than %d bytes", s.maxSize)
+	if rest == s.maxDecoded {
+		return nil, fmt.Errorf("decodes to more than %d bytes", s.maxDecoded)
 	}
 	plainName := strings.TrimSuffix(name, path.Ext(name))
 	d := &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, ctype: typeOf(plainName, head[:n])}
@@ -1310,19 +1325,17 @@ func (w *fileWriter) ReadFrom(src io.Reader) (int64, error) {
 // [http.ResponseController].
 func (w *fileWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// report sends the request's Event to the observer.
-func (q *request) report() {
-	e := q.ev
-	e.Out = q.w.n
-	if !bodyAllowed(q.w.status) || q.w.status == http.StatusPartialContent || q.w.status >= 300 {
-		// A 304, 206 or an error: what was sent is not the file.
+// report sends the request's Event to the observer. A response with any
+// status but 200 is not the file (a 304 or 206 of it, or the file server's
+// own answer): its reason is the verdict on what went out, as the
+// Middleware's Handler would give it.
+func (fr *fileRequest) report() {
+	e := fr.ev
+	e.Out = fr.w.n
+	if fr.w.status != http.StatusOK && fr.w.status != 0 {
 		e.Coding, e.Dictionary, e.Cached = "", false, false
-		switch {
-		case q.w.status == http.StatusPartialContent:
-			e.Skipped = ReasonPartial
-		case !bodyAllowed(q.w.status) || e.Skipped == ReasonNone:
-			e.Skipped = ReasonStatus
-		}
+		f := fr.sentFacts()
+		_, e.Skipped, _ = verdictFor(fr.s.m, &f)
 	}
 	if e.Coding == "" {
 		e.In = e.Out
@@ -1330,7 +1343,7 @@ func (q *request) report() {
 	if e.Coding != "" {
 		e.Skipped = ReasonNone
 	}
-	q.s.m.observe(e)
+	fr.s.m.observe(e)
 }
 
 // dictIndex lists the files of fsys on one dictionary pattern, by hash.
@@ -1358,22 +1371,22 @@ const maxDictIndexes = 32
 // request names in Available-Dictionary, when that is a file of fsys on
 // the same pattern as the requested one: after a restart the store is
 // empty, but a returning client still holds the previous version.
-func (q *request) primeDictionary(d *dictStore) {
-	hash, ok := cdt.ParseAvailableDictionary(q.r.Header["Available-Dictionary"])
+func (fr *fileRequest) primeDictionary(d *dictStore) {
+	hash, ok := cdt.ParseAvailableDictionary(fr.r.Header["Available-Dictionary"])
 	if !ok || len(d.codings) == 0 {
 		return
 	}
-	p := d.matchIndex(q.upath)
+	p := d.matchIndex(fr.upath)
 	if p < 0 || d.lookup(hash) != nil {
 		return
 	}
-	esc := (&url.URL{Path: q.name}).EscapedPath()
-	if !strings.HasSuffix(q.upath, esc) {
+	esc := (&url.URL{Path: fr.name}).EscapedPath()
+	if !strings.HasSuffix(fr.upath, esc) {
 		return
 	}
-	prefix, pattern := cleanPrefix(q.upath[:len(q.upath)-len(esc)]), d.patterns[p]
+	prefix, pattern := cleanPrefix(fr.upath[:len(fr.upath)-len(esc)]), d.patterns[p]
 	key := pattern + "\x00" + prefix
-	s := q.s
+	s := fr.s
 	s.mu.Lock()
 	ix := s.indexes[key]
 	name, found := "", false
@@ -1383,7 +1396,7 @@ func (q *request) primeDictionary(d *dictStore) {
 	walk := !found && s.reserveIndex(key, ix)
 	s.mu.Unlock()
 	if walk {
-		ix = q.indexDictionaries(prefix, pattern, d.maxBody)
+		ix = fr.indexDictionaries(prefix, pattern, d.maxBody)
 		s.mu.Lock()
 		if s.indexes[key] != nil { // else dropped while the walk ran long
 			s.indexes[key] = ix
@@ -1394,7 +1407,7 @@ func (q *request) primeDictionary(d *dictStore) {
 	if !found {
 		return
 	}
-	data, err := fs.ReadFile(q.fsys, name)
+	data, err := fs.ReadFile(fr.fsys, name)
 	if err == nil && sha256.Sum256(data) == hash {
 		d.remember(data, pattern, true)
 	}
@@ -1449,13 +1462,13 @@ func (s *fileServer) reserveIndex(key string, ix *dictIndex) bool {
 
 // indexDictionaries walks fsys for the files whose URL path, prefix and
 // their name, matches pattern, and hashes each (once per version).
-func (q *request) indexDictionaries(prefix, pattern string, maxBody int64) *dictIndex {
+func (fr *fileRequest) indexDictionaries(prefix, pattern string, maxBody int64) *dictIndex {
 	ix := &dictIndex{built: time.Now(), byHash: map[[32]byte]string{}}
-	_ = fs.WalkDir(q.fsys, ".", func(name string, e fs.DirEntry, err error) error {
+	_ = fs.WalkDir(fr.fsys, ".", func(name string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
-		if !q.s.m.dotfiles && name != "." && strings.HasPrefix(e.Name(), ".") {
+		if !fr.s.m.dotfiles && name != "." && strings.HasPrefix(e.Name(), ".") {
 			if e.IsDir() {
 				return fs.SkipDir
 			}
@@ -1467,7 +1480,7 @@ func (q *request) indexDictionaries(prefix, pattern string, maxBody int64) *dict
 		if !cdt.MatchPath(pattern, prefix+(&url.URL{Path: name}).EscapedPath()) {
 			return nil
 		}
-		f, err := q.fsys.Open(name)
+		f, err := fr.fsys.Open(name)
 		if err != nil {
 			return nil
 		}
@@ -1476,7 +1489,7 @@ func (q *request) indexDictionaries(prefix, pattern string, maxBody int64) *dict
 		if err != nil || !st.Mode().IsRegular() || st.Size() > maxBody {
 			return nil
 		}
-		if m, err := q.metaOf(name, f, st, true); err == nil {
+		if m, err := fr.metaOf(name, f, st, true); err == nil {
 			ix.byHash[m.hash] = name
 		}
 		return nil
@@ -1494,15 +1507,15 @@ func siblingCoding(name string) string {
 	return ""
 }
 
-// rememberFileDictionary stores the plain bytes of f, version q.meta, as a
+// rememberFileDictionary stores the plain bytes of f, version fr.meta, as a
 // dictionary on pattern, unless the store holds them already.
-func (q *request) rememberFileDictionary(f fs.File, pattern string) {
-	d := q.s.m.dicts
-	if q.meta.size == 0 || q.meta.size > d.maxBody || d.lookup(q.meta.hash) != nil {
+func (fr *fileRequest) rememberFileDictionary(f fs.File, pattern string) {
+	d := fr.s.m.dicts
+	if fr.meta.size == 0 || fr.meta.size > d.maxBody || d.lookup(fr.meta.hash) != nil {
 		return
 	}
 	data, err := io.ReadAll(f)
-	if rewind(f) != nil || err != nil || sha256.Sum256(data) != q.meta.hash {
+	if rewind(f) != nil || err != nil || sha256.Sum256(data) != fr.meta.hash {
 		return
 	}
 	d.remember(data, pattern, true)

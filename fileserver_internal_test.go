@@ -214,3 +214,33 @@ func TestFileServerKeepsABoundedNumberOfDictionaryIndexes(t *testing.T) {
 		})
 	}
 }
+
+// A file server's representation in a Cache is keyed apart from every
+// response: a response's key, whatever Host, ETag and coding a request and
+// its handler choose, never finds a file's entry.
+func TestFileRepresentationsNeverShareAKeyWithAResponse(t *testing.T) {
+	c, err := NewCache(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	reps := fileReps{c.cacheCore}
+	sum := sha256.Sum256([]byte("the plain file"))
+	k := repKey{plain: sum, coding: Brotli}
+	if !reps.store(k, rep{data: []byte("encoded"), best: true}) {
+		t.Fatal("the representation was not stored")
+	}
+	if r, ok := reps.load(k); !ok || string(r.data) != "encoded" {
+		t.Fatalf("load = %q, %v; want the stored representation", r.data, ok)
+	}
+	for _, rk := range []cacheKey{
+		{coding: Brotli, host: "\x00file", etag: string(sum[:])},
+		{coding: Brotli, etag: string(sum[:])},
+		{coding: Brotli, host: "\x00file", uri: string(sum[:])},
+		{coding: Brotli, dictionary: string(sum[:])},
+	} {
+		if _, ok := c.store.GetIfPresent(rk); ok {
+			t.Errorf("response key %#v finds the file's representation", rk)
+		}
+	}
+}

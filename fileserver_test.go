@@ -609,7 +609,7 @@ func TestFileServerReportsEvents(t *testing.T) {
 		{"/app.js", "gzip", "gzip", squeeze.ReasonNone, true},
 		{"/app.js", "", "", squeeze.ReasonNotAccepted, false},
 		{"/img.png", "br", "", squeeze.ReasonContentType, false},
-		{"/missing", "br", "", squeeze.ReasonStatus, false},
+		{"/missing", "br", "", squeeze.ReasonTooSmall, false}, // its 19-byte text
 	}
 	for _, c := range cases {
 		mu.Lock()
@@ -628,6 +628,135 @@ func TestFileServerReportsEvents(t *testing.T) {
 		if c.coding != "" && e.In != int64(len(js)) {
 			t.Errorf("%s %q: In %d, want %d", c.target, c.ae, e.In, len(js))
 		}
+	}
+}
+
+// Whatever the file server sends unencoded, its Event gives the reason
+// the Middleware's Handler gives for the same response from
+// http.FileServer: both come from one decision, over the same facts. Only
+// what the file server alone does (siblings, its store's limit) has
+// reasons of its own, in TestFileServerReasonsOfItsOwn.
+func TestFileServerReportsTheReasonsTheMiddlewareWould(t *testing.T) {
+	mt := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	fsys := fstest.MapFS{
+		"app.js":         {Data: textBody(31, 20000), ModTime: mt},
+		"img.png":        {Data: randomBody(32, 5000), ModTime: mt},
+		"tiny.js":        {Data: textBody(33, 50), ModTime: mt},
+		"noise.js":       {Data: randomBody(34, 20000), ModTime: mt},
+		"dir/index.html": {Data: textBody(35, 5000), ModTime: mt},
+	}
+	later := mt.Add(time.Hour).Format(http.TimeFormat)
+	for _, tc := range []struct {
+		name, method, path, ae string
+		hdr                    []string
+		want                   squeeze.Reason
+	}{
+		{"encoded", "GET", "/app.js", "br", nil, squeeze.ReasonNone},
+		{"image", "GET", "/img.png", "br", nil, squeeze.ReasonContentType},
+		{"image, HEAD", "HEAD", "/img.png", "br", nil, squeeze.ReasonContentType},
+		{"too small", "GET", "/tiny.js", "br", nil, squeeze.ReasonTooSmall},
+		{"too small, client accepts nothing", "GET", "/tiny.js", "", nil, squeeze.ReasonNotAccepted},
+		{"identity only", "GET", "/app.js", "identity", nil, squeeze.ReasonNotAccepted},
+		{"incompressible", "GET", "/noise.js", "br", nil, squeeze.ReasonNoGain},
+		{"one range", "GET", "/app.js", "br", []string{"Range", "bytes=0-9"}, squeeze.ReasonPartial},
+		{"range ignored", "GET", "/app.js", "br", []string{"Range", "bytes=0-9", "If-Range", `"other"`}, squeeze.ReasonRange},
+		{"image, range ignored", "GET", "/img.png", "br", []string{"Range", "bytes=0-9", "If-Range", `"other"`}, squeeze.ReasonContentType},
+		{"range not satisfiable", "GET", "/app.js", "br", []string{"Range", "bytes=99999-"}, squeeze.ReasonPartial}, // Content-Range: bytes */20000
+		{"not modified", "GET", "/app.js", "br", []string{"If-Modified-Since", later}, squeeze.ReasonStatus},
+		{"missing", "GET", "/missing.js", "br", nil, squeeze.ReasonTooSmall},
+		{"missing, client accepts nothing", "GET", "/missing.js", "", nil, squeeze.ReasonNotAccepted},
+		{"directory redirected", "GET", "/dir", "br", nil, squeeze.ReasonContentType},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got events
+			m := newMiddleware(t, squeeze.WithObserver(got.observe))
+			fsrv, _ := fileServer(t, m, fsys)
+			for _, h := range []struct {
+				name string
+				h    http.Handler
+			}{
+				{"FileServer", fsrv},
+				{"Handler(http.FileServer)", m.Handler(http.FileServer(http.FS(fsys)))},
+			} {
+				rec := serveMethod(h.h, tc.method, tc.path, tc.ae, tc.hdr...)
+				e := got.only(t)
+				if e.Skipped != tc.want || (e.Coding != "") != (tc.want == squeeze.ReasonNone) {
+					t.Errorf("%s: %d, event %+v; want Skipped %v", h.name, rec.Code, e, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// The reasons only the file server has: a file longer than its store
+// keeps, siblings that the client does not accept, and a file that exists
+// only as siblings.
+func TestFileServerReasonsOfItsOwn(t *testing.T) {
+	js := textBody(41, 20000)
+	big := textBody(42, 200<<10)
+	fsys := fstest.MapFS{
+		"app.js":      {Data: js},
+		"app.js.gz":   {Data: encodeAt(t, "gzip", 1, js)},
+		"tiny.js":     {Data: js[:50]},
+		"tiny.js.gz":  {Data: encodeAt(t, "gzip", 1, js[:50])},
+		"data.bin":    {Data: js},
+		"data.bin.gz": {Data: encodeAt(t, "gzip", 1, js)},
+		"big.js":      {Data: big},
+		"lib.js":      {Data: js},
+		"gone.js.gz":  {Data: encodeAt(t, "gzip", 1, js)},
+	}
+	for _, tc := range []struct {
+		name, path, ae string
+		hdr            []string
+		coding         string
+		want           squeeze.Reason
+	}{
+		{"sibling", "/app.js", "gzip", nil, "gzip", squeeze.ReasonNone},
+		{"small file's sibling", "/tiny.js", "gzip", nil, "gzip", squeeze.ReasonNone},
+		{"small file's sibling not accepted", "/tiny.js", "br", nil, "", squeeze.ReasonNotAccepted},
+		{"untyped file's sibling", "/data.bin", "gzip", nil, "gzip", squeeze.ReasonNone},
+		{"untyped file's sibling not accepted", "/data.bin", "br", nil, "", squeeze.ReasonNotAccepted},
+		// A range is answered from the plain file: its siblings are not looked at.
+		{"untyped file with siblings, ranged", "/data.bin", "gzip", []string{"Range", "bytes=0-9", "If-Range", `"other"`}, "", squeeze.ReasonContentType},
+		{"longer than the store keeps", "/big.js", "br", nil, "", squeeze.ReasonTooLarge},
+		{"longer than the store keeps, client accepts nothing", "/big.js", "", nil, "", squeeze.ReasonNotAccepted},
+		{"a store that keeps nothing", "/lib.js?tiny", "br", nil, "", squeeze.ReasonTooLarge},
+		{"orphan's sibling", "/gone.js", "gzip", nil, "gzip", squeeze.ReasonNone},
+		{"orphan decoded", "/gone.js", "br", nil, "", squeeze.ReasonNotAccepted},
+		{"orphan decoded for a range ignored", "/gone.js", "gzip", []string{"Range", "bytes=0-9", "If-Range", `"other"`}, "", squeeze.ReasonRange},
+		{"method not allowed", "/app.js", "br", []string{"X-Method", "POST"}, "", squeeze.ReasonTooSmall},
+		{"dot dot", "/a/../app.js", "br", nil, "", squeeze.ReasonTooSmall},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got events
+			// A store of 1 MiB keeps files up to an eighth of it.
+			c := newCache(t, 1<<20)
+			if strings.HasSuffix(tc.path, "?tiny") {
+				// An entry may hold an eighth of it, less than its own
+				// bookkeeping.
+				tc.path, c = strings.TrimSuffix(tc.path, "?tiny"), newCache(t, 1000)
+			}
+			m := newMiddleware(t, squeeze.WithObserver(got.observe), squeeze.WithCache(c))
+			fsrv, _ := fileServer(t, m, fsys)
+			method := "GET"
+			if len(tc.hdr) == 2 && tc.hdr[0] == "X-Method" {
+				method = tc.hdr[1]
+			}
+			r := httptest.NewRequest(method, "/", nil)
+			r.URL.Path = tc.path
+			if tc.ae != "" {
+				r.Header.Set("Accept-Encoding", tc.ae)
+			}
+			for i := 0; i+1 < len(tc.hdr); i += 2 {
+				r.Header.Add(tc.hdr[i], tc.hdr[i+1])
+			}
+			rec := httptest.NewRecorder()
+			fsrv.ServeHTTP(rec, r)
+			e := got.only(t)
+			if e.Skipped != tc.want || e.Coding != tc.coding || e.Out != int64(rec.Body.Len()) {
+				t.Errorf("%d, event %+v; want Coding %q, Skipped %v, Out %d", rec.Code, e, tc.coding, tc.want, rec.Body.Len())
+			}
+		})
 	}
 }
 

@@ -451,13 +451,33 @@ func (hw *handlerWriter) readHeld(src io.Reader) (total int64, state writerState
 	return total, state, direct, cw.w, cw.m.buffers, err
 }
 
-// quiet stops the response being reported to m's observer if m is the
-// Middleware serving it: a FileServer of m that it wraps reports it.
-func (hw *handlerWriter) quiet(m *Middleware) {
-	if cw := hw.lock(); cw != nil {
+// skipReport has m's Handler leave the response on w unreported when it
+// is the one serving it: a FileServer of m that it wraps reports the
+// response itself. It looks through whatever wraps w in between, following
+// Unwrap as [http.ResponseController] does, other Middlewares' writers
+// included.
+func (m *Middleware) skipReport(w http.ResponseWriter) {
+	if m.observe == nil {
+		return
+	}
+	for w != nil {
+		hw, ok := w.(*handlerWriter)
+		if !ok {
+			u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+			if !ok {
+				return
+			}
+			w = u.Unwrap()
+			continue
+		}
+		cw := hw.lock()
+		if cw == nil {
+			return
+		}
 		if cw.m == m {
 			cw.silent = true
 		}
+		w = cw.w
 		hw.unlock()
 	}
 }

@@ -11,12 +11,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/fstest"
 
@@ -788,23 +788,82 @@ func reasonConstNames(t *testing.T) []string {
 // A FileServer mounted behind its own Middleware's Handler (example/app.go,
 // "behind compress.Handler, as here") reports exactly one Event per response,
 // so Counters count each static response once, not once as br and once as
-// skipped "encoded".
+// skipped "encoded"; so it does with handlers between the two that wrap the
+// ResponseWriter and unwrap it as http.ResponseController expects, and
+// behind a second Middleware, which reports to its own observer.
 func TestWrappedFileServerReportsOneEvent(t *testing.T) {
 	js := textBody(14, 20000)
-	var n atomic.Int32
-	var evs []squeeze.Event
-	var mu sync.Mutex
-	m := newMiddleware(t, squeeze.WithObserver(func(e squeeze.Event) {
-		n.Add(1)
-		mu.Lock()
-		evs = append(evs, e)
-		mu.Unlock()
-	}))
-	fsrv, _ := fileServer(t, m, fstest.MapFS{"app.js": {Data: js}})
-	h := m.Handler(fsrv)
-	rec := serveAt(h, "/app.js", "br")
-	checkBody(t, rec.Header(), rec.Body.Bytes(), js)
-	if got := n.Load(); got != 1 {
-		t.Errorf("%d events for one response, want 1: %+v", got, evs)
+	for _, tc := range []struct {
+		name string
+		wrap func(m *squeeze.Middleware, fsrv http.Handler) http.Handler
+	}{
+		{"directly", func(m *squeeze.Middleware, fsrv http.Handler) http.Handler { return m.Handler(fsrv) }},
+		{"under StripPrefix", func(m *squeeze.Middleware, fsrv http.Handler) http.Handler {
+			return m.Handler(http.StripPrefix("/static", fsrv))
+		}},
+		{"under a logging writer", func(m *squeeze.Middleware, fsrv http.Handler) http.Handler {
+			return m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fsrv.ServeHTTP(&unwrappingWriter{w}, r)
+			}))
+		}},
+		{"under another Middleware", func(m *squeeze.Middleware, fsrv http.Handler) http.Handler {
+			return m.Handler(newMiddleware(t).Handler(fsrv))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got events
+			m := newMiddleware(t, squeeze.WithObserver(got.observe))
+			fsrv, _ := fileServer(t, m, fstest.MapFS{"app.js": {Data: js}})
+			path := "/app.js"
+			if tc.name == "under StripPrefix" {
+				path = "/static/app.js"
+			}
+			rec := serveAt(tc.wrap(m, fsrv), path, "br")
+			checkBody(t, rec.Header(), rec.Body.Bytes(), js)
+			if e := got.only(t); e.Coding != "br" {
+				t.Errorf("event %+v, want the file server's, br", e)
+			}
+		})
+	}
+}
+
+// unwrappingWriter wraps a ResponseWriter, as logging middleware does, and
+// unwraps to it for http.ResponseController.
+type unwrappingWriter struct{ http.ResponseWriter }
+
+func (w *unwrappingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// The file server takes every reason a file goes out unencoded from the
+// decision (decide.go), as the Middleware does: no file of it names a
+// Reason but ReasonNone. TestFileServerReportsTheReasonsTheMiddlewareWould
+// checks what the reasons are.
+func TestFileServerTakesEveryReasonFromTheDecision(t *testing.T) {
+	reasons := map[string]bool{}
+	for _, name := range reasonConstNames(t) {
+		reasons[name] = name != "ReasonNone"
+	}
+	files, err := filepath.Glob("file*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && reasons[id.Name] {
+				t.Errorf("%s names %s: a reason is decide's to give", file, id.Name)
+			}
+			return true
+		})
+	}
+	if checked < 2 {
+		t.Fatalf("checked %d files (%v), want fileserver.go and filestore.go at least", checked, files)
 	}
 }
