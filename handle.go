@@ -173,19 +173,6 @@ func (s *slot) negotiate(acceptEncoding []string, offers []offer) int {
 	return i
 }
 
-// matchType reports whether ct is a content type to compress, answered
-// from the slot's memo when it is the type matched last; it records the
-// answer there.
-func (cw *responseWriter) matchType(ct string) bool {
-	s := cw.slot
-	if ct == s.lastType && ct != "" {
-		return s.lastEligible
-	}
-	ok := matchTypes(cw.m.types, ct)
-	s.lastType, s.lastEligible = ct, ok
-	return ok
-}
-
 // handlerWriter is the [http.ResponseWriter] a handler is given: one per
 // response, never reused, standing for the slot's responseWriter until the
 // response finishes. It holds the response's header values too, so that a
