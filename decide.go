@@ -8,7 +8,9 @@ import (
 
 // This file holds the one decision every response goes through: encode it,
 // send it as it is, or hold it back until more is known. Every reason a
-// response is not encoded is a case of the switch in decide.
+// response is not encoded is a case of the switch in decide, those found by
+// trying to encode included: the writer records what the attempt found in
+// the facts and asks again.
 
 // verdict is what happens to a response body.
 type verdict uint8
@@ -111,12 +113,12 @@ func (r Reason) varies() bool {
 // so varies, as a 304 without a type does: Vary where none was needed
 // costs a cache some sharing, none where it was needed serves a client a
 // coding it did not accept.
-func (cw *responseWriter) variesWith(why Reason, f *facts, h http.Header) bool {
+func (m *Middleware) variesWith(why Reason, f *facts, h http.Header) bool {
 	switch {
 	case why.varies():
 		return true
 	case f.status == http.StatusNotModified:
-		return cw.notModifiedVaries(h)
+		return notModifiedVaries(m.types, h)
 	case f.status == http.StatusPartialContent:
 		return !f.encoded && !f.noTransform && (f.eligible || isByteRanges(f.contentType))
 	}
@@ -162,7 +164,8 @@ const (
 type responseFields struct {
 	// contentType is the declared media type; typed is false when the
 	// handler declared none. eligible records that the type is one to
-	// compress (matched once, as the type is fixed from here on).
+	// compress (matched once, by the writer, as the type is fixed from
+	// here on).
 	contentType     string
 	typed, eligible bool
 	// declared is the Content-Length the handler set, or -1.
@@ -177,8 +180,8 @@ type responseFields struct {
 	keys int
 }
 
-// readFields reads the fields decide needs from h.
-func (cw *responseWriter) readFields(h http.Header) responseFields {
+// readFields reads the fields decide needs from h, all but eligible.
+func readFields(h http.Header) responseFields {
 	f := responseFields{declared: -1, keys: len(h)}
 	if v, ok := h["Content-Type"]; ok && len(h) == 1 {
 		// The commonest header of all, an API handler's: one look-up
@@ -187,7 +190,6 @@ func (cw *responseWriter) readFields(h http.Header) responseFields {
 		if len(v) > 0 {
 			f.contentType = v[0]
 		}
-		f.eligible = cw.matchType(f.contentType)
 		return f
 	}
 	for k, v := range h {
@@ -211,7 +213,6 @@ func (cw *responseWriter) readFields(h http.Header) responseFields {
 			f.trailers = f.trailers || strings.HasPrefix(k, http.TrailerPrefix)
 		}
 	}
-	f.eligible = f.typed && cw.matchType(f.contentType)
 	return f
 }
 
@@ -251,13 +252,18 @@ type facts struct {
 	// buffered is the number of body bytes held back so far.
 	buffered int
 	event    event
+	// head and ranged are set for a HEAD request and a Range request;
+	// offered when the client accepts a coding on offer.
+	head, ranged, offered bool
+	// noEncoder and noGain are what trying to encode found: no encoder
+	// could be had, or the encoding would not have been smaller.
+	noEncoder, noGain bool
 }
 
-// decide is the compress-or-not decision: a function of the facts, the
-// negotiated offer and the configuration, which changes nothing. The
-// header edits that go with its verdict are made by commit.
-func (cw *responseWriter) decide(f *facts) (verdict, Reason, need) {
-	m := cw.m
+// decide is the compress-or-not decision: a function of the facts and the
+// configuration, which changes nothing. The header edits that go with its
+// verdict are made by commit.
+func (m *Middleware) decide(f *facts) (verdict, Reason, need) {
 	switch {
 	case !bodyAllowed(f.status):
 		return sendPlain, ReasonStatus, 0
@@ -279,15 +285,19 @@ func (cw *responseWriter) decide(f *facts) (verdict, Reason, need) {
 		return sendPlain, ReasonContentType, 0
 	case !f.eligible:
 		return sendPlain, ReasonContentType, 0
-	case cw.ranged:
+	case f.ranged:
 		return sendPlain, ReasonRange, 0
-	case cw.offer == nil:
+	case !f.offered:
 		return sendPlain, ReasonNotAccepted, 0
+	case f.noEncoder:
+		return sendPlain, ReasonNoEncoder, 0
+	case f.noGain:
+		return sendPlain, ReasonNoGain, 0
 	}
 	n := f.declared
 	if f.event == atEnd {
 		switch {
-		case cw.head && f.buffered == 0:
+		case f.head && f.buffered == 0:
 			// A HEAD handler that wrote nothing: judge by what it declared.
 			n = max(n, 0)
 		case n >= 0 && int64(f.buffered) != n:
@@ -299,6 +309,9 @@ func (cw *responseWriter) decide(f *facts) (verdict, Reason, need) {
 	switch {
 	case n >= 0 && n < int64(m.minSize):
 		return sendPlain, ReasonTooSmall, 0
+	case f.event == atEnd && !f.trailers && n < 2:
+		// A whole body of fewer than two bytes never comes out smaller.
+		return sendPlain, ReasonNoGain, 0
 	case f.event >= atOverflow || n > int64(m.buffers.Size()):
 		return sendEncoded, ReasonNone, 0
 	}

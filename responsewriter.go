@@ -201,8 +201,15 @@ func (cw *responseWriter) writeHeader(code int) {
 		return
 	}
 	cw.status = code
-	cw.hdr = cw.readFields(cw.w.Header())
+	cw.readHeader(cw.w.Header())
 	_ = cw.advance(atHeader, nil)
+}
+
+// readHeader reads the fields decide needs from h into hdr, and matches
+// the content type against the ones to compress.
+func (cw *responseWriter) readHeader(h http.Header) {
+	cw.hdr = readFields(h)
+	cw.hdr.eligible = cw.hdr.typed && cw.matchType(cw.hdr.contentType)
 }
 
 // begin is the implicit WriteHeader(200) of a body written without one.
@@ -336,12 +343,15 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 	h := cw.w.Header()
 	if cw.after != nil && cw.after.snapshot != nil {
 		cw.restoreHeader(h)
-		cw.hdr = cw.readFields(h)
+		cw.readHeader(h)
 	} else if ev == atEnd && len(h) != cw.hdr.keys {
 		// Keys added after the status count only as prefixed trailers.
 		cw.hdr.trailers = cw.hdr.trailers || hasPrefixedTrailers(h)
 	}
-	f := facts{responseFields: cw.hdr, status: cw.status, buffered: len(cw.buffered()), event: ev}
+	f := facts{
+		responseFields: cw.hdr, status: cw.status, buffered: len(cw.buffered()), event: ev,
+		head: cw.head, ranged: cw.ranged, offered: cw.offer != nil,
+	}
 	if !f.typed && ev != atHeader {
 		// As net/http, sniff up to 512 bytes: what was held back, then
 		// the start of the write that did not fit.
@@ -359,7 +369,7 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 			f.eligible = cw.matchType(f.contentType)
 		}
 	}
-	v, why, need := cw.decide(&f)
+	v, why, need := cw.m.decide(&f)
 	if v == wait {
 		cw.need = need
 		return nil
@@ -379,18 +389,19 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 	} else if _, ok := h["Content-Type"]; ok && len(h) == 1 {
 		cw.bare = true
 	}
-	if cw.variesWith(why, f, h) {
+	if cw.m.variesWith(why, f, h) {
 		cw.addVary(h)
 	}
 	if f.status == http.StatusNotModified && cw.offer != nil {
-		cw.notModifiedETag(h)
+		notModifiedETag(h, cw.offer.coding, cw.req.Header["If-None-Match"], cw.m.types)
 	}
 	body := cw.buffered()
 	whole := f.event == atEnd && !f.trailers
 	if v == sendEncoded && whole {
-		if why = cw.sendWhole(h, f, body); why == ReasonNone {
+		if cw.sendWhole(h, f, body) {
 			return nil
 		}
+		_, why, _ = cw.m.decide(f) // what the attempt found is a fact: decide names it
 	} else if v == sendEncoded {
 		o := cw.offer
 		// A stream the cache knows by its strong ETag goes out stored;
@@ -412,7 +423,8 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 			return cw.writeHeld()
 		}
 		cw.storing.drop()
-		why = ReasonNoEncoder
+		f.noEncoder = true
+		_, why, _ = cw.m.decide(f)
 	}
 	cw.why = why
 	if whole && f.declared < 0 && len(body) > 0 && bodyAllowed(f.status) {
@@ -672,7 +684,7 @@ func (cw *responseWriter) finish(completed bool) {
 func (cw *responseWriter) leaveUntouched() {
 	cw.untouched = true
 	cw.status = http.StatusOK
-	cw.hdr = cw.readFields(cw.w.Header())
+	cw.readHeader(cw.w.Header())
 	_ = cw.advance(atEnd, nil)
 }
 

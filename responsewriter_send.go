@@ -12,23 +12,20 @@ import (
 
 // sendWhole encodes a body that ended within the buffer into a second
 // pooled buffer no larger than the body, and sends it with its encoded
-// Content-Length if it came out smaller. It reports whether it sent it. A
-// HEAD handler's declared but unwritten body sends the encoded header
-// without a length, which only the body could give (RFC 9110 §9.3.2).
-// Unless it sent the body, it returns why not.
-func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) Reason {
+// Content-Length if it came out smaller. It reports whether it sent it; if
+// not, it records why in f (noEncoder, noGain) for decide to name. A HEAD
+// handler's declared but unwritten body sends the encoded header without a
+// length, which only the body could give (RFC 9110 §9.3.2). decide sends
+// here no body shorter than two bytes, and no empty one but HEAD's.
+func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	o := cw.offer
-	if len(body) == 0 && cw.head && cw.hdr.declared >= 2 {
-		// The GET's body would have been long enough to encode: fewer
-		// than two bytes never come out smaller.
+	if len(body) == 0 {
+		// HEAD: the GET's body would have been long enough to encode.
 		cw.setEncoded(h, o.coding)
 		delete(h, "Content-Length")
 		cw.state = stateSent
 		cw.sendHeader(h)
-		return ReasonNone
-	}
-	if len(body) < 2 {
-		return ReasonNoGain
+		return true
 	}
 	// The cache, if any, may hold this body's encoding; on a miss, key
 	// says where to store it (cache.go).
@@ -38,7 +35,7 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) Reason
 		cw.cached = true
 		cw.written = int64(len(body))
 		cw.sendEncodedBody(h, o.coding, stored, stateSent)
-		return ReasonNone
+		return true
 	}
 	// Anything not smaller than the input is no gain: cap the output there
 	// and let the encoder fail instead of growing the buffer. The output
@@ -53,7 +50,8 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) Reason
 	enc, err := cw.slot.encoder(o, &cw.out)
 	if err != nil {
 		cw.storeWhole(&key, store, body, nil)
-		return ReasonNoEncoder
+		f.noEncoder = true
+		return false
 	}
 	_, err = enc.Write(body)
 	if err == nil {
@@ -65,12 +63,13 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) Reason
 	cw.out = cappedBuffer{}
 	if err != nil {
 		cw.storeWhole(&key, store, body, nil)
-		return ReasonNoGain
+		f.noGain = true
+		return false
 	}
 	cw.storeWhole(&key, store, body, out)
 	cw.written = int64(len(body))
 	cw.sendEncodedBody(h, o.coding, out, stateSent)
-	return ReasonNone
+	return true
 }
 
 // sendEncodedBody sends a whole encoded body, freshly encoded or stored,
