@@ -436,7 +436,7 @@ func (hw *handlerWriter) readHeld(src io.Reader) (total int64, state writerState
 	defer hw.unlock()
 	total, err = cw.readHeld(src)
 	state = cw.state
-	direct = state == statePlain && !cw.remembering() || state == stateHandedBack
+	direct = state == statePlain && !cw.teeing || state == stateHandedBack
 	return total, state, direct, cw.w, cw.m.buffers, err
 }
 
@@ -445,7 +445,7 @@ func (hw *handlerWriter) readHeld(src io.Reader) (total int64, state writerState
 func (hw *handlerWriter) quiet(m *Middleware) {
 	if cw := hw.lock(); cw != nil {
 		if cw.m == m {
-			cw.silent = true
+			cw.report.byFileServer = true
 		}
 		hw.unlock()
 	}

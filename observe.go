@@ -100,9 +100,16 @@ func WithObserver(f func(Event)) Option {
 	}
 }
 
-// report sends the response's Event to the observer.
-func (cw *responseWriter) report() {
-	if cw.silent {
+// reporter is the observer's part in one response.
+type reporter struct {
+	// byFileServer is set when a FileServer behind the writer reports the
+	// response itself.
+	byFileServer bool
+}
+
+// send sends the Event of cw's response to the observer.
+func (r *reporter) send(cw *responseWriter) {
+	if r.byFileServer {
 		return
 	}
 	e := Event{Kind: ResponseEvent, Coding: cw.encodedAs, Skipped: cw.why, Out: cw.sent, Elapsed: cw.elapsed}
@@ -114,7 +121,7 @@ func (cw *responseWriter) report() {
 		e.In = e.Out
 	}
 	e.Dictionary = e.Coding != "" && cw.offer != nil && cw.offer.dict != nil
-	e.Cached = cw.cached
+	e.Cached = cw.fromCache
 	cw.m.observe(e)
 }
 

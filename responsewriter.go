@@ -90,12 +90,11 @@ type responseWriter struct {
 	ranged bool
 	// head is set for HEAD requests, whose body the handler need not write.
 	head bool
-	// cached is set when the body went out from the cache; silent when a
-	// FileServer behind the writer reports the response itself.
-	cached, silent bool
-	state          writerState
-	need           need
-	why            Reason
+	// fromCache is set when the body went out from the cache.
+	fromCache bool
+	state     writerState
+	need      need
+	why       Reason
 
 	// after is set when the handler asked for the header after choosing
 	// the status (see restoreHeader).
@@ -104,13 +103,18 @@ type responseWriter struct {
 	buf *[]byte
 	enc *pool.Encoder
 	out cappedBuffer
-	// storing, set while a stream is being stored in the cache, tees the
-	// encoder's output (cache.go).
-	storing *cacheFill
+	// closed is set when an encoded stream ended whole, with its end
+	// marker.
+	closed bool
 
-	// dict is the dictionary state of a response to a path that matches
-	// a dictionary pattern (dictionary.go); nil on any other.
-	dict *dictResponse
+	// hooks are the features following the response (see responseHook):
+	// the dictionaries, and the cache's fill of a stream it stores.
+	// teeing is set while one of them wants the plain body.
+	hooks  [2]responseHook
+	nhooks uint8
+	teeing bool
+	// report is the observer's part (observe.go).
+	report reporter
 	// sent counts the body bytes the underlying writer took (see wire);
 	// elapsed is the time spent in the encoder, measured only when an
 	// observer is set.
@@ -157,8 +161,54 @@ func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r
 	}
 	if m.dicts != nil {
 		// A dictionary the client holds may replace the offer.
-		cw.beginDictionary(r)
+		o, hook := m.dicts.follow(r, cw.ranged)
+		if o != nil {
+			cw.offer = o
+		}
+		cw.attach(hook)
 	}
+}
+
+// A responseHook is a feature that follows one response: the dictionaries
+// (dictionary.go), and the Cache's fill of a stream it stores (cache.go).
+// The writer calls it at fixed points and knows nothing else of it; the
+// hook keeps its own state.
+type responseHook interface {
+	// committed is called as the verdict is carried out, before the
+	// header goes out: the hook may edit h, and reports whether it wants
+	// the plain body. A hook attached then (the fill) is not called.
+	committed(cw *responseWriter, h http.Header, f *facts) (wantsBody bool)
+	// plain is given the plain body as it passes on after the verdict
+	// (a whole body sent from the buffer is not passed: see sentWhole).
+	// It reports whether the hook wants more.
+	plain(p []byte) (wantsMore bool)
+	// flushed is called when the handler flushes.
+	flushed()
+	// ended is called once, when the response ends: completed is false
+	// when the handler panicked. The observer hears after every hook.
+	ended(cw *responseWriter, completed bool)
+}
+
+// attach makes k follow the response.
+func (cw *responseWriter) attach(k responseHook) {
+	cw.hooks[cw.nhooks] = k
+	cw.nhooks++
+}
+
+// tee gives p, plain body bytes past the verdict, to the hooks, and notes
+// whether any wants more.
+func (cw *responseWriter) tee(p []byte) {
+	wants := false
+	for _, k := range cw.hooks[:cw.nhooks] {
+		wants = k.plain(p) || wants
+	}
+	cw.teeing = wants
+}
+
+// sentWhole returns the body and true if it went out whole from the
+// buffer, where it stays until the response ends.
+func (cw *responseWriter) sentWhole() ([]byte, bool) {
+	return cw.buffered(), cw.state == stateSent
 }
 
 // coding returns the negotiated coding, or "" for identity.
@@ -250,8 +300,8 @@ func (cw *responseWriter) writeString(s string) (int, error) {
 	}
 	switch cw.state {
 	case statePlain:
-		if cw.remembering() {
-			cw.teeDictionary(p)
+		if cw.teeing {
+			cw.tee(p)
 		}
 		n, err := io.WriteString(cw.w, s)
 		cw.sent += int64(n)
@@ -292,8 +342,8 @@ func (cw *responseWriter) hold(p []byte) (bool, error) {
 
 // pass passes p on through the committed path.
 func (cw *responseWriter) pass(p []byte) (int, error) {
-	if cw.remembering() && (cw.state == statePlain || cw.state == stateEncoding || cw.state == stateDiscarding) {
-		cw.teeDictionary(p) // a body to remember as a dictionary
+	if cw.teeing && (cw.state == statePlain || cw.state == stateEncoding || cw.state == stateDiscarding) {
+		cw.tee(p) // a body a hook wants: one to remember as a dictionary
 	}
 	switch cw.state {
 	case statePlain:
@@ -384,9 +434,12 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 	if f.sniffed {
 		h["Content-Type"] = []string{f.contentType}
 	}
-	if cw.m.dicts != nil {
-		cw.dictionaryHeaders(h, f) // Vary, Use-As-Dictionary, Link
-	} else if _, ok := h["Content-Type"]; ok && len(h) == 1 {
+	for _, k := range cw.hooks[:cw.nhooks] {
+		if k.committed(cw, h, f) { // the dictionaries': Vary, Use-As-Dictionary, Link
+			cw.teeing = true
+		}
+	}
+	if _, ok := h["Content-Type"]; ok && len(h) == 1 {
 		cw.bare = true
 	}
 	if cw.m.variesWith(why, f, h) {
@@ -406,13 +459,21 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		o := cw.offer
 		// A stream the cache knows by its strong ETag goes out stored;
 		// the handler's body is then discarded (cache.go).
-		if stored := cw.cachedStream(h, f); stored != nil {
-			cw.cached = true
+		stored, fill := cw.m.cachedStream(cw.req, o, h, f, (*wire)(cw))
+		if stored != nil {
+			cw.fromCache = true
 			cw.sendEncodedBody(h, o.coding, stored, stateDiscarding)
 			return cw.writeHeld() // counted and teed like the rest of the body
 		}
-		enc, err := cw.slot.encoder(o, cw.streamTo())
+		var dst io.Writer = (*wire)(cw)
+		if fill != nil {
+			dst = fill // tees the encoding into the cache
+		}
+		enc, err := cw.slot.encoder(o, dst)
 		if err == nil {
+			if fill != nil {
+				cw.attach(fill)
+			}
 			cw.enc = enc
 			cw.setEncoded(h, o.coding)
 			// delete, not Del: the key is canonical, and Del would
@@ -422,7 +483,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 			cw.sendHeader(h)
 			return cw.writeHeld()
 		}
-		cw.storing.drop()
+		fill.drop()
 		f.noEncoder = true
 		_, why, _ = cw.m.decide(f)
 	}
@@ -467,8 +528,10 @@ func (cw *responseWriter) flush() error {
 	case stateFinished:
 		return errFinished
 	}
+	for _, k := range cw.hooks[:cw.nhooks] {
+		k.flushed() // the fill: a flushed stream is not stored
+	}
 	if cw.state == stateEncoding {
-		cw.storing.drop() // a flushed stream is not stored
 		t0 := cw.clock()
 		err := cw.enc.Flush()
 		cw.spent(t0)
@@ -656,18 +719,17 @@ func (cw *responseWriter) finish(completed bool) {
 		if cw.state == stateEncoding {
 			cw.endStream()
 		}
-		if cw.remembering() {
-			cw.rememberDictionary()
-		}
 	}
-	cw.endFill(completed)
+	for _, k := range cw.hooks[:cw.nhooks] {
+		k.ended(cw, completed)
+	}
 	if cw.buf != nil {
 		cw.keepBuffer(cw.buf)
 		cw.buf = nil
 	}
 	if cw.state != stateHijacked {
 		if cw.m.observe != nil {
-			cw.report()
+			cw.report.send(cw) // last: an observer that panics leaves no hook unended
 		}
 		cw.state = stateFinished
 	}
@@ -695,9 +757,7 @@ func (cw *responseWriter) leaveUntouched() {
 func (cw *responseWriter) endStream() {
 	t0 := cw.clock()
 	if cw.hdr.declared < 0 || cw.written == cw.hdr.declared || cw.head {
-		if err := cw.enc.Close(); err == nil && cw.storing != nil {
-			cw.storing.closed = true // the stream ended whole: endFill stores it
-		}
+		cw.closed = cw.enc.Close() == nil
 	} else {
 		_ = cw.enc.Flush()
 	}

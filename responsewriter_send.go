@@ -30,9 +30,9 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	// The cache, if any, may hold this body's encoding; on a miss, key
 	// says where to store it (cache.go).
 	var key cacheKey
-	stored, store := cw.cachedWhole(h, f, body, &key)
+	stored, store := cw.m.cachedWhole(cw.req, o, h, f, body, &key)
 	if stored != nil {
-		cw.cached = true
+		cw.fromCache = true
 		cw.written = int64(len(body))
 		cw.sendEncodedBody(h, o.coding, stored, stateSent)
 		return true
@@ -49,7 +49,7 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	t0 := cw.clock()
 	enc, err := cw.slot.encoder(o, &cw.out)
 	if err != nil {
-		cw.storeWhole(&key, store, body, nil)
+		cw.m.storeWhole(&key, store, body, nil)
 		f.noEncoder = true
 		return false
 	}
@@ -62,11 +62,11 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	out := cw.out.b
 	cw.out = cappedBuffer{}
 	if err != nil {
-		cw.storeWhole(&key, store, body, nil)
+		cw.m.storeWhole(&key, store, body, nil)
 		f.noGain = true
 		return false
 	}
-	cw.storeWhole(&key, store, body, out)
+	cw.m.storeWhole(&key, store, body, out)
 	cw.written = int64(len(body))
 	cw.sendEncodedBody(h, o.coding, out, stateSent)
 	return true
