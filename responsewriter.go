@@ -463,7 +463,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		if stored != nil {
 			cw.fromCache = true
 			cw.sendEncodedBody(h, o.coding, stored, stateDiscarding)
-			return cw.writeHeld() // counted and teed like the rest of the body
+			return cw.sendHeld() // counted and teed like the rest of the body
 		}
 		var dst io.Writer = (*wire)(cw)
 		if fill != nil {
@@ -481,7 +481,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 			delete(h, "Content-Length")
 			cw.state = stateEncoding
 			cw.sendHeader(h)
-			return cw.writeHeld()
+			return cw.sendHeld()
 		}
 		fill.drop()
 		f.noEncoder = true
@@ -493,17 +493,19 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 	}
 	cw.state = statePlain
 	cw.sendHeader(h)
-	return cw.writeHeld()
+	return cw.sendHeld()
 }
 
-// writeHeld sends what was held back through the committed path.
-func (cw *responseWriter) writeHeld() error {
+// sendHeld sends what was held back down the path the verdict chose: it
+// calls pass, never write, so that the flow from a write through the
+// verdict to the client goes one way and never back into hold.
+func (cw *responseWriter) sendHeld() error {
 	if cw.buf == nil {
 		return nil
 	}
 	var err error
 	if len(*cw.buf) > 0 {
-		_, err = cw.write(*cw.buf)
+		_, err = cw.pass(*cw.buf)
 	}
 	cw.releaseBuffer()
 	return err
@@ -569,7 +571,7 @@ func (cw *responseWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
 		cw.restoreHeader(h)
 		cw.state = statePlain
 		cw.sendHeader(h)
-		_ = cw.writeHeld()
+		_ = cw.sendHeld()
 	}
 	conn, rw, err := hj.Hijack()
 	if err != nil {
@@ -602,6 +604,7 @@ func hijackerOf(w http.ResponseWriter) http.Hijacker {
 // with net/http's own ReadFrom, an empty src writes nothing: the status is
 // set (200 unless WriteHeader came first) by the first byte, not the call.
 func (cw *responseWriter) readHeld(src io.Reader) (int64, error) {
+	var total int64
 	if cw.state == stateWaiting && cw.status == 0 {
 		m, err := readSome(src, cw.first[:])
 		if m == 0 {
@@ -612,21 +615,21 @@ func (cw *responseWriter) readHeld(src io.Reader) (int64, error) {
 		}
 		cw.begin()
 		k, err := cw.write(cw.first[:m])
+		total = int64(k)
 		if err != nil || cw.state != stateWaiting {
-			return int64(k), err
+			return total, err
 		}
-		n, err := cw.readHeld(src)
-		return int64(k) + n, err
 	}
 	if cw.state == stateWaiting {
 		cw.begin()
 	}
 	if cw.state != stateWaiting {
-		return 0, nil
+		return total, nil
 	}
 	n, full, err := cw.fill(src)
+	total += int64(n)
 	if err != nil || !full {
-		return int64(n), err
+		return total, err
 	}
 	var one [1]byte
 	m, err := readSome(src, one[:])
@@ -634,13 +637,13 @@ func (cw *responseWriter) readHeld(src io.Reader) (int64, error) {
 		if err == io.EOF {
 			err = nil // the body ended with the buffer full
 		}
-		return int64(n), err
+		return total, err
 	}
 	if err := cw.advance(atOverflow, one[:m]); err != nil {
-		return int64(n), err
+		return total, err
 	}
 	k, err := cw.write(one[:m])
-	return int64(n + k), err
+	return total + int64(k), err
 }
 
 // readSome reads into p until it gets a byte or an error, as io.ReadAtLeast
