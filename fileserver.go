@@ -260,7 +260,7 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hw, ok := w.(*handlerWriter); ok && s.m.observe != nil {
 		// Wrapped in a Middleware's Handler after all: the file server
 		// reports this response, so the wrapper must not report it again.
-		hw.quiet(s.m)
+		hw.fileServerReports(s.m)
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")

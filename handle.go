@@ -61,31 +61,31 @@ type slot struct {
 	// to the next (see encoder); nil when the slot keeps none.
 	enc      *pool.Encoder
 	encoders *pool.Encoders
-	// faces is the rest of a block of handlerWriters (newFaces), carved
+	// handlerWriters is the rest of a block of handlerWriters (newHandlerWriters), carved
 	// one per response.
-	faces []handlerWriter
+	handlerWriters []handlerWriter
 
 	// cw comes last, so that the fields above, which every response
 	// reads, share the slot's first cache lines.
 	cw responseWriter
 }
 
-// faceBlock is how many handlerWriters a block holds: 36 of 56 bytes, the
+// handlerWriterBlock is how many handlerWriters a block holds: 36 of 56 bytes, the
 // most that fit the 2,048-byte size class with the 8-byte header that an
 // object over 512 bytes holding pointers carries (32 of 64 bytes, with
 // it, took the 2,304-byte class and wasted 248 bytes a block).
-const faceBlock = 36
+const handlerWriterBlock = 36
 
-// newFaces returns handlerWriters for s to carve: one for a slot's first
+// newHandlerWriters returns handlerWriters for s to carve: one for a slot's first
 // response, so that a burst of concurrent responses, each in a new slot,
 // holds no blocks it may never use (BENCHMARKS.md, "Stack depth, and header
 // values shared": 449 bytes per in-flight stream over the floor, 1,085 with
-// whole blocks); otherwise a block of faceBlock.
-func (s *slot) newFaces() []handlerWriter {
+// whole blocks); otherwise a block of handlerWriterBlock.
+func (s *slot) newHandlerWriters() []handlerWriter {
 	if s.served == 0 {
 		return make([]handlerWriter, 1)
 	}
-	return make([]handlerWriter, faceBlock)
+	return make([]handlerWriter, handlerWriterBlock)
 }
 
 // headerValues holds the backing arrays of the header values the
@@ -189,20 +189,20 @@ type handlerWriter struct {
 }
 
 // open takes a slot from the pool and readies it for the response to r,
-// whose fields q holds, on w. The handler is to be given the
+// whose fields rh holds, on w. The handler is to be given the
 // handlerWriter; close ends the response.
-func (m *Middleware) open(w http.ResponseWriter, r *http.Request, q *requestFields) (*slot, *handlerWriter) {
+func (m *Middleware) open(w http.ResponseWriter, r *http.Request, rh *requestHeader) (*slot, *handlerWriter) {
 	s, _ := m.slots.Get().(*slot)
 	if s == nil {
 		s = new(slot)
 	}
-	if len(s.faces) == 0 {
-		s.faces = s.newFaces()
+	if len(s.handlerWriters) == 0 {
+		s.handlerWriters = s.newHandlerWriters()
 	}
-	hw := &s.faces[0]
-	s.faces = s.faces[1:]
+	hw := &s.handlerWriters[0]
+	s.handlerWriters = s.handlerWriters[1:]
 	hw.s.Store(s)
-	s.cw.start(m, s, w, r, q)
+	s.cw.start(m, s, w, r, rh)
 	s.cw.values = &hw.values
 	return s, hw
 }
@@ -398,7 +398,7 @@ func (hw *handlerWriter) Unwrap() http.ResponseWriter {
 // when the response is sent plain. While the verdict waits, it fills the
 // buffer as writes would.
 func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
-	total, state, direct, w, buffers, err := hw.readHeld(src)
+	total, state, direct, w, buffers, err := hw.lockAndHoldFrom(src)
 	if err != nil || state == stateWaiting {
 		return total, err
 	}
@@ -423,26 +423,27 @@ func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
 	return total + n, err
 }
 
-// readHeld is the part of ReadFrom done under the lock: what src gives
-// while the verdict waits goes into the buffer. The lock is released by a
-// defer, since src is the handler's and may panic. It returns the state
-// after, whether the rest may go to w's ReadFrom directly, w, and the
-// buffer pool; errFinished if the response had finished.
-func (hw *handlerWriter) readHeld(src io.Reader) (total int64, state writerState, direct bool, w http.ResponseWriter, buffers *pool.Buffers, err error) {
+// lockAndHoldFrom is the part of ReadFrom done under the lock: what src
+// gives while the verdict waits goes into the buffer. The lock is released
+// by a defer, since src is the handler's and may panic. It returns the
+// state after, whether the rest may go to w's ReadFrom directly, w, and
+// the buffer pool; errFinished if the response had finished.
+func (hw *handlerWriter) lockAndHoldFrom(src io.Reader) (total int64, state writerState, direct bool, w http.ResponseWriter, buffers *pool.Buffers, err error) {
 	cw := hw.lock()
 	if cw == nil {
 		return 0, stateFinished, false, nil, nil, errFinished
 	}
 	defer hw.unlock()
-	total, err = cw.readHeld(src)
+	total, err = cw.holdFrom(src)
 	state = cw.state
 	direct = state == statePlain && !cw.teeing || state == stateHandedBack
 	return total, state, direct, cw.w, cw.m.buffers, err
 }
 
-// quiet stops the response being reported to m's observer if m is the
-// Middleware serving it: a FileServer of m that it wraps reports it.
-func (hw *handlerWriter) quiet(m *Middleware) {
+// fileServerReports tells the response's writer that a FileServer of m
+// reports the response, so that m, if it is the Middleware serving it,
+// does not report it again.
+func (hw *handlerWriter) fileServerReports(m *Middleware) {
 	if cw := hw.lock(); cw != nil {
 		if cw.m == m {
 			cw.report.byFileServer = true

@@ -147,20 +147,20 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		m = defaultMiddleware()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := readRequest(r.Header)
-		r, release, ok := m.decodeRequest(w, r, q.contentEncoding)
+		rh := readRequestHeader(r.Header)
+		r, release, ok := m.decodeRequest(w, r, rh.contentEncoding)
 		if !ok {
 			return
 		}
 		if release != nil {
 			defer release()
 		}
-		if isUpgrade(r, &q) {
+		if isUpgrade(r, &rh) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		s, hw := m.open(w, r, &q)
-		r = withPlainTags(r, q.ifNoneMatch, q.ifMatch, s.cw.coding(), m.offers)
+		s, hw := m.open(w, r, &rh)
+		r = withPlainTags(r, rh.ifNoneMatch, rh.ifMatch, s.cw.coding(), m.offers)
 		completed := false
 		defer func() { m.close(s, hw, completed) }()
 		if sd := m.dicts.standaloneFor(r); sd != nil {
@@ -172,58 +172,58 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// requestFields are the request header fields the middleware reads on
+// requestHeader holds the request header fields the middleware reads on
 // every request.
-type requestFields struct {
+type requestHeader struct {
 	contentEncoding, upgrade, connection, ranges, acceptEncoding, ifNoneMatch, ifMatch []string
 }
 
-// smallHeader is the most keys a request header may have for readRequest
-// to walk it rather than look its fields up: a Go client's request has
-// three or four, a browser's a dozen or more.
+// smallHeader is the most keys a request header may have for
+// readRequestHeader to walk it rather than look its fields up: a Go
+// client's request has three or four, a browser's a dozen or more.
 const smallHeader = 8
 
-// readRequest reads the fields the middleware needs from a request's
+// readRequestHeader reads the fields the middleware needs from a request's
 // header: in one pass over a small map, where seven look-ups, each hashing
 // its key, would cost more; by look-up otherwise. Keys are canonical, as
 // net/http makes them.
-func readRequest(h http.Header) requestFields {
-	var q requestFields
+func readRequestHeader(h http.Header) requestHeader {
+	var rh requestHeader
 	if len(h) > smallHeader {
-		q.contentEncoding, q.upgrade, q.connection = h["Content-Encoding"], h["Upgrade"], h["Connection"]
-		q.ranges, q.acceptEncoding = h["Range"], h["Accept-Encoding"]
-		q.ifNoneMatch, q.ifMatch = h["If-None-Match"], h["If-Match"]
-		return q
+		rh.contentEncoding, rh.upgrade, rh.connection = h["Content-Encoding"], h["Upgrade"], h["Connection"]
+		rh.ranges, rh.acceptEncoding = h["Range"], h["Accept-Encoding"]
+		rh.ifNoneMatch, rh.ifMatch = h["If-None-Match"], h["If-Match"]
+		return rh
 	}
 	for k, v := range h {
 		switch k {
 		case "Content-Encoding":
-			q.contentEncoding = v
+			rh.contentEncoding = v
 		case "Upgrade":
-			q.upgrade = v
+			rh.upgrade = v
 		case "Connection":
-			q.connection = v
+			rh.connection = v
 		case "Range":
-			q.ranges = v
+			rh.ranges = v
 		case "Accept-Encoding":
-			q.acceptEncoding = v
+			rh.acceptEncoding = v
 		case "If-None-Match":
-			q.ifNoneMatch = v
+			rh.ifNoneMatch = v
 		case "If-Match":
-			q.ifMatch = v
+			rh.ifMatch = v
 		}
 	}
-	return q
+	return rh
 }
 
 // isUpgrade reports whether r asks to switch protocols (WebSocket, h2c) or
 // to tunnel: the response stream then is not an HTTP body at all.
-func isUpgrade(r *http.Request, q *requestFields) bool {
+func isUpgrade(r *http.Request, rh *requestHeader) bool {
 	if r.Method == http.MethodConnect {
 		return true
 	}
-	if len(q.upgrade) == 0 {
+	if len(rh.upgrade) == 0 {
 		return false
 	}
-	return headerHasToken(q.connection, "upgrade")
+	return headerHasToken(rh.connection, "upgrade")
 }

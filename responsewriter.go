@@ -129,10 +129,10 @@ type responseWriter struct {
 	slot      *slot
 	values    *headerValues
 	encodedAs string
-	// bare is set when the header held only Content-Type as the response
+	// onlyContentType is set when the header held only Content-Type as the response
 	// was committed, an API handler's commonest: there is no Vary, ETag
 	// or Accept-Ranges to look up.
-	bare bool
+	onlyContentType bool
 	// untouched is set when the handler returned without choosing a
 	// status or writing a byte: finish then makes the header edits but
 	// sends nothing, and the response is handed back (see leaveUntouched).
@@ -148,14 +148,14 @@ type afterStatus struct {
 
 // start readies cw, zero in its slot s, for the response to r on w. The
 // fields are set one by one: assigning a whole struct would copy it.
-func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r *http.Request, q *requestFields) {
+func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r *http.Request, rh *requestHeader) {
 	cw.m, cw.slot = m, s
 	cw.w, cw.req = w, r
 	cw.hdr.declared = -1
 	cw.head = r.Method == http.MethodHead
-	cw.ranged = len(q.ranges) > 0
+	cw.ranged = len(rh.ranges) > 0
 	if !cw.ranged {
-		if i := s.negotiate(q.acceptEncoding, m.offers); i >= 0 {
+		if i := s.negotiate(rh.acceptEncoding, m.offers); i >= 0 {
 			cw.offer = &m.offers[i]
 		}
 	}
@@ -262,8 +262,9 @@ func (cw *responseWriter) readHeader(h http.Header) {
 	cw.hdr.eligible = cw.hdr.typed && cw.matchType(cw.hdr.contentType)
 }
 
-// begin is the implicit WriteHeader(200) of a body written without one.
-func (cw *responseWriter) begin() {
+// implicitHeader is the implicit WriteHeader(200) of a body written
+// without one.
+func (cw *responseWriter) implicitHeader() {
 	if cw.status == 0 {
 		cw.writeHeader(http.StatusOK)
 	}
@@ -317,7 +318,7 @@ func (cw *responseWriter) writeString(s string) (int, error) {
 // the verdict that p must then go through. On an error, nothing of p was
 // taken.
 func (cw *responseWriter) hold(p []byte) (bool, error) {
-	cw.begin()
+	cw.implicitHeader()
 	if cw.state != stateWaiting {
 		return false, nil
 	}
@@ -440,7 +441,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		}
 	}
 	if _, ok := h["Content-Type"]; ok && len(h) == 1 {
-		cw.bare = true
+		cw.onlyContentType = true
 	}
 	if cw.m.variesWith(why, f, h) {
 		cw.addVary(h)
@@ -516,7 +517,7 @@ func (cw *responseWriter) sendHeld() error {
 // underlying writer.
 func (cw *responseWriter) flush() error {
 	if cw.state == stateWaiting {
-		cw.begin()
+		cw.implicitHeader()
 	}
 	switch cw.state {
 	case stateWaiting:
@@ -598,12 +599,12 @@ func hijackerOf(w http.ResponseWriter) http.Hijacker {
 	}
 }
 
-// readHeld takes what src gives into the buffer while the
+// holdFrom takes what src gives into the buffer while the
 // verdict waits. A body that fills the buffer exactly is told from a longer
 // one by reading one byte more: only a longer one commits to a stream. As
 // with net/http's own ReadFrom, an empty src writes nothing: the status is
 // set (200 unless WriteHeader came first) by the first byte, not the call.
-func (cw *responseWriter) readHeld(src io.Reader) (int64, error) {
+func (cw *responseWriter) holdFrom(src io.Reader) (int64, error) {
 	var total int64
 	if cw.state == stateWaiting && cw.status == 0 {
 		m, err := readSome(src, cw.first[:])
@@ -613,7 +614,7 @@ func (cw *responseWriter) readHeld(src io.Reader) (int64, error) {
 			}
 			return 0, err
 		}
-		cw.begin()
+		cw.implicitHeader()
 		k, err := cw.write(cw.first[:m])
 		total = int64(k)
 		if err != nil || cw.state != stateWaiting {
@@ -621,12 +622,12 @@ func (cw *responseWriter) readHeld(src io.Reader) (int64, error) {
 		}
 	}
 	if cw.state == stateWaiting {
-		cw.begin()
+		cw.implicitHeader()
 	}
 	if cw.state != stateWaiting {
 		return total, nil
 	}
-	n, full, err := cw.fill(src)
+	n, full, err := cw.fillBuffer(src)
 	total += int64(n)
 	if err != nil || !full {
 		return total, err
@@ -657,12 +658,12 @@ func readSome(src io.Reader, p []byte) (int, error) {
 	return 0, io.ErrNoProgress
 }
 
-// fill reads from src into the buffer until it is full or src ends. It
+// fillBuffer reads from src into the buffer until it is full or src ends. It
 // reports whether the buffer filled, in which case more may follow. A body
 // that goes past its declared length is cut there and reported as
 // [http.ErrContentLength]. Like io.Copy, it gives up on a reader that
 // returns nothing 100 times in a row.
-func (cw *responseWriter) fill(src io.Reader) (int, bool, error) {
+func (cw *responseWriter) fillBuffer(src io.Reader) (int, bool, error) {
 	if cw.buf == nil {
 		cw.buf = cw.getBuffer()
 	}
@@ -714,7 +715,7 @@ func (cw *responseWriter) finish(completed bool) {
 			cw.leaveUntouched()
 		}
 		if cw.state == stateWaiting {
-			cw.begin()
+			cw.implicitHeader()
 		}
 		if cw.state == stateWaiting {
 			_ = cw.advance(atEnd, nil)

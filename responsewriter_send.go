@@ -87,7 +87,7 @@ func (cw *responseWriter) setEncoded(h http.Header, coding string) {
 	cw.encodedAs = coding
 	cw.values.encoding[0] = coding
 	h["Content-Encoding"] = cw.values.encoding[:]
-	if cw.bare {
+	if cw.onlyContentType {
 		return
 	}
 	// Byte ranges would refer to the encoded bytes, which differ from one
@@ -105,7 +105,7 @@ func (cw *responseWriter) setLength(h http.Header, n int) {
 // addVary adds Accept-Encoding to Vary unless it, or "*", is there already.
 func (cw *responseWriter) addVary(h http.Header) {
 	var v []string
-	if !cw.bare {
+	if !cw.onlyContentType {
 		v = h["Vary"]
 	}
 	switch {
