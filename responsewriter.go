@@ -2,18 +2,22 @@ package squeeze
 
 // The Life of a Response
 //
-// Handler gives the handler a handlerWriter (handle.go), which stands for a
-// pooled responseWriter, this file's subject, until the response ends. The
-// handler's WriteHeader and Write reach writeHeader and write; hold keeps
-// the body back while decide (decide.go) answers wait. At each moment that
-// may settle it (the status, sniffable bytes, a full buffer, a flush, the
-// end), advance asks decide for a verdict and a Reason, and commit makes the
-// header edits that go with them (Vary, ETag, the features' own) and sends
-// the header. The body then goes one of three ways: out of the Cache
-// (cache.go), through an encoder (sendWhole for a body that ended within
-// the buffer, responsewriter_send.go; a stream otherwise), or plain; every
-// byte reaches the client through wire. finish ends the response when the
-// handler returns, and the observer hears of it (observe.go).
+//	handler -> handlerWriter -> responseWriter -> decide -> cache | encoder | plain -> wire
+//
+// Middleware.Handler gives the handler a handlerWriter (handle.go) standing
+// for a pooled responseWriter until the response ends. WriteHeader, Write
+// and ReadFrom reach writeHeader, write and holdFrom; hold keeps the body
+// back while decide (decide.go) answers wait. At each moment that may
+// settle it (the status, sniffable bytes, a full buffer, a flush, the end)
+// advance asks decide for a verdict and a Reason, and commit carries it
+// out: the header edits (Vary, ETag, and each responseHook's: the
+// dictionaries'), the header, then what was held back, by sendHeld. The
+// body then goes one way: out of the Cache (cachedWhole, cachedStream),
+// through an encoder (sendWhole for a body that ended within the buffer, in
+// responsewriter_send.go; a stream, teed by the cache's fill, otherwise),
+// or plain (pass). Every byte reaches the client through wire. finish ends
+// the response as the handler returns: each hook's ended, then the
+// observer's reporter (observe.go).
 
 import (
 	"bufio"
