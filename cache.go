@@ -1027,9 +1027,9 @@ func (m *Middleware) cachedStream(r *http.Request, o *offer, h http.Header, f *f
 // The fill follows its response as a responseHook: it wants no plain body
 // (it is the encoder's destination), a flushed stream is not stored, and
 // at the end it stores what it kept.
-func (f *cacheFill) committed(*responseWriter, http.Header, *facts) bool { return false }
-func (f *cacheFill) plain([]byte) bool                                   { return false }
-func (f *cacheFill) flushed()                                            { f.drop() }
+func (f *cacheFill) committed(*responseWriter, http.Header, facts) bool { return false }
+func (f *cacheFill) plain([]byte) bool                                  { return false }
+func (f *cacheFill) flushed()                                           { f.drop() }
 
 // ended stores the stream the fill kept if the response completed and its
 // stream ended whole, and otherwise drops it. The entry keeps an exact

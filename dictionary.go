@@ -754,7 +754,7 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // 200 of an eligible type, not encoded by the handler, not a range, without
 // a Use-As-Dictionary of the handler's own), and the Link to standalone
 // dictionaries on text/html. It asks for the body of a GET to remember.
-func (d *dictResponse) committed(cw *responseWriter, h http.Header, f *facts) bool {
+func (d *dictResponse) committed(cw *responseWriter, h http.Header, f facts) bool {
 	s := d.s
 	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
 	if p := d.pattern; p > 0 {
@@ -810,7 +810,7 @@ func (d *dictResponse) ended(cw *responseWriter, completed bool) {
 // committed adds the Link to standalone dictionaries on text/html, on a
 // response to a path that matches no pattern; s is then the response's
 // hook, which wants no body and keeps nothing.
-func (s *dictStore) committed(_ *responseWriter, h http.Header, f *facts) bool {
+func (s *dictStore) committed(_ *responseWriter, h http.Header, f facts) bool {
 	if len(s.links) > 0 && f.typed && matchTypes(htmlTypes, f.contentType) {
 		v := h["Link"]
 		h["Link"] = append(v[:len(v):len(v)], s.links...)

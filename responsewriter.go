@@ -79,9 +79,6 @@ type responseWriter struct {
 	// hdr is what the header said when the handler chose the status.
 	hdr    responseFields
 	status int // the final status the handler chose; 0 until then
-	// first is where ReadFrom reads a body's first byte before the status
-	// is set (a field, so that reading into it does not allocate).
-	first [1]byte
 	// written counts the body bytes fed to an encoder, so that a stream
 	// that falls short of or exceeds hdr.declared can be told apart.
 	written int64
@@ -89,16 +86,6 @@ type responseWriter struct {
 	// offer is the negotiated coding (one of m.offers, or a dictionary
 	// coding's offer), or nil for identity.
 	offer *offer
-	// ranged is set for requests with a Range header: the response stays
-	// identity, since byte ranges refer to the plain bytes.
-	ranged bool
-	// head is set for HEAD requests, whose body the handler need not write.
-	head bool
-	// fromCache is set when the body went out from the cache.
-	fromCache bool
-	state     writerState
-	need      need
-	why       Reason
 
 	// after is set when the handler asked for the header after choosing
 	// the status (see restoreHeader).
@@ -107,18 +94,11 @@ type responseWriter struct {
 	buf *[]byte
 	enc *pool.Encoder
 	out cappedBuffer
-	// closed is set when an encoded stream ended whole, with its end
-	// marker.
-	closed bool
 
 	// hooks are the features following the response (see responseHook):
-	// the dictionaries, and the cache's fill of a stream it stores.
-	// teeing is set while one of them wants the plain body.
-	hooks  [2]responseHook
-	nhooks uint8
-	teeing bool
-	// report is the observer's part (observe.go).
-	report reporter
+	// the dictionaries, and the cache's fill of a stream it stores; the
+	// first nhooks are set.
+	hooks [2]responseHook
 	// sent counts the body bytes the underlying writer took (see wire);
 	// elapsed is the time spent in the encoder, measured only when an
 	// observer is set.
@@ -133,9 +113,35 @@ type responseWriter struct {
 	slot      *slot
 	values    *headerValues
 	encodedAs string
-	// onlyContentType is set when the header held only Content-Type as the response
-	// was committed, an API handler's commonest: there is no Vary, ETag
-	// or Accept-Ranges to look up.
+
+	// The fields of a byte or less come last, together, so that the
+	// struct pads once: a larger one would take the slot, which handBack
+	// allocates, to a larger size class.
+
+	// first is where ReadFrom reads a body's first byte before the status
+	// is set (a field, so that reading into it does not allocate).
+	first [1]byte
+	// ranged is set for requests with a Range header: the response stays
+	// identity, since byte ranges refer to the plain bytes.
+	ranged bool
+	// head is set for HEAD requests, whose body the handler need not write.
+	head bool
+	// fromCache is set when the body went out from the cache.
+	fromCache bool
+	// closed is set when an encoded stream ended whole, with its end
+	// marker.
+	closed bool
+	state  writerState
+	need   need
+	why    Reason
+	nhooks uint8
+	// teeing is set while a hook wants the plain body.
+	teeing bool
+	// report is the observer's part (observe.go).
+	report reporter
+	// onlyContentType is set when the header held only Content-Type as
+	// the response was committed, an API handler's commonest: there is no
+	// Vary, ETag or Accept-Ranges to look up.
 	onlyContentType bool
 	// untouched is set when the handler returned without choosing a
 	// status or writing a byte: finish then makes the header edits but
@@ -181,7 +187,7 @@ type responseHook interface {
 	// committed is called as the verdict is carried out, before the
 	// header goes out: the hook may edit h, and reports whether it wants
 	// the plain body. A hook attached then (the fill) is not called.
-	committed(cw *responseWriter, h http.Header, f *facts) (wantsBody bool)
+	committed(cw *responseWriter, h http.Header, f facts) (wantsBody bool)
 	// plain is given the plain body as it passes on after the verdict
 	// (a whole body sent from the buffer is not passed: see sentWhole).
 	// It reports whether the hook wants more.
@@ -440,7 +446,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		h["Content-Type"] = []string{f.contentType}
 	}
 	for _, k := range cw.hooks[:cw.nhooks] {
-		if k.committed(cw, h, f) { // the dictionaries': Vary, Use-As-Dictionary, Link
+		if k.committed(cw, h, *f) { // the dictionaries': Vary, Use-As-Dictionary, Link
 			cw.teeing = true
 		}
 	}
