@@ -775,9 +775,6 @@ func (d *dictResponse) committed(cw *responseWriter, h http.Header, f facts) boo
 // plain collects the plain body of a response to remember, giving up past
 // the largest body the store takes. It reports whether it wants more.
 func (d *dictResponse) plain(p []byte) bool {
-	if !d.remember {
-		return false
-	}
 	if int64(len(d.body)+len(p)) > d.s.maxBody {
 		d.remember, d.body = false, nil
 		return false

@@ -436,7 +436,7 @@ func (hw *handlerWriter) lockAndHoldFrom(src io.Reader) (total int64, state writ
 	defer hw.unlock()
 	total, err = cw.holdFrom(src)
 	state = cw.state
-	direct = state == statePlain && !cw.teeing || state == stateHandedBack
+	direct = state == statePlain && cw.teeing == 0 || state == stateHandedBack
 	return total, state, direct, cw.w, cw.m.buffers, err
 }
 

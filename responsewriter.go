@@ -135,8 +135,8 @@ type responseWriter struct {
 	need   need
 	why    Reason
 	nhooks uint8
-	// teeing is set while a hook wants the plain body.
-	teeing bool
+	// teeing has bit i set while hooks[i] wants the plain body.
+	teeing uint8
 	// report is the observer's part (observe.go).
 	report reporter
 	// onlyContentType is set when the header held only Content-Type as
@@ -188,9 +188,9 @@ type responseHook interface {
 	// header goes out: the hook may edit h, and reports whether it wants
 	// the plain body. A hook attached then (the fill) is not called.
 	committed(cw *responseWriter, h http.Header, f facts) (wantsBody bool)
-	// plain is given the plain body as it passes on after the verdict
-	// (a whole body sent from the buffer is not passed: see sentWhole).
-	// It reports whether the hook wants more.
+	// plain is given the plain body as it passes on after the verdict,
+	// while the hook wants it (a whole body sent from the buffer is not
+	// passed: see sentWhole). It reports whether the hook wants more.
 	plain(p []byte) (wantsMore bool)
 	// flushed is called when the handler flushes.
 	flushed()
@@ -205,14 +205,14 @@ func (cw *responseWriter) attach(k responseHook) {
 	cw.nhooks++
 }
 
-// tee gives p, plain body bytes past the verdict, to the hooks, and notes
-// whether any wants more.
+// tee gives p, plain body bytes past the verdict, to the hooks that want
+// them, and stops giving to each once it wants no more.
 func (cw *responseWriter) tee(p []byte) {
-	wants := false
-	for _, k := range cw.hooks[:cw.nhooks] {
-		wants = k.plain(p) || wants
+	for i, k := range cw.hooks[:cw.nhooks] {
+		if bit := uint8(1) << i; cw.teeing&bit != 0 && !k.plain(p) {
+			cw.teeing &^= bit
+		}
 	}
-	cw.teeing = wants
 }
 
 // sentWhole returns the body and true if it went out whole from the
@@ -311,7 +311,7 @@ func (cw *responseWriter) writeString(s string) (int, error) {
 	}
 	switch cw.state {
 	case statePlain:
-		if cw.teeing {
+		if cw.teeing != 0 {
 			cw.tee(p)
 		}
 		n, err := io.WriteString(cw.w, s)
@@ -353,7 +353,7 @@ func (cw *responseWriter) hold(p []byte) (bool, error) {
 
 // pass passes p on through the committed path.
 func (cw *responseWriter) pass(p []byte) (int, error) {
-	if cw.teeing && (cw.state == statePlain || cw.state == stateEncoding || cw.state == stateDiscarding) {
+	if cw.teeing != 0 && (cw.state == statePlain || cw.state == stateEncoding || cw.state == stateDiscarding) {
 		cw.tee(p) // a body a hook wants: one to remember as a dictionary
 	}
 	switch cw.state {
@@ -445,9 +445,9 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 	if f.sniffed {
 		h["Content-Type"] = []string{f.contentType}
 	}
-	for _, k := range cw.hooks[:cw.nhooks] {
+	for i, k := range cw.hooks[:cw.nhooks] {
 		if k.committed(cw, h, *f) { // the dictionaries': Vary, Use-As-Dictionary, Link
-			cw.teeing = true
+			cw.teeing |= 1 << i
 		}
 	}
 	if _, ok := h["Content-Type"]; ok && len(h) == 1 {
