@@ -61,7 +61,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 	const (
 		maxAllocs = 2.0 / 36 // one block per 36 responses, with room for a pool refill
 		// 57: a 2,048-byte block per 36 responses (that the block
-		// fits its size class is TestFaceBlockFitsTheSizeClass's).
+		// fits its size class is TestHandlerWriterBlockFitsTheSizeClass's).
 		maxBytes = 80
 	)
 	page := textBody(21, 16<<10)

@@ -753,10 +753,9 @@ type cacheFill struct {
 	buf []byte
 	// held is what the fill claimed of the budget, at least cap(buf).
 	held int64
-	// level is the offer's level; closed is set once the stream ended
-	// whole; leading that the fill still leads its flight.
+	// level is the offer's level; leading is set while the fill still
+	// leads its flight.
 	level   int
-	closed  bool
 	leading bool
 }
 
@@ -911,8 +910,8 @@ func varyNames(lines []string) (star, other, site bool) {
 // served from the cache at all: not without a cache, nor for anything but
 // a 200 to a request other than HEAD, a response with trailers, a stream
 // decided at a flush, or one whose header says never (see cacheFields).
-func (cw *responseWriter) cacheable(h http.Header, f *facts) (cacheFields, bool) {
-	if cw.m.cache == nil || f.status != http.StatusOK || cw.head || f.trailers || f.event == atFlush {
+func (m *Middleware) cacheable(h http.Header, f *facts) (cacheFields, bool) {
+	if m.cache == nil || f.status != http.StatusOK || f.head || f.trailers || f.event == atFlush {
 		return cacheFields{}, false
 	}
 	cf := readCacheFields(h)
@@ -925,14 +924,13 @@ func (cw *responseWriter) cacheable(h http.Header, f *facts) (cacheFields, bool)
 // on a hit; on a miss that this response leads, store is set and k holds
 // the key to give to storeWhole once body is encoded. k is filled in
 // place, not returned, which would copy the key twice on every response,
-// with or without a cache.
-func (cw *responseWriter) cachedWhole(h http.Header, f *facts, body []byte, k *cacheKey) (stored []byte, store bool) {
-	if _, ok := cw.cacheable(h, f); !ok {
+// with or without a cache. r is the request, o the response's offer.
+func (m *Middleware) cachedWhole(r *http.Request, o *offer, h http.Header, f *facts, body []byte, k *cacheKey) (stored []byte, store bool) {
+	if _, ok := m.cacheable(h, f); !ok {
 		return nil, false
 	}
-	o := cw.offer
-	*k = cacheKey{sum: maphash.Bytes(cw.m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
-	e, leader := cw.m.cache.lookup(cw.req, k, body, upgradeLevel(k.coding), 0)
+	*k = cacheKey{sum: maphash.Bytes(m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
+	e, leader := m.cache.lookup(r, k, body, upgradeLevel(k.coding), 0)
 	if e != nil {
 		return e.body, false
 	}
@@ -943,17 +941,17 @@ func (cw *responseWriter) cachedWhole(h http.Header, f *facts, body []byte, k *c
 // of body for later hits to compare, or only ends the flight when out is
 // nil (no gain). Both are copied: they live in pooled buffers. It does
 // nothing unless store is set.
-func (cw *responseWriter) storeWhole(k *cacheKey, store bool, body, out []byte) {
+func (m *Middleware) storeWhole(k *cacheKey, store bool, body, out []byte) {
 	if !store {
 		return
 	}
 	var plain []byte
-	if out != nil && int64(len(out)+len(body)) <= cw.m.cache.entryMax {
+	if out != nil && int64(len(out)+len(body)) <= m.cache.entryMax {
 		out, plain = bytes.Clone(out), bytes.Clone(body)
 	} else {
 		out = nil
 	}
-	cw.m.cache.end(k, out, plain, k.level)
+	m.cache.end(k, out, plain, k.level)
 }
 
 // validatorKey returns the key of a streamed response by its strong ETag,
@@ -968,13 +966,11 @@ func (cw *responseWriter) storeWhole(k *cacheKey, store bool, body, out []byte) 
 // request's Sec-Fetch-Site when Vary names it. A request without a
 // RequestURI (built by hand, not by net/http's server)
 // gets no key, as its original target is unknown.
-func (cw *responseWriter) validatorKey(cf *cacheFields) (cacheKey, bool) {
-	r := cw.req
-	if !cw.m.trustETags || r.Method != http.MethodGet || r.RequestURI == "" || !isStrongETag(cf.etag) ||
+func (m *Middleware) validatorKey(r *http.Request, o *offer, cf *cacheFields) (cacheKey, bool) {
+	if !m.trustETags || r.Method != http.MethodGet || r.RequestURI == "" || !isStrongETag(cf.etag) ||
 		cf.varies || (!cf.shared && hasAuthorization(r.Header)) {
 		return cacheKey{}, false
 	}
-	o := cw.offer
 	k := cacheKey{
 		coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID(),
 		host: r.Host, uri: r.RequestURI, etag: cf.etag,
@@ -1005,51 +1001,45 @@ func hasAuthorization(h http.Header) bool {
 
 // cachedStream looks an encoded stream up by validator, only with
 // [WithTrustedETags]: nothing else can show that a stored encoding holds
-// the bytes this handler is about to write. It returns the stored encoding
-// on a hit; on a miss of a response it may store, it sets cw.storing to
-// tee the stream into the cache, and returns nil.
-func (cw *responseWriter) cachedStream(h http.Header, f *facts) []byte {
-	if !cw.m.trustETags {
-		return nil
+// the bytes this handler is about to write. r is the request, o the
+// response's offer. It returns the stored encoding on a hit; on a miss of
+// a response it may store, it returns a fill that tees the stream, on its
+// way to dst, into the cache, and that follows the response as its hook.
+func (m *Middleware) cachedStream(r *http.Request, o *offer, h http.Header, f *facts, dst io.Writer) ([]byte, *cacheFill) {
+	if !m.trustETags {
+		return nil, nil
 	}
-	cf, ok := cw.cacheable(h, f)
+	cf, ok := m.cacheable(h, f)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	k, ok := cw.validatorKey(&cf)
+	k, ok := m.validatorKey(r, o, &cf)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	e, leader := cw.m.cache.lookup(cw.req, &k, nil, upgradeLevel(k.coding), cw.m.cache.patience)
+	e, leader := m.cache.lookup(r, &k, nil, upgradeLevel(k.coding), m.cache.patience)
 	if e != nil {
-		return e.body
+		return e.body, nil
 	}
 	if leader {
-		cw.storing = &cacheFill{c: cw.m.cache.cacheCore, key: k, dst: (*wire)(cw), level: k.level, leading: true}
+		return nil, &cacheFill{c: m.cache.cacheCore, key: k, dst: dst, level: k.level, leading: true}
 	}
-	return nil
+	return nil, nil
 }
 
-// streamTo returns where an encoded stream writes: through the fill, if
-// the response is being stored, or to the client.
-func (cw *responseWriter) streamTo() io.Writer {
-	if cw.storing != nil {
-		return cw.storing
-	}
-	return (*wire)(cw)
-}
+// The fill follows its response as a responseHook: it wants no plain body
+// (it is the encoder's destination), a flushed stream is not stored, and
+// at the end it stores what it kept.
+func (f *cacheFill) committed(*responseWriter, http.Header, facts) bool { return false }
+func (f *cacheFill) plain([]byte) bool                                  { return false }
+func (f *cacheFill) flushed()                                           { f.drop() }
 
-// endFill stores the stream the fill kept if the response completed and
-// its stream ended whole, and otherwise drops it. The entry keeps an exact
+// ended stores the stream the fill kept if the response completed and its
+// stream ended whole, and otherwise drops it. The entry keeps an exact
 // copy, not the fill's buffer with its spare capacity, and its weight takes
 // over what the fill claimed.
-func (cw *responseWriter) endFill(completed bool) {
-	f := cw.storing
-	if f == nil {
-		return
-	}
-	cw.storing = nil
-	if !completed || !f.closed || !f.leading {
+func (f *cacheFill) ended(cw *responseWriter, completed bool) {
+	if !completed || !cw.closed || !f.leading {
 		f.drop()
 		return
 	}

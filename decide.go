@@ -9,7 +9,9 @@ import (
 // This file holds the one decision every response, and every file a
 // [Middleware.FileServer] serves, goes through: encode it, send it as it
 // is, or hold it back until more is known. Every reason a response or a
-// file is not encoded is a case of the switch in verdictFor.
+// file is not encoded is a case of the switch in decide, those found by
+// trying to encode included: the writer (or the file server) records what
+// the attempt found in the facts and asks again.
 
 // verdict is what happens to a response body.
 type verdict uint8
@@ -112,12 +114,12 @@ func (r Reason) varies() bool {
 // so varies, as a 304 without a type does: Vary where none was needed
 // costs a cache some sharing, none where it was needed serves a client a
 // coding it did not accept.
-func (cw *responseWriter) variesWith(why Reason, f *facts, h http.Header) bool {
+func (m *Middleware) variesWith(why Reason, f *facts, h http.Header) bool {
 	switch {
 	case why.varies():
 		return true
 	case f.status == http.StatusNotModified:
-		return cw.notModifiedVaries(h)
+		return notModifiedVaries(m.types, h)
 	case f.status == http.StatusPartialContent:
 		return !f.encoded && !f.noTransform && (f.eligible || isByteRanges(f.contentType))
 	}
@@ -166,7 +168,8 @@ const (
 type responseFields struct {
 	// contentType is the declared media type; typed is false when the
 	// handler declared none. eligible records that the type is one to
-	// compress (matched once, as the type is fixed from here on).
+	// compress (matched once, by the writer, as the type is fixed from
+	// here on).
 	contentType     string
 	typed, eligible bool
 	// declared is the Content-Length the handler set, or -1.
@@ -181,16 +184,8 @@ type responseFields struct {
 	keys int
 }
 
-// readFields reads the fields decide needs from h.
-func (cw *responseWriter) readFields(h http.Header) responseFields {
-	f := headerFields(h)
-	f.eligible = f.typed && cw.matchType(f.contentType)
-	return f
-}
-
-// headerFields reads the fields decide needs from h, all but eligible,
-// which the caller matches against the Middleware's types.
-func headerFields(h http.Header) responseFields {
+// readFields reads the fields decide needs from h, all but eligible.
+func readFields(h http.Header) responseFields {
 	f := responseFields{declared: -1, keys: len(h)}
 	if v, ok := h["Content-Type"]; ok && len(h) == 1 {
 		// The commonest header of all, an API handler's: one look-up
@@ -261,34 +256,28 @@ type facts struct {
 	// buffered is the number of body bytes held back so far.
 	buffered int
 	event    event
-
-	// ranged, head and accepted are the request's: it asked for a byte
-	// range, it is a HEAD, and the client accepts a coding on offer.
-	ranged, head, accepted bool
+	// head and ranged are set for a HEAD request and a Range request;
+	// offered when the client accepts a coding on offer.
+	head, ranged, offered bool
+	// noEncoder and noGain are what trying to encode found: no encoder
+	// could be had, or the encoding would not have been smaller.
+	noEncoder, noGain bool
 
 	// The facts of a [Middleware.FileServer] file, zero for a response.
 	// precoded: the file goes out as a precompressed sibling the client
 	// accepts, whatever its type and size. siblings: it has siblings on
 	// offer, so its type alone does not keep it plain. storeLimit: the
 	// longest file the file server encodes, what its store keeps in one
-	// entry (below zero when the store keeps none). noGain: encoding it
-	// did not make it smaller.
-	precoded, siblings, noGain bool
-	storeLimit                 int64
+	// entry (below zero when the store keeps none).
+	precoded, siblings bool
+	storeLimit         int64
 }
 
-// decide is the compress-or-not decision for the response cw writes:
-// verdictFor its facts and its request's.
-func (cw *responseWriter) decide(f *facts) (verdict, Reason, need) {
-	f.ranged, f.head, f.accepted = cw.ranged, cw.head, cw.offer != nil
-	return verdictFor(cw.m, f)
-}
-
-// verdictFor is the compress-or-not decision, for a response and for a
-// [Middleware.FileServer] file alike: a function of the facts and m's
+// decide is the compress-or-not decision, for a response and for a
+// [Middleware.FileServer] file alike: a function of the facts and the
 // configuration, which changes nothing. The header edits that go with its
 // verdict are made by commit, or by the file server.
-func verdictFor(m *Middleware, f *facts) (verdict, Reason, need) {
+func (m *Middleware) decide(f *facts) (verdict, Reason, need) {
 	switch {
 	case !bodyAllowed(f.status):
 		return sendPlain, ReasonStatus, 0
@@ -314,8 +303,12 @@ func verdictFor(m *Middleware, f *facts) (verdict, Reason, need) {
 		return sendPlain, ReasonContentType, 0
 	case f.ranged:
 		return sendPlain, ReasonRange, 0
-	case !f.accepted:
+	case !f.offered:
 		return sendPlain, ReasonNotAccepted, 0
+	case f.noEncoder:
+		return sendPlain, ReasonNoEncoder, 0
+	case f.noGain:
+		return sendPlain, ReasonNoGain, 0
 	}
 	n := f.declared
 	if f.event == atEnd {
@@ -334,7 +327,8 @@ func verdictFor(m *Middleware, f *facts) (verdict, Reason, need) {
 		return sendPlain, ReasonTooSmall, 0
 	case f.event == atFile && n > f.storeLimit:
 		return sendPlain, ReasonTooLarge, 0
-	case f.noGain:
+	case f.event == atEnd && !f.trailers && n < 2:
+		// A whole body of fewer than two bytes never comes out smaller.
 		return sendPlain, ReasonNoGain, 0
 	case f.event >= atOverflow || n > int64(m.buffers.Size()):
 		return sendEncoded, ReasonNone, 0

@@ -23,12 +23,14 @@ import (
 )
 
 // This file holds the server side of Compression Dictionary Transport (RFC
-// 9842): the store of remembered dictionaries, the dcz and dcb encoders, and
-// the per-response state that remembers a body and offers a delta against one. The
-// middleware calls in at four points: newResponseWriter (beginDictionary),
-// commit (dictionaryHeaders), Write (teeDictionary) and finish
-// (rememberDictionary). The match patterns, the fields and the framing are
-// parsed and serialised in internal/cdt.
+// 9842): the store of remembered dictionaries, the dcz and dcb encoders,
+// the headers of a response on a dictionary path, and the per-response
+// state that remembers a body and offers a delta against one. The response
+// writer calls in when it starts (follow, which may make a dictionary offer
+// the response's), and through the responseHook that follow returns: at the
+// verdict (the header edits), with the plain body (collected to remember),
+// and at the end (remembered). The match patterns, the fields and the
+// framing are parsed and serialised in internal/cdt.
 
 // Content-coding names of RFC 9842, the dictionary-compressed codings: a
 // zstd frame or a brotli stream made with a dictionary the client already
@@ -420,41 +422,37 @@ func (e *framedEncoder) Reset(w io.Writer) {
 
 // --- one response -----------------------------------------------------------
 
-// dictResponse is the dictionary state of one response. The zero value
-// means none: no pattern matched, nothing to remember.
+// dictResponse is the dictionary state of one response to a path that
+// matches a pattern, and the hook that follows it.
 type dictResponse struct {
+	s *dictStore
 	// pattern is the index of the WithDictionaryMatch pattern the path
-	// matched, plus one.
+	// matched, plus one; 0 when the path matches only the pattern of a
+	// standalone dictionary. Either way the response varies on
+	// Available-Dictionary.
 	pattern int
-	// varies is set when the path matches any pattern, that of a
-	// standalone dictionary included: the response varies on
-	// Available-Dictionary. A writer has a dictResponse only then.
-	varies bool
 	// remember is set when the response carries Use-As-Dictionary from
 	// squeeze and is a GET: its plain body is collected in body.
 	remember bool
 	body     []byte
 }
 
-// beginDictionary notes whether the request path matches a dictionary
-// pattern and, when the client may get a delta, makes the dictionary offer
-// the response's offer. A delta needs all of: a dictionary coding named
-// explicitly in Accept-Encoding ("*" does not count), a valid
+// follow returns the dictionary offer the client of r may get, or nil, and
+// the hook that follows the response: a dictResponse on a path that matches
+// a pattern, allocated only there, and s itself on any other (it adds the
+// Link to standalone dictionaries). A delta needs all of: a dictionary
+// coding named explicitly in Accept-Encoding ("*" does not count), a valid
 // Available-Dictionary naming a held dictionary, a path matching that
 // dictionary's pattern, and a same-origin (or direct) request (RFC 9842 §9).
-func (cw *responseWriter) beginDictionary(r *http.Request) {
-	o, pattern, varies := cw.m.dicts.begin(r, r.URL.EscapedPath(), cw.ranged)
+func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) {
+	o, pattern, varies := s.begin(r, r.URL.EscapedPath(), ranged)
 	if varies {
-		// Allocated only on dictionary paths, to keep every other
-		// response's writer small.
-		cw.dict = &dictResponse{pattern: pattern, varies: true}
+		return o, &dictResponse{s: s, pattern: pattern}
 	}
-	if o != nil {
-		cw.offer = o
-	}
+	return o, s
 }
 
-// begin is beginDictionary for a request to path (escaped): it returns the
+// begin is follow for a request to path (escaped): it returns the
 // dictionary offer the client may get, or nil, the index plus one of the
 // WithDictionaryMatch pattern path matches (0 for none), and whether the
 // response varies on Available-Dictionary. The file server calls it with
@@ -539,68 +537,75 @@ func explicitCoding(acceptEncoding []string, codings []string) string {
 // htmlTypes is the pattern the Link to standalone dictionaries goes with.
 var htmlTypes = compileTypes([]string{"text/html"})
 
-// dictionaryHeaders makes the header edits of dictionaries, from commit:
-// Vary on a path that matches a pattern, Use-As-Dictionary on a body to
-// remember (a GET or HEAD 200 of an eligible type, not encoded by the
-// handler, not a range, without a Use-As-Dictionary of the handler's own),
-// and the Link to standalone dictionaries on text/html.
-func (cw *responseWriter) dictionaryHeaders(h http.Header, f *facts) {
-	s := cw.m.dicts
-	if cw.dict != nil {
-		addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
-	}
-	if cw.dict != nil && cw.dict.pattern > 0 {
-		p := cw.dict.pattern
+// committed makes the header edits of dictionaries on a path that matches
+// a pattern: Vary, Use-As-Dictionary on a body to remember (a GET or HEAD
+// 200 of an eligible type, not encoded by the handler, not a range, without
+// a Use-As-Dictionary of the handler's own), and the Link to standalone
+// dictionaries on text/html. It asks for the body of a GET to remember.
+func (d *dictResponse) committed(cw *responseWriter, h http.Header, f facts) bool {
+	s := d.s
+	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
+	if p := d.pattern; p > 0 {
 		method := cw.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
-			f.eligible && !f.encoded && !cw.ranged && len(h["Use-As-Dictionary"]) == 0 {
+			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 {
 			h["Use-As-Dictionary"] = []string{s.useAs[p-1]}
-			cw.dict.remember = method == http.MethodGet
-			if cw.dict.remember && f.declared > 0 && f.declared <= s.maxBody {
-				cw.dict.body = make([]byte, 0, f.declared)
+			d.remember = method == http.MethodGet
+			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
+				d.body = make([]byte, 0, f.declared)
 			}
 		}
 	}
-	if len(s.links) > 0 && f.typed && matchTypes(htmlTypes, f.contentType) {
-		v := h["Link"]
-		h["Link"] = append(v[:len(v):len(v)], s.links...)
+	s.committed(cw, h, f)
+	return d.remember
+}
+
+// plain collects the plain body of a response to remember, giving up past
+// the largest body the store takes. It reports whether it wants more.
+func (d *dictResponse) plain(p []byte) bool {
+	if int64(len(d.body)+len(p)) > d.s.maxBody {
+		d.remember, d.body = false, nil
+		return false
 	}
+	d.body = append(d.body, p...)
+	return true
 }
 
-// remembering reports whether the response's plain body is to be
-// remembered as a dictionary.
-func (cw *responseWriter) remembering() bool {
-	return cw.dict != nil && cw.dict.remember
-}
+func (d *dictResponse) flushed() {}
 
-// teeDictionary collects the plain body of a response to remember, giving
-// up past the largest body the store takes.
-func (cw *responseWriter) teeDictionary(p []byte) {
-	if int64(len(cw.dict.body)+len(p)) > cw.m.dicts.maxBody {
-		cw.dict.remember, cw.dict.body = false, nil
-		return
-	}
-	cw.dict.body = append(cw.dict.body, p...)
-}
-
-// rememberDictionary stores the body of a completed response that carried
+// ended stores the body of a completed response that carried
 // Use-As-Dictionary, unless it did not match its declared length. A whole
 // body encoded from the buffer is still there; any other was collected by
-// teeDictionary.
-func (cw *responseWriter) rememberDictionary() {
-	if !cw.remembering() || cw.why == ReasonLength {
+// plain.
+func (d *dictResponse) ended(cw *responseWriter, completed bool) {
+	if !completed || !d.remember || cw.why == ReasonLength {
 		return
 	}
-	body, owned := cw.dict.body, true
-	if cw.state == stateSent {
-		body, owned = cw.buffered(), false
+	body, owned := d.body, true
+	if whole, ok := cw.sentWhole(); ok {
+		body, owned = whole, false
 	}
 	if cw.hdr.declared >= 0 && int64(len(body)) != cw.hdr.declared {
 		return
 	}
-	cw.m.dicts.remember(body, cw.m.dicts.patterns[cw.dict.pattern-1], owned)
-	cw.dict.body = nil
+	d.s.remember(body, d.s.patterns[d.pattern-1], owned)
+	d.body = nil
 }
+
+// committed adds the Link to standalone dictionaries on text/html, on a
+// response to a path that matches no pattern; s is then the response's
+// hook, which wants no body and keeps nothing.
+func (s *dictStore) committed(_ *responseWriter, h http.Header, f facts) bool {
+	if len(s.links) > 0 && f.typed && matchTypes(htmlTypes, f.contentType) {
+		v := h["Link"]
+		h["Link"] = append(v[:len(v):len(v)], s.links...)
+	}
+	return false
+}
+
+func (s *dictStore) plain([]byte) bool           { return false }
+func (s *dictStore) flushed()                    {}
+func (s *dictStore) ended(*responseWriter, bool) {}
 
 // dictVary is the Vary of a response on a dictionary path: whether it is a
 // delta depends on Available-Dictionary, and on Sec-Fetch-Site too, since a

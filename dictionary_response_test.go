@@ -234,6 +234,28 @@ func TestDictionaryRemembersOnlyWholeEligibleGETs(t *testing.T) {
 	}
 }
 
+// A streamed body is remembered only up to the largest body the store takes
+// (a quarter of its size): past that, collecting it stops.
+func TestDictionaryStreamPastTheLargestBodyNotRemembered(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		body []byte
+		want bool
+	}{
+		{"within a quarter of the store", textBody(5, 40<<10), true},
+		{"past a quarter of the store", textBody(6, 100<<10), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMiddleware(t, squeeze.WithDictionaryMatch("/js/*"), squeeze.WithDictionaryStoreSize(200<<10))
+			h := m.Handler(writeText("text/javascript", tt.body, 4096))
+			serveAt(h, "/js/a.js", chromeAE)
+			if got := remembered(h, "/js/b.js", tt.body); got != tt.want {
+				t.Errorf("remembered = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestDictionaryNotRememberedAfterPanic(t *testing.T) {
 	v1, _ := versions(16 << 10)
 	first := true

@@ -186,7 +186,10 @@ func addPlainTags(lines []string, weakToo bool, suffixOf func(opaque string) str
 // encoded 200). Otherwise the handler's tag goes out as it is. Vary, by
 // contrast, is added where unsure (notModifiedVaries): one too many costs
 // a cache some sharing, a wrong tag a revalidation.
-func (cw *responseWriter) notModifiedETag(h http.Header) {
+//
+// coding is the negotiated coding, inm the request's If-None-Match and
+// types the content types to compress.
+func notModifiedETag(h http.Header, coding string, inm []string, types []typePattern) {
 	_, v := etagField(h)
 	if len(v) != 1 {
 		return
@@ -195,15 +198,13 @@ func (cw *responseWriter) notModifiedETag(h http.Header) {
 	if !isStrongETag(tag) {
 		return
 	}
-	coding := cw.offer.coding
-	inm := cw.req.Header["If-None-Match"]
 	star := len(inm) == 1 && trimOWS(inm[0]) == "*"
 	switch {
 	case len(inm) > 0 && !star:
 		if !listHasTag(inm, codedTag(tag, coding)) {
 			return
 		}
-	case !declaresEligibleType(cw.m.types, h) || endsLikeCodedTag(tag):
+	case !declaresEligibleType(types, h) || endsLikeCodedTag(tag):
 		return
 	}
 	suffixETag(h, coding)
@@ -231,9 +232,9 @@ func endsLikeCodedTag(tag string) bool {
 // notModifiedVaries reports whether a 304 stands for a response that
 // varies with Accept-Encoding. [http.ServeContent] removes Content-Type
 // before a 304, so a missing type counts as one that could be compressed.
-func (cw *responseWriter) notModifiedVaries(h http.Header) bool {
+func notModifiedVaries(types []typePattern, h http.Header) bool {
 	_, typed := h["Content-Type"]
-	return !typed || declaresEligibleType(cw.m.types, h)
+	return !typed || declaresEligibleType(types, h)
 }
 
 // listHasTag reports whether the entity-tag list names tag, compared

@@ -595,8 +595,8 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 	// A file that may not be encoded and has no siblings has nothing on
 	// offer: whether the client accepts a coding is then whether it
 	// accepts one of the Middleware's, as for a response.
-	ff.accepted = o != nil || !encodable && !ff.siblings && negotiate(fr.r.Header["Accept-Encoding"], m.offers) >= 0
-	v, why, _ := verdictFor(m, &ff)
+	ff.offered = o != nil || !encodable && !ff.siblings && negotiate(fr.r.Header["Accept-Encoding"], m.offers) >= 0
+	v, why, _ := m.decide(&ff)
 	switch {
 	case v != sendEncoded || o == nil:
 		// o is nil only with a plain verdict: a file with nothing on
@@ -625,7 +625,7 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 				return
 			}
 			ff.noGain = true
-			_, fr.ev.Skipped, _ = verdictFor(m, &ff)
+			_, fr.ev.Skipped, _ = m.decide(&ff)
 			fr.ev.Cached = false
 			fr.servePlain(f, meta)
 			return
@@ -654,11 +654,11 @@ func (fr *fileRequest) fileFacts(meta *fileMeta, eligible, ranged bool) facts {
 // and body, and of its request.
 func (fr *fileRequest) sentFacts() facts {
 	m := fr.s.m
-	f := facts{responseFields: headerFields(fr.w.Header()), status: fr.w.status, buffered: int(fr.w.n), event: atEnd}
+	f := facts{responseFields: readFields(fr.w.Header()), status: fr.w.status, buffered: int(fr.w.n), event: atEnd}
 	f.eligible = f.typed && matchTypes(m.types, f.contentType)
 	f.ranged = len(fr.r.Header["Range"]) > 0
 	f.head = fr.r.Method == http.MethodHead
-	f.accepted = negotiate(fr.r.Header["Accept-Encoding"], m.offers) >= 0
+	f.offered = negotiate(fr.r.Header["Accept-Encoding"], m.offers) >= 0
 	return f
 }
 
@@ -1089,8 +1089,8 @@ func (fr *fileRequest) serveOrphan() {
 	}
 	// Every representation of an orphan is a sibling.
 	ff := fr.fileFacts(meta, matchTypes(m.types, meta.ctype), ranged)
-	ff.siblings, ff.precoded, ff.accepted = true, i >= 0, i >= 0
-	v, why, _ := verdictFor(m, &ff)
+	ff.siblings, ff.precoded, ff.offered = true, i >= 0, i >= 0
+	v, why, _ := m.decide(&ff)
 	if v == sendEncoded && i >= 0 {
 		fr.serveSibling(names[offers[i].coding], offers[i].coding, meta)
 		return
@@ -1335,7 +1335,7 @@ func (fr *fileRequest) report() {
 	if fr.w.status != http.StatusOK && fr.w.status != 0 {
 		e.Coding, e.Dictionary, e.Cached = "", false, false
 		f := fr.sentFacts()
-		_, e.Skipped, _ = verdictFor(fr.s.m, &f)
+		_, e.Skipped, _ = fr.s.m.decide(&f)
 	}
 	if e.Coding == "" {
 		e.In = e.Out

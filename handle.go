@@ -61,30 +61,32 @@ type slot struct {
 	// to the next (see encoder); nil when the slot keeps none.
 	enc      *pool.Encoder
 	encoders *pool.Encoders
-	// faces is the rest of a block of handlerWriters (newFaces), carved
+	// handlerWriters is the rest of a block of handlerWriters (newHandlerWriters), carved
 	// one per response.
-	faces []handlerWriter
+	handlerWriters []handlerWriter
 
 	// cw comes last, so that the fields above, which every response
 	// reads, share the slot's first cache lines.
 	cw responseWriter
 }
 
-// faceBlock is how many handlerWriters a block holds: the most that fit
-// one of the allocator's size classes with the header such an object
-// carries, so that a block wastes nothing (TestFaceBlockFitsTheSizeClass;
-// the arithmetic is in docs/internals.md#the-per-response-state).
-const faceBlock = 36
+// handlerWriterBlock is how many handlerWriters a block holds: the most
+// that fit one of the allocator's size classes with the header such an
+// object carries, so that a block wastes nothing
+// (TestHandlerWriterBlockFitsTheSizeClass; the arithmetic is in
+// docs/internals.md#the-per-response-state).
+const handlerWriterBlock = 36
 
-// newFaces returns handlerWriters for s to carve: one for a slot's first
+// newHandlerWriters returns handlerWriters for s to carve: one for a slot's first
 // response, so that a burst of concurrent responses, each in a new slot,
 // holds no blocks it may never use (see
-// docs/internals.md#the-per-response-state); otherwise a block of faceBlock.
-func (s *slot) newFaces() []handlerWriter {
+// docs/internals.md#the-per-response-state); otherwise a block of
+// handlerWriterBlock.
+func (s *slot) newHandlerWriters() []handlerWriter {
 	if s.served == 0 {
 		return make([]handlerWriter, 1)
 	}
-	return make([]handlerWriter, faceBlock)
+	return make([]handlerWriter, handlerWriterBlock)
 }
 
 // headerValues holds the backing arrays of the header values the
@@ -171,19 +173,6 @@ func (s *slot) negotiate(acceptEncoding []string, offers []offer) int {
 	return i
 }
 
-// matchType reports whether ct is a content type to compress, answered
-// from the slot's memo when it is the type matched last; it records the
-// answer there.
-func (cw *responseWriter) matchType(ct string) bool {
-	s := cw.slot
-	if ct == s.lastType && ct != "" {
-		return s.lastEligible
-	}
-	ok := matchTypes(cw.m.types, ct)
-	s.lastType, s.lastEligible = ct, ok
-	return ok
-}
-
 // handlerWriter is the [http.ResponseWriter] a handler is given: one per
 // response, never reused, standing for the slot's responseWriter until the
 // response finishes. It holds the response's header values too, so that a
@@ -200,20 +189,20 @@ type handlerWriter struct {
 }
 
 // open takes a slot from the pool and readies it for the response to r,
-// whose fields q holds, on w. The handler is to be given the
+// whose fields rh holds, on w. The handler is to be given the
 // handlerWriter; close ends the response.
-func (m *Middleware) open(w http.ResponseWriter, r *http.Request, q *requestFields) (*slot, *handlerWriter) {
+func (m *Middleware) open(w http.ResponseWriter, r *http.Request, rh *requestHeader) (*slot, *handlerWriter) {
 	s, _ := m.slots.Get().(*slot)
 	if s == nil {
 		s = new(slot)
 	}
-	if len(s.faces) == 0 {
-		s.faces = s.newFaces()
+	if len(s.handlerWriters) == 0 {
+		s.handlerWriters = s.newHandlerWriters()
 	}
-	hw := &s.faces[0]
-	s.faces = s.faces[1:]
+	hw := &s.handlerWriters[0]
+	s.handlerWriters = s.handlerWriters[1:]
 	hw.s.Store(s)
-	s.cw.start(m, s, w, r, q)
+	s.cw.start(m, s, w, r, rh)
 	s.cw.values = &hw.values
 	return s, hw
 }
@@ -409,7 +398,7 @@ func (hw *handlerWriter) Unwrap() http.ResponseWriter {
 // when the response is sent plain. While the verdict waits, it fills the
 // buffer as writes would.
 func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
-	total, state, direct, w, buffers, err := hw.readHeld(src)
+	total, state, direct, w, buffers, err := hw.lockAndHoldFrom(src)
 	if err != nil || state == stateWaiting {
 		return total, err
 	}
@@ -434,20 +423,20 @@ func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
 	return total + n, err
 }
 
-// readHeld is the part of ReadFrom done under the lock: what src gives
-// while the verdict waits goes into the buffer. The lock is released by a
-// defer, since src is the handler's and may panic. It returns the state
-// after, whether the rest may go to w's ReadFrom directly, w, and the
-// buffer pool; errFinished if the response had finished.
-func (hw *handlerWriter) readHeld(src io.Reader) (total int64, state writerState, direct bool, w http.ResponseWriter, buffers *pool.Buffers, err error) {
+// lockAndHoldFrom is the part of ReadFrom done under the lock: what src
+// gives while the verdict waits goes into the buffer. The lock is released
+// by a defer, since src is the handler's and may panic. It returns the
+// state after, whether the rest may go to w's ReadFrom directly, w, and
+// the buffer pool; errFinished if the response had finished.
+func (hw *handlerWriter) lockAndHoldFrom(src io.Reader) (total int64, state writerState, direct bool, w http.ResponseWriter, buffers *pool.Buffers, err error) {
 	cw := hw.lock()
 	if cw == nil {
 		return 0, stateFinished, false, nil, nil, errFinished
 	}
 	defer hw.unlock()
-	total, err = cw.readHeld(src)
+	total, err = cw.holdFrom(src)
 	state = cw.state
-	direct = state == statePlain && !cw.remembering() || state == stateHandedBack
+	direct = state == statePlain && cw.teeing == 0 || state == stateHandedBack
 	return total, state, direct, cw.w, cw.m.buffers, err
 }
 
@@ -475,7 +464,7 @@ func (m *Middleware) skipReport(w http.ResponseWriter) {
 			return
 		}
 		if cw.m == m {
-			cw.silent = true
+			cw.report.byFileServer = true
 		}
 		w = cw.w
 		hw.unlock()

@@ -157,36 +157,16 @@ func WithObserver(f func(Event)) Option {
 	}
 }
 
-// wire is the response writer seen as the destination of the body bytes
-// sent: encoders and the plain path write through it, and it counts what
-// the underlying writer took in sent, for [Event].Out. A conversion of the
-// per-response writer, it costs neither an allocation nor a field.
-type wire responseWriter
-
-func (c *wire) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.sent += int64(n)
-	return n, err
+// reporter is the observer's part in one response.
+type reporter struct {
+	// byFileServer is set when a FileServer behind the writer reports the
+	// response itself.
+	byFileServer bool
 }
 
-// clock returns the time now when an observer wants Elapsed, and the zero
-// Time otherwise; spent adds the time since t0 to Elapsed.
-func (cw *responseWriter) clock() time.Time {
-	if cw.m.observe == nil {
-		return time.Time{}
-	}
-	return time.Now()
-}
-
-func (cw *responseWriter) spent(t0 time.Time) {
-	if !t0.IsZero() {
-		cw.elapsed += time.Since(t0)
-	}
-}
-
-// report sends the response's Event to the observer.
-func (cw *responseWriter) report() {
-	if cw.silent {
+// send sends the Event of cw's response to the observer.
+func (r *reporter) send(cw *responseWriter) {
+	if r.byFileServer {
 		return
 	}
 	e := Event{Kind: ResponseEvent, Coding: cw.encodedAs, Skipped: cw.why, Out: cw.sent, Elapsed: cw.elapsed}
@@ -198,7 +178,7 @@ func (cw *responseWriter) report() {
 		e.In = e.Out
 	}
 	e.Dictionary = e.Coding != "" && cw.offer != nil && cw.offer.dict != nil
-	e.Cached = cw.cached
+	e.Cached = cw.fromCache
 	cw.m.observe(e)
 }
 

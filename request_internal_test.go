@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// readRequest walks small headers and looks fields up in large ones: both
-// ways must find exactly what look-ups find.
+// readRequestHeader walks small headers and looks fields up in large ones:
+// both ways must find exactly what look-ups find.
 func TestReadRequestFindsWhatLookUpsFind(t *testing.T) {
 	fields := map[string][]string{
 		"Content-Encoding": {"gzip"},
@@ -36,13 +36,13 @@ func TestReadRequestFindsWhatLookUpsFind(t *testing.T) {
 			// A lower-case key is not a canonical one, which neither way
 			// finds, as net/http never leaves one in a request.
 			h["accept-encoding"] = []string{"identity"}
-			want := requestFields{
+			want := requestHeader{
 				contentEncoding: h["Content-Encoding"], upgrade: h["Upgrade"], connection: h["Connection"],
 				ranges: h["Range"], acceptEncoding: h["Accept-Encoding"],
 				ifNoneMatch: h["If-None-Match"], ifMatch: h["If-Match"],
 			}
-			if got := readRequest(h); !reflect.DeepEqual(got, want) {
-				t.Errorf("%d keys: readRequest = %+v, want %+v", len(h), got, want)
+			if got := readRequestHeader(h); !reflect.DeepEqual(got, want) {
+				t.Errorf("%d keys: readRequestHeader = %+v, want %+v", len(h), got, want)
 			}
 		}
 	}

@@ -82,13 +82,13 @@ func TestStreamTakesTheEncoderItsSlotKept(t *testing.T) {
 // header the runtime gives an object over 512 bytes that holds pointers:
 // one more element, or a larger one, and the block would take the
 // 2,304-byte class and waste a tenth of itself.
-func TestFaceBlockFitsTheSizeClass(t *testing.T) {
+func TestHandlerWriterBlockFitsTheSizeClass(t *testing.T) {
 	const class, header = 2048, 8
-	size := int(unsafe.Sizeof(handlerWriter{})) * faceBlock
+	size := int(unsafe.Sizeof(handlerWriter{})) * handlerWriterBlock
 	if size+header > class {
-		t.Errorf("a block of %d handlerWriters takes %d bytes with its header, over the %d-byte size class", faceBlock, size+header, class)
+		t.Errorf("a block of %d handlerWriters takes %d bytes with its header, over the %d-byte size class", handlerWriterBlock, size+header, class)
 	}
 	if next := size + int(unsafe.Sizeof(handlerWriter{})); next+header <= class {
-		t.Errorf("a block of %d handlerWriters would fit the %d-byte size class too (%d bytes): faceBlock wastes a slot", faceBlock+1, class, next+header)
+		t.Errorf("a block of %d handlerWriters would fit the %d-byte size class too (%d bytes): handlerWriterBlock wastes a slot", handlerWriterBlock+1, class, next+header)
 	}
 }
