@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/maypok86/otter/v2"
 
@@ -363,8 +364,9 @@ type flight struct {
 // followers wait; a stream's leader goes at its client's pace, and one
 // slow reader, however steadily it reads, must not hold back every other
 // client of the URL. plain is the body looked up by content, which the
-// entry's must equal.
-func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int, patience time.Duration) (e *cacheEntry, leader bool) {
+// entry's must equal; dict is the dictionary of a dcz or dcb key, which an
+// upgrade of the entry needs.
+func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int, patience time.Duration, dict *dictionary) (e *cacheEntry, leader bool) {
 	var deadline time.Time // of the wait in all, set when it begins
 	for {
 		if e, ok := c.store.GetIfPresent(*k); ok {
@@ -374,7 +376,7 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 			}
 			c.hits.Add(1)
 			if e.hits.Add(1) == upgradeAfter && e.level < best {
-				c.enqueue(upgradeJob{key: *k, entry: e, best: best})
+				c.enqueue(newUpgradeJob(k, e, best, dict))
 			}
 			return e, false
 		}
@@ -510,11 +512,14 @@ func (c *cacheCore) add(k *cacheKey, e *cacheEntry, held int64) bool {
 	return true
 }
 
-// upgradeJob re-encodes entry, stored under key, at level best.
+// upgradeJob re-encodes entry, stored under key, at level best; dict is
+// the dictionary of a delta, held weakly so that a job waiting in the queue
+// keeps no dictionary its store has dropped (cache_upgrade_delta.go).
 type upgradeJob struct {
 	key   cacheKey
 	entry *cacheEntry
 	best  int
+	dict  weak.Pointer[dictionary]
 }
 
 // enqueue queues j unless the queue is full or the cache closed.
@@ -561,26 +566,32 @@ type upgradeEncoder struct {
 	enc    writers.Encoder
 	coding string
 	level  int
+	dict   [32]byte // the SHA-256 of a delta's dictionary
 	held   int64
 }
 
-// get returns an encoder for coding at level, claiming its estimated
-// memory unless it is the one held; nil if there is no room for it.
-func (u *upgradeEncoder) get(c *cacheCore, coding string, level int) writers.Encoder {
-	if u.enc != nil && u.coding == coding && u.level == level {
+// get returns an encoder for coding at level, against d for dcz and dcb,
+// claiming its estimated memory unless it is the one held; nil if there is
+// no room for it.
+func (u *upgradeEncoder) get(c *cacheCore, coding string, level int, d *dictionary) writers.Encoder {
+	var dict [32]byte
+	if d != nil {
+		dict = d.hash
+	}
+	if u.enc != nil && u.coding == coding && u.level == level && u.dict == dict {
 		return u.enc
 	}
 	u.release(c)
-	w := encoderMemory(coding, level)
+	w := upgradeEncoderMemory(coding, level, d)
 	if !c.claim(w) {
 		return nil
 	}
-	enc, err := writers.NewEncoder(coding, level)
+	enc, err := newUpgradeEncoder(coding, level, d)
 	if err != nil {
 		c.bytes.Add(-w)
 		return nil
 	}
-	*u = upgradeEncoder{enc: enc, coding: coding, level: level, held: w}
+	*u = upgradeEncoder{enc: enc, coding: coding, level: level, dict: dict, held: w}
 	return enc
 }
 
@@ -622,7 +633,7 @@ const decoderMemory = 1 << 20
 // when the budget has no room for a best-level encoder, a lesser one still
 // gains.
 func upgradeLevels(coding string, best int) []int {
-	switch coding {
+	switch deltaCodec(coding) {
 	case writers.Zstd:
 		return []int{best, 9}
 	case writers.Brotli:
@@ -641,13 +652,18 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	if e, ok := c.store.GetEntryQuietly(j.key); !ok || e.Value != j.entry || len(j.entry.body) < 2 {
 		return // gone: its upgrade could not be kept
 	}
+	d := j.dict.Value()
+	if d == nil && j.key.dictionary != "" {
+		c.upgradesDropped.Add(1) // its dictionary is gone
+		return
+	}
 	var enc writers.Encoder
 	level := 0
 	for _, l := range upgradeLevels(j.key.coding, j.best) {
 		if l <= j.entry.level {
 			break
 		}
-		if enc = u.get(c, j.key.coding, l); enc != nil {
+		if enc = u.get(c, j.key.coding, l, d); enc != nil {
 			level = l
 			break
 		}
@@ -661,9 +677,8 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	// through, and a decoder if the entry has no plain bytes.
 	held := 2*int64(len(j.entry.body)) + upgradeChunk
 	var src io.Reader = bytes.NewReader(j.entry.plain)
-	var dec writers.Decoder
 	if j.entry.plain == nil {
-		held += decoderMemory
+		held += upgradeDecoderMemory(j.key.coding, d, c.entryMax)
 	}
 	if !c.claim(held) {
 		c.upgradesDropped.Add(1)
@@ -671,10 +686,11 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	}
 	defer func() { c.bytes.Add(-held) }()
 	if j.entry.plain == nil {
-		var err error
-		if dec, err = writers.NewDecoder(j.key.coding); err != nil || dec.Reset(bytes.NewReader(j.entry.body)) != nil {
+		dec, done, err := newUpgradeDecoder(j.key.coding, j.entry.body, d)
+		if err != nil {
 			return
 		}
+		defer done()
 		src = dec
 	}
 	out := cappedBuffer{b: make([]byte, 0, len(j.entry.body)-1)} // an encoding no smaller is of no use
@@ -929,7 +945,7 @@ func (cw *responseWriter) cachedWhole(h http.Header, f *facts, body []byte, k *c
 	}
 	o := cw.offer
 	*k = cacheKey{sum: maphash.Bytes(cw.m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
-	e, leader := cw.m.cache.lookup(cw.req, k, body, upgradeLevel(k.coding), 0)
+	e, leader := cw.m.cache.lookup(cw.req, k, body, upgradeLevel(k.coding), 0, o.dict)
 	if e != nil {
 		return e.body, false
 	}
@@ -1017,7 +1033,7 @@ func (cw *responseWriter) cachedStream(h http.Header, f *facts) []byte {
 	if !ok {
 		return nil
 	}
-	e, leader := cw.m.cache.lookup(cw.req, &k, nil, upgradeLevel(k.coding), cw.m.cache.patience)
+	e, leader := cw.m.cache.lookup(cw.req, &k, nil, upgradeLevel(k.coding), cw.m.cache.patience, cw.offer.dict)
 	if e != nil {
 		return e.body
 	}
@@ -1060,9 +1076,10 @@ func (cw *responseWriter) endFill(completed bool) {
 }
 
 // upgradeLevel is the level upgrades encode at: the coding's highest (br 11,
-// gzip 9, zstd 22, which klauspost/compress runs as its best).
+// gzip 9, zstd 22, which klauspost/compress runs as its best), dcz's and
+// dcb's being zstd's and br's.
 func upgradeLevel(coding string) int {
-	r, err := writers.Levels(coding)
+	r, err := writers.Levels(deltaCodec(coding))
 	if err != nil {
 		return 0
 	}
