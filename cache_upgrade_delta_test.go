@@ -9,6 +9,7 @@ import (
 
 	"github.com/squeezehttp/squeeze"
 	"github.com/squeezehttp/squeeze/internal/corpus"
+	"github.com/squeezehttp/squeeze/writers"
 )
 
 // deltaServer is a Middleware with a Cache that remembers /js/ bodies as
@@ -149,5 +150,34 @@ func TestCacheDeltaUpgradesStayWithinTheBudget(t *testing.T) {
 				get(i)
 			}
 		})
+	}
+}
+
+// BenchmarkDeltaLevels encodes real release pairs from npm as deltas
+// against the older release, at the Middleware's default level and at the
+// level the cache upgrades to: the size of each (B/delta) and the CPU of
+// one encode.
+func BenchmarkDeltaLevels(b *testing.B) {
+	for _, rel := range corpus.Releases(b) {
+		for _, tc := range []struct {
+			coding, codec string
+		}{{squeeze.DCB, squeeze.Brotli}, {squeeze.DCZ, squeeze.Zstd}} {
+			r, err := writers.Levels(tc.codec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, level := range []int{r.Default, squeeze.UpgradeLevel(tc.coding)} {
+				b.Run(rel.Name+"/"+tc.coding+"-"+strconv.Itoa(level), func(b *testing.B) {
+					var out []byte
+					b.SetBytes(int64(len(rel.New)))
+					for b.Loop() {
+						if out, err = squeeze.EncodeDelta(tc.coding, level, rel.Old, rel.New); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(len(out)), "B/delta")
+				})
+			}
+		}
 	}
 }
