@@ -801,7 +801,7 @@ func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
 	if r, ok := s.reps.load(k); ok {
 		q.ev.Cached = true
 		if !r.best {
-			s.upgrade(q.fsys, q.name, q.meta, k, r.data)
+			s.upgrade(q.fsys, q.name, q.meta, k, r.data, o.dict)
 		}
 		return r.data, nil
 	}
@@ -824,11 +824,11 @@ func (q *request) encoded(f fs.File, o *offer) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Deltas stay at the Middleware's level; so does a coding whose
-		// best level is the one it used.
-		best := o.dict != nil || BestLevel(o.coding) == levelOfOffer(s.m, o.coding)
+		// A coding whose best level is the one it used stays; deltas and
+		// the others are upgraded.
+		best := o.dict == nil && BestLevel(o.coding) == levelOfOffer(s.m, o.coding)
 		if s.reps.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
-			s.upgrade(q.fsys, q.name, q.meta, k, data)
+			s.upgrade(q.fsys, q.name, q.meta, k, data, o.dict)
 		}
 		return data, nil
 	})
@@ -891,13 +891,13 @@ func BestLevel(coding string) int {
 }
 
 // upgrade encodes version meta of the file name at the best level of
-// k.coding on a goroutine of its own, unless one is running already: then
-// it does nothing, and a later request tries again. The goroutine ends
-// with the encoding. old is the representation stored now, which the
-// upgrade replaces only if it is smaller: passed in rather than looked up
-// again, so a store that counts its look-ups (a Cache) counts only the
-// requests'.
-func (s *fileServer) upgrade(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte) {
+// k.coding (against d for a delta) on a goroutine of its own, unless one
+// is running already: then it does nothing, and a later request tries
+// again. The goroutine ends with the encoding. old is the representation
+// stored now, which the upgrade replaces only if it is smaller: passed in
+// rather than looked up again, so a store that counts its look-ups (a
+// Cache) counts only the requests'.
+func (s *fileServer) upgrade(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte, d *dictionary) {
 	select {
 	case s.upgrading <- struct{}{}:
 	default:
@@ -913,12 +913,7 @@ func (s *fileServer) upgrade(fsys fs.FS, name string, meta *fileMeta, k repKey, 
 		if err != nil || sha256.Sum256(plain) != meta.hash {
 			return // changed or gone: the next request sees the new version
 		}
-		encoders, err := s.bestEncoders(k.coding)
-		if err != nil {
-			s.logf("squeeze: FileServer: %s at level %d: %v", k.coding, BestLevel(k.coding), err)
-			return
-		}
-		data, err := encodeWith(encoders, plain)
+		data, err := s.encodeBest(k, plain, d)
 		if err != nil {
 			return
 		}
