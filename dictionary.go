@@ -327,6 +327,9 @@ type dictStore struct {
 	// dictionaries: their responses vary on Available-Dictionary too.
 	standaloneMatch []string
 
+	// shared is the fleet's store (shared_dict.go), nil without one.
+	shared *shared
+
 	mu     sync.Mutex
 	byHash map[[32]byte]*dictionary
 	lru    list.List // remembered dictionaries, most recently used first
@@ -439,15 +442,25 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool) {
 		body = bytes.Clone(body)
 	}
 	d := &dictionary{hash: hash, data: body, pattern: pattern, size: int64(cap(body)) + dictEntryBytes}
+	if s.insert(d) == d && s.shared != nil {
+		s.publish(d)
+	}
+}
+
+// insert adds d, a remembered dictionary whose size is set, to the store
+// and returns it, or returns the dictionary of the same hash stored
+// meanwhile by another response.
+func (s *dictStore) insert(d *dictionary) *dictionary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.byHash[hash]; ok {
-		return // stored meanwhile by another response
+	if held, ok := s.byHash[d.hash]; ok {
+		return held
 	}
-	s.byHash[hash] = d
+	s.byHash[d.hash] = d
 	d.elem = s.lru.PushFront(d)
 	s.used += d.size
 	s.evict()
+	return d
 }
 
 // evict drops the least recently used dictionaries while the store is over
@@ -694,6 +707,9 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 		return nil, pattern, varies
 	}
 	d := s.lookup(hash)
+	if d == nil && pattern > 0 && s.shared != nil {
+		d = s.fetch(r.Context(), hash, path)
+	}
 	if d == nil || !matchPath(d.pattern, path) {
 		return nil, pattern, varies
 	}

@@ -59,3 +59,22 @@ func WaitUpgrades(c *Cache) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// WaitSharedStore waits until m's background writes to its shared store
+// have returned.
+func WaitSharedStore(m *Middleware) {
+	if m.shared != nil {
+		m.shared.writes.Wait()
+	}
+}
+
+// SetSharedBreakerCooldown sets how long m's shared-store breaker stays
+// open before it lets a probe through.
+func SetSharedBreakerCooldown(m *Middleware, d time.Duration) {
+	m.shared.breaker.mu.Lock()
+	m.shared.breaker.cooldown = d
+	if m.shared.breaker.open {
+		m.shared.breaker.until = time.Now().Add(d)
+	}
+	m.shared.breaker.mu.Unlock()
+}

@@ -57,6 +57,8 @@ type Middleware struct {
 	slots sync.Pool
 	// dotfiles is WithFileServerDotfiles (fileserver.go).
 	dotfiles bool
+	// shared is the store of WithSharedStore, nil without one (shared.go).
+	shared *shared
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -86,6 +88,7 @@ func New(opts ...Option) (*Middleware, error) {
 		observe:  c.observe,
 		cache:    c.cache,
 		dotfiles: c.dotfiles,
+		shared:   newShared(&c, c.observe),
 	}
 	if c.trustETags {
 		if c.cache == nil {
@@ -108,6 +111,9 @@ func New(opts ...Option) (*Middleware, error) {
 	var err error
 	if m.dicts, err = newDictStore(&c, levelOf(&c, Zstd), levelOf(&c, Brotli)); err != nil {
 		return nil, err
+	}
+	if m.dicts != nil {
+		m.dicts.shared = m.shared
 	}
 	bufferSize := max(c.bufferSize, c.minSize)
 	if m.buffers, err = pool.NewBuffers(bufferSize); err != nil {

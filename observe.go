@@ -23,15 +23,21 @@ const (
 	ResponseEvent EventKind = iota
 	// RequestBodyEvent describes a request body squeeze decoded.
 	RequestBodyEvent
+	// SharedStoreEvent describes one call to the store of
+	// [WithSharedStore], one call skipped, or a change of its breaker:
+	// see [Event].Shared.
+	SharedStoreEvent
 )
 
-// String returns "response" or "request_body".
+// String returns "response", "request_body" or "shared_store".
 func (k EventKind) String() string {
 	switch k {
 	case ResponseEvent:
 		return "response"
 	case RequestBodyEvent:
 		return "request_body"
+	case SharedStoreEvent:
+		return "shared_store"
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -83,6 +89,56 @@ type Event struct {
 	// Dictionary is set when the response was encoded with a compression
 	// dictionary (RFC 9842, dcz or dcb; see [WithDictionaryMatch]).
 	Dictionary bool
+	// Shared is the outcome of a [SharedStoreEvent]; In is then the bytes
+	// read from the store, Out those written, and Elapsed the time the
+	// call took. It is [SharedNone] for the other kinds.
+	Shared SharedResult
+}
+
+// SharedResult is the outcome of a call to the store of [WithSharedStore],
+// as a [SharedStoreEvent] reports it.
+type SharedResult uint8
+
+const (
+	// SharedNone is the Shared of an Event of another kind.
+	SharedNone SharedResult = iota
+	// SharedHit: a value was read and passed verification.
+	SharedHit
+	// SharedMiss: the store held no value for the key, or one over the
+	// size limit.
+	SharedMiss
+	// SharedError: the call failed or reached its timeout.
+	SharedError
+	// SharedRejected: a value was read but failed verification (its hash,
+	// its framing, its pattern or its size); it was dropped.
+	SharedRejected
+	// SharedSkipped: no call was made, because the breaker was open or the
+	// values in flight filled their budget.
+	SharedSkipped
+	// SharedWritten: a value was written, or a claim won.
+	SharedWritten
+	// SharedClaimLost: a claim found the key taken by another replica.
+	SharedClaimLost
+	// SharedBreakerOpened: calls failed in a row; the store is not asked
+	// for a while.
+	SharedBreakerOpened
+	// SharedBreakerClosed: a call succeeded after the breaker opened.
+	SharedBreakerClosed
+	sharedResultCount
+)
+
+var sharedResultNames = [sharedResultCount]string{
+	"none", "hit", "miss", "error", "rejected", "skipped", "written", "claim_lost", "breaker_opened", "breaker_closed",
+}
+
+// String returns the result's name in snake case: "hit", "miss", "error",
+// "rejected", "skipped", "written", "claim_lost", "breaker_opened",
+// "breaker_closed" or "none".
+func (r SharedResult) String() string {
+	if r >= sharedResultCount {
+		return "SharedResult(" + strconv.Itoa(int(r)) + ")"
+	}
+	return sharedResultNames[r]
 }
 
 // WithObserver sets f to be called with an [Event] for every response
@@ -169,6 +225,10 @@ type Counters struct {
 	compressor    [len(counterCodings)]codingCounters
 	decompressor  [len(counterCodings)]codingCounters
 	notCompressed [reasonCount]struct{ count, bytes atomic.Int64 }
+	shared        [sharedResultCount]atomic.Int64
+	sharedRead    atomic.Int64
+	sharedWritten atomic.Int64
+	breakerOpen   atomic.Int64 // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
 }
 
 // codingCounters are the counters of one content coding.
@@ -193,6 +253,8 @@ func codingIndex(coding string) int {
 // set, which squeeze never sends, is ignored.
 func (c *Counters) Observe(e Event) {
 	switch {
+	case e.Kind == SharedStoreEvent:
+		c.observeShared(e)
 	case e.Kind == RequestBodyEvent:
 		c.decompressor[codingIndex(e.Coding)].add(e)
 	case e.Coding != "":
@@ -201,6 +263,22 @@ func (c *Counters) Observe(e Event) {
 		r := &c.notCompressed[e.Skipped]
 		r.count.Add(1)
 		r.bytes.Add(e.Out)
+	}
+}
+
+// observeShared counts a SharedStoreEvent.
+func (c *Counters) observeShared(e Event) {
+	if e.Shared == SharedNone || e.Shared >= sharedResultCount {
+		return
+	}
+	c.shared[e.Shared].Add(1)
+	c.sharedRead.Add(e.In)
+	c.sharedWritten.Add(e.Out)
+	switch e.Shared {
+	case SharedBreakerOpened:
+		c.breakerOpen.Store(1)
+	case SharedBreakerClosed:
+		c.breakerOpen.Store(0)
 	}
 }
 
@@ -259,9 +337,25 @@ type (
 		TotalCompressedBytes   int64   `json:"total_compressed_bytes"`
 		DecodeSeconds          float64 `json:"decode_seconds"`
 	}
+	// sharedStats has no Envoy counterpart; its names follow Envoy's
+	// style.
+	sharedStats struct {
+		Hits                int64 `json:"hits"`
+		Misses              int64 `json:"misses"`
+		Errors              int64 `json:"errors"`
+		VerificationsFailed int64 `json:"verifications_failed"`
+		Skipped             int64 `json:"skipped"`
+		Writes              int64 `json:"writes"`
+		ClaimsLost          int64 `json:"claims_lost"`
+		BytesRead           int64 `json:"bytes_read"`
+		BytesWritten        int64 `json:"bytes_written"`
+		BreakerOpened       int64 `json:"breaker_opened"`
+		BreakerOpen         int64 `json:"breaker_open"`
+	}
 	counterStats struct {
 		Compressor   compressorStats   `json:"compressor"`
 		Decompressor decompressorStats `json:"decompressor"`
+		SharedStore  sharedStats       `json:"shared_store"`
 	}
 )
 
@@ -300,6 +394,19 @@ func (c *Counters) stats() counterStats {
 		cs.NotCompressedBytes += x.NotCompressedBytes
 	}
 	cs.ContentLengthTooSmall = cs.Reasons[ReasonTooSmall.String()].NotCompressed
+	s.SharedStore = sharedStats{
+		Hits:                c.shared[SharedHit].Load(),
+		Misses:              c.shared[SharedMiss].Load(),
+		Errors:              c.shared[SharedError].Load(),
+		VerificationsFailed: c.shared[SharedRejected].Load(),
+		Skipped:             c.shared[SharedSkipped].Load(),
+		Writes:              c.shared[SharedWritten].Load(),
+		ClaimsLost:          c.shared[SharedClaimLost].Load(),
+		BytesRead:           c.sharedRead.Load(),
+		BytesWritten:        c.sharedWritten.Load(),
+		BreakerOpened:       c.shared[SharedBreakerOpened].Load(),
+		BreakerOpen:         c.breakerOpen.Load(),
+	}
 	return s
 }
 
@@ -315,9 +422,14 @@ func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).S
 //	    "reasons": {"too_small": {"not_compressed": 1, "not_compressed_bytes": 300}, ...}},
 //	 "decompressor": {"decompressed": 1, "total_uncompressed_bytes": 4000,
 //	    "total_compressed_bytes": 700, "decode_seconds": 0.00002,
-//	    "codings": {"gzip": {...}}}}
+//	    "codings": {"gzip": {...}}},
+//	 "shared_store": {"hits": 4, "misses": 1, "errors": 0,
+//	    "verifications_failed": 0, "skipped": 0, "writes": 2, "claims_lost": 0,
+//	    "bytes_read": 81920, "bytes_written": 40960,
+//	    "breaker_opened": 0, "breaker_open": 0}}
 //
-// The totals are the sums over "codings" and "reasons"; a coding appears
+// shared_store counts the calls to the store of [WithSharedStore] by
+// [SharedResult]; breaker_open is 1 while its breaker is open. The totals are the sums over "codings" and "reasons"; a coding appears
 // once it has been counted, every reason always.
 func (c *Counters) String() string {
 	b, err := json.Marshal(c.stats())
@@ -334,7 +446,9 @@ func (c *Counters) String() string {
 // squeeze_compressor_..._total or squeeze_decompressor_..._total, after
 // Envoy's statistic (total_uncompressed_bytes becomes
 // squeeze_compressor_uncompressed_bytes_total), labelled by coding or by
-// reason.
+// reason; those of the store of [WithSharedStore] are
+// squeeze_shared_store_..._total, besides the gauge
+// squeeze_shared_store_breaker_open.
 func (c *Counters) WritePrometheus(w io.Writer) error {
 	s := c.stats()
 	p := promWriter{w: w}
@@ -356,6 +470,27 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	p.each("squeeze_decompressor_uncompressed_bytes_total", "Decoded bytes of the request bodies, as the handler read them.", "coding", codings, func(k string) float64 { return float64(ds.Codings[k].TotalUncompressedBytes) })
 	p.each("squeeze_decompressor_compressed_bytes_total", "Encoded bytes of the request bodies, as read from the client.", "coding", codings, func(k string) float64 { return float64(ds.Codings[k].TotalCompressedBytes) })
 	p.each("squeeze_decompressor_decode_seconds_total", "Time spent decoding request bodies.", "coding", codings, func(k string) float64 { return ds.Codings[k].DecodeSeconds })
+	ss := &s.SharedStore
+	for _, m := range []struct {
+		name, help string
+		v          int64
+	}{
+		{"hits", "Values read from the shared store and verified.", ss.Hits},
+		{"misses", "Reads that found no value in the shared store.", ss.Misses},
+		{"errors", "Calls to the shared store that failed or timed out.", ss.Errors},
+		{"verifications_failed", "Values read from the shared store that failed verification and were dropped.", ss.VerificationsFailed},
+		{"skipped", "Calls to the shared store not made: breaker open or values in flight at their budget.", ss.Skipped},
+		{"writes", "Values written to the shared store, claims won included.", ss.Writes},
+		{"claims_lost", "Claims that found the key taken by another replica.", ss.ClaimsLost},
+		{"read_bytes", "Bytes of the values read from the shared store.", ss.BytesRead},
+		{"written_bytes", "Bytes of the values written to the shared store.", ss.BytesWritten},
+		{"breaker_opened", "Times the shared store's breaker opened.", ss.BreakerOpened},
+	} {
+		p.family("squeeze_shared_store_"+m.name+"_total", m.help)
+		p.sample("", "", float64(m.v))
+	}
+	p.gauge("squeeze_shared_store_breaker_open", "1 while the shared store's breaker is open, else 0.")
+	p.sample("", "", float64(ss.BreakerOpen))
 	return p.err
 }
 
@@ -379,6 +514,12 @@ type promWriter struct {
 func (p *promWriter) family(name, help string) {
 	p.name = name
 	p.printf("# HELP %s %s\n# TYPE %s counter\n", name, escapeHelp(help), name)
+}
+
+// gauge starts a gauge family with its HELP and TYPE lines.
+func (p *promWriter) gauge(name, help string) {
+	p.name = name
+	p.printf("# HELP %s %s\n# TYPE %s gauge\n", name, escapeHelp(help), name)
 }
 
 // each writes a family with one sample per key, labelled label=key.

@@ -503,7 +503,8 @@ func TestCountersAgreeWithTheResponsesSent(t *testing.T) {
 
 // parsePrometheus parses the text exposition format as far as counters
 // need, failing the test on anything out of place: every family has HELP
-// then TYPE counter before its samples, names are squeeze_..._total, and
+// then TYPE counter (gauge for the breaker's state) before its samples,
+// names are squeeze_..._total, and
 // label values are unescaped. It returns the samples keyed by name and
 // labels, label values in Go's quoting.
 func parsePrometheus(t *testing.T, text string) map[string]float64 {
@@ -511,7 +512,8 @@ func parsePrometheus(t *testing.T, text string) map[string]float64 {
 	if !strings.HasSuffix(text, "\n") {
 		t.Errorf("the exposition does not end with a line feed")
 	}
-	name := regexp.MustCompile(`^squeeze_(compressor|decompressor)_[a-z_]+_total$`)
+	// Counters end in _total; the one gauge, the breaker's state, does not.
+	name := regexp.MustCompile(`^squeeze_((compressor|decompressor|shared_store)_[a-z_]+_total|shared_store_breaker_open)$`)
 	samples := map[string]float64{}
 	families := map[string]bool{}
 	var family string
@@ -526,8 +528,12 @@ func parsePrometheus(t *testing.T, text string) map[string]float64 {
 			}
 			family, typed, families[f[2]] = f[2], false, true
 		case strings.HasPrefix(line, "# TYPE "):
-			if line != "# TYPE "+family+" counter" || typed {
-				fail("want one # TYPE " + family + " counter after its HELP")
+			kind := "counter"
+			if !strings.HasSuffix(family, "_total") {
+				kind = "gauge"
+			}
+			if line != "# TYPE "+family+" "+kind || typed {
+				fail("want one # TYPE " + family + " " + kind + " after its HELP")
 			}
 			typed = true
 		case strings.HasPrefix(line, "#") || line == "":

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -81,8 +82,11 @@ type config struct {
 	decoderMemory       int64
 	observe             func(Event)
 	cache               *Cache
-	trustETags          bool // WithTrustedETags
-	dotfiles            bool // WithFileServerDotfiles
+	trustETags          bool          // WithTrustedETags
+	dotfiles            bool          // WithFileServerDotfiles
+	shared              SharedStore   // WithSharedStore
+	sharedTimeout       time.Duration // WithSharedStoreTimeout
+	sharedMaxValue      int           // WithSharedStoreMaxValue
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.

@@ -2,6 +2,8 @@ package squeeze
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -36,4 +38,103 @@ type SharedStore interface {
 	// does the work the others then take from the store. A lifetime of 0
 	// means the store's own default.
 	Claim(ctx context.Context, key string, value []byte, lifetime time.Duration) (bool, error)
+}
+
+// Defaults for the options of the same names.
+const (
+	// DefaultSharedStoreTimeout is the per-call deadline of a SharedStore
+	// when [WithSharedStoreTimeout] is not given: a Redis GET of a value of
+	// some hundreds of kilobytes on the same network takes well under a
+	// millisecond, one of [DefaultSharedStoreMaxValue] a few milliseconds
+	// (see BENCHMARKS.md), so this leaves room for a loaded store while
+	// bounding what a store that has gone away costs a request.
+	DefaultSharedStoreTimeout = 25 * time.Millisecond
+
+	// DefaultSharedStoreMaxValue is the largest value, in bytes, written to
+	// or read from a SharedStore when [WithSharedStoreMaxValue] is not
+	// given: 4 MiB, more than a large script bundle.
+	DefaultSharedStoreMaxValue = 4 << 20
+)
+
+// Breaker settings of the shared store: after sharedBreakerFailures calls
+// in a row fail (an error, a timeout or a value that fails verification),
+// no call is made for sharedBreakerCooldown; then one call probes the
+// store, and closes the breaker if it succeeds or opens it again if not.
+const (
+	sharedBreakerFailures = 5
+	sharedBreakerCooldown = 2 * time.Second
+)
+
+// maxSharedTimeout is the longest per-call timeout WithSharedStoreTimeout
+// takes: the wait is added to a request's latency.
+const maxSharedTimeout = 10 * time.Second
+
+// WithSharedStore shares what squeeze learns with the other replicas of a
+// fleet through s, such as Redis through the module
+// github.com/squeezehttp/squeeze/redisstore:
+//
+//   - A body remembered as a dictionary ([WithDictionaryMatch]), and a
+//     [Middleware.FileServer] file used as one, is written to s under its
+//     SHA-256, with the pattern it was stored under. A replica asked for a
+//     delta against a dictionary it does not hold fetches it from s,
+//     checks its SHA-256 and that its pattern is one of this Middleware's
+//     own WithDictionaryMatch patterns matching the request's path, keeps it
+//     in its own dictionary store (counted against
+//     [WithDictionaryStoreSize]) and sends the delta. So a client gets
+//     deltas from every replica, whichever remembered its dictionary, and
+//     across a deploy that replaced them all.
+//
+// Local stores stay in front: s is asked only on a local miss, at most
+// once at a time per key per Middleware, and every call ends at the per-call
+// timeout ([WithSharedStoreTimeout]). Writes are made in the background and
+// never delay a response. After 5 calls in a row fail (an error, a timeout
+// or a value that fails verification), s is not asked for 2 seconds; then
+// one call probes it. Meanwhile, responses are what they would be without
+// s: local deltas or the plain codings. A value that fails verification is
+// never served nor kept. Values over [WithSharedStoreMaxValue] are neither
+// written nor read; values being read or written hold at most 8 times that
+// limit at once, and a call that would go beyond it is skipped. The
+// observer ([WithObserver], [Counters]) receives a [SharedStoreEvent] for
+// each call and breaker change.
+//
+// A nil s is an error.
+func WithSharedStore(s SharedStore) Option {
+	return func(c *config) error {
+		if s == nil {
+			return errors.New("squeeze: WithSharedStore(nil): the store is nil; leave the option out to share nothing, " +
+				"or pass a store such as redisstore.New(redis.NewClient(...))")
+		}
+		c.shared = s
+		return nil
+	}
+}
+
+// WithSharedStoreTimeout sets the deadline of each call to the store of
+// [WithSharedStore]: what a request waits at most for the store when its
+// own replica lacks a dictionary, and what a store that hangs costs one
+// request before the breaker opens. The default is
+// [DefaultSharedStoreTimeout]; d must be positive and at most 10 seconds.
+func WithSharedStoreTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 || d > maxSharedTimeout {
+			return fmt.Errorf("squeeze: WithSharedStoreTimeout(%v): timeout must be positive and at most %v", d, maxSharedTimeout)
+		}
+		c.sharedTimeout = d
+		return nil
+	}
+}
+
+// WithSharedStoreMaxValue sets the largest value, in bytes, written to or
+// read from the store of [WithSharedStore]; a dictionary larger than this
+// (less a few bytes of framing) is kept only locally. The default is
+// [DefaultSharedStoreMaxValue]; n must be at least 1 KiB and at most 512
+// MiB, Redis's own limit.
+func WithSharedStoreMaxValue(n int) Option {
+	return func(c *config) error {
+		if n < 1<<10 || n > 512<<20 {
+			return fmt.Errorf("squeeze: WithSharedStoreMaxValue(%d): size must be %d to %d bytes (1 KiB to 512 MiB)", n, 1<<10, 512<<20)
+		}
+		c.sharedMaxValue = n
+		return nil
+	}
 }

@@ -1,0 +1,113 @@
+package squeeze
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"slices"
+)
+
+// This file holds the dictionaries a fleet shares through its SharedStore
+// (see WithSharedStore and shared.go). The dictionary store calls in at two
+// points: remember publishes a body it stored for the first time, and
+// begin fetches a dictionary a client names but the store lacks.
+//
+// A dictionary is stored under "dict:" and the unpadded base64url of its
+// SHA-256, as sharedDictMagic, the length of its pattern (two bytes, big
+// endian), the pattern and the bytes. Nothing read is trusted: the bytes
+// must hash to the key's SHA-256, the framing must hold, and the pattern
+// must be one of this Middleware's own WithDictionaryMatch patterns, which
+// begin then matches against the request's path as for any dictionary.
+
+// sharedDictMagic starts every dictionary value: a value of another kind,
+// or of a later framing, is refused.
+const sharedDictMagic = "sqzd1"
+
+// sharedDictHeader is the framing before the pattern.
+const sharedDictHeader = len(sharedDictMagic) + 2
+
+// sharedDictKey is the key of the dictionary with this hash.
+func sharedDictKey(hash [32]byte) string {
+	return "dict:" + base64.RawURLEncoding.EncodeToString(hash[:])
+}
+
+// sharedDictValue frames d for the store.
+func sharedDictValue(d *dictionary) []byte {
+	v := make([]byte, 0, sharedDictHeader+len(d.pattern)+len(d.data))
+	v = append(v, sharedDictMagic...)
+	v = binary.BigEndian.AppendUint16(v, uint16(len(d.pattern)))
+	v = append(v, d.pattern...)
+	return append(v, d.data...)
+}
+
+// parseSharedDict splits a dictionary value into its pattern and bytes. It
+// reads the framing only, in constant time.
+func parseSharedDict(v []byte) (pattern string, data []byte, ok bool) {
+	if len(v) < sharedDictHeader || string(v[:len(sharedDictMagic)]) != sharedDictMagic {
+		return "", nil, false
+	}
+	n := int(binary.BigEndian.Uint16(v[len(sharedDictMagic):]))
+	rest := v[sharedDictHeader:]
+	if n > len(rest) {
+		return "", nil, false
+	}
+	return string(rest[:n]), rest[n:], true
+}
+
+// publish writes d, just remembered, to the shared store in the background,
+// unless its value would be over the size limit. Its pattern is always one
+// of s.patterns, whose lengths parseMatchPattern does not bound: one that
+// does not fit the framing is not shared.
+func (s *dictStore) publish(d *dictionary) {
+	if len(d.pattern) > 0xffff || sharedDictHeader+len(d.pattern)+len(d.data) > s.shared.maxValue {
+		return
+	}
+	s.shared.setAsync(sharedDictKey(d.hash), sharedDictValue(d), 0)
+}
+
+// fetch returns the dictionary with this hash from the shared store, for a
+// request to path, kept in this store (counted against its budget) once
+// verified, or nil.
+func (s *dictStore) fetch(ctx context.Context, hash [32]byte, path string) *dictionary {
+	limit := int(min(s.maxBody+int64(sharedDictHeader+s.longestPattern()), int64(s.shared.maxValue)))
+	v, ok := s.shared.get(ctx, sharedDictKey(hash), limit, func(value []byte) (any, bool) {
+		d := s.verifyShared(hash, value, path)
+		if d == nil {
+			return nil, false
+		}
+		return s.insert(d), true
+	})
+	if !ok {
+		return nil
+	}
+	return v.(*dictionary)
+}
+
+// verifyShared returns the dictionary value holds, if it is the one that
+// hashes to hash, on one of s.patterns that path matches, and one the store
+// would have remembered itself (not empty, within the largest body); else
+// nil. The dictionary costs the whole value's capacity, which its bytes
+// keep. The checks that cost little come first: a hostile value costs a
+// hash of its bytes only when its framing and pattern would be used.
+func (s *dictStore) verifyShared(hash [32]byte, value []byte, path string) *dictionary {
+	pattern, data, ok := parseSharedDict(value)
+	if !ok || len(data) == 0 || int64(len(data)) > s.maxBody {
+		return nil
+	}
+	i := slices.Index(s.patterns, pattern)
+	if i < 0 || !matchPath(s.patterns[i], path) || sha256.Sum256(data) != hash {
+		return nil
+	}
+	return &dictionary{hash: hash, data: data, pattern: s.patterns[i], size: int64(cap(value)) + dictEntryBytes}
+}
+
+// longestPattern returns the length of the longest WithDictionaryMatch
+// pattern.
+func (s *dictStore) longestPattern() int {
+	n := 0
+	for _, p := range s.patterns {
+		n = max(n, len(p))
+	}
+	return n
+}

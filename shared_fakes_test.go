@@ -1,0 +1,124 @@
+package squeeze_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Fake SharedStores for the fleet tests: one in memory that can be made to
+// fail, hang, or rewrite what it returns, as a broken or hostile store
+// would.
+
+// errStoreDown is what a memStore that is down returns.
+var errStoreDown = errors.New("fake store: down")
+
+// memStore is a SharedStore in memory. The zero value is not usable: use
+// newMemStore.
+type memStore struct {
+	mu     sync.Mutex
+	values map[string][]byte
+
+	gets, sets, claims atomic.Int64
+	// down makes every call fail at once.
+	down atomic.Bool
+	// hang makes every call wait until its context ends (a slow store);
+	// stuck makes Get wait for release whatever its context (a store that
+	// breaks its contract).
+	hang, stuck atomic.Bool
+	release     chan struct{}
+	// rewrite, if set, replaces the value a Get returns, limit or not (a
+	// corrupting or hostile store).
+	rewrite func(key string, v []byte) []byte
+	// entered, if set, receives a token as each Get starts; gate, if set,
+	// holds each Get until it is closed.
+	entered, gate chan struct{}
+}
+
+func newMemStore() *memStore {
+	return &memStore{values: map[string][]byte{}, release: make(chan struct{})}
+}
+
+// wait applies down, hang and stuck to a call with ctx.
+func (s *memStore) wait(ctx context.Context, get bool) error {
+	if s.down.Load() {
+		return errStoreDown
+	}
+	if get && s.stuck.Load() {
+		<-s.release
+		return errStoreDown
+	}
+	if s.hang.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (s *memStore) Get(ctx context.Context, key string, limit int) ([]byte, bool, error) {
+	s.gets.Add(1)
+	if s.entered != nil {
+		s.entered <- struct{}{}
+	}
+	if s.gate != nil {
+		<-s.gate
+	}
+	if err := s.wait(ctx, true); err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	v, ok := s.values[key]
+	s.mu.Unlock()
+	if s.rewrite != nil && ok {
+		return s.rewrite(key, append([]byte(nil), v...)), true, nil
+	}
+	if !ok || len(v) > limit {
+		return nil, false, nil
+	}
+	return append([]byte(nil), v...), true, nil
+}
+
+func (s *memStore) Set(ctx context.Context, key string, value []byte, _ time.Duration) error {
+	s.sets.Add(1)
+	if err := s.wait(ctx, false); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.values[key] = append([]byte(nil), value...)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *memStore) Claim(ctx context.Context, key string, value []byte, _ time.Duration) (bool, error) {
+	s.claims.Add(1)
+	if err := s.wait(ctx, false); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.values[key]; ok {
+		return false, nil
+	}
+	s.values[key] = append([]byte(nil), value...)
+	return true, nil
+}
+
+// keys returns the keys the store holds.
+func (s *memStore) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for k := range s.values {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// value returns the value under key.
+func (s *memStore) value(key string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.values[key]
+}
