@@ -116,6 +116,7 @@ type cacheCore struct {
 	entries                                  atomic.Int64
 	hits, misses, stores, evictions          atomic.Int64
 	upgrades, upgradesDropped, storesSkipped atomic.Int64
+	upgradesShared                           atomic.Int64
 
 	// seed keys the content hash; see the top of this file.
 	seed maphash.Seed
@@ -151,6 +152,10 @@ type CacheStats struct {
 	// because the queue was full, the cache closed, or the budget had no
 	// room for the encoder and the bytes it works on.
 	Upgrades, UpgradesDropped int64
+	// UpgradesShared counts the upgrades taken, verified, from the
+	// fleet's store ([WithSharedStore]) instead of encoded here; they are
+	// counted in Upgrades too.
+	UpgradesShared int64
 	// Entries and Bytes are what the cache holds now. Bytes counts the
 	// encoded bytes, the plain bytes that entries found by content keep,
 	// and an estimate of each entry's bookkeeping, and what work in flight
@@ -235,6 +240,7 @@ func (c *Cache) Stats() CacheStats {
 		Evictions:       c.evictions.Load(),
 		Upgrades:        c.upgrades.Load(),
 		UpgradesDropped: c.upgradesDropped.Load(),
+		UpgradesShared:  c.upgradesShared.Load(),
 		Entries:         c.entries.Load(),
 		Bytes:           c.bytes.Load(),
 		MaxBytes:        c.max,
@@ -364,9 +370,9 @@ type flight struct {
 // followers wait; a stream's leader goes at its client's pace, and one
 // slow reader, however steadily it reads, must not hold back every other
 // client of the URL. plain is the body looked up by content, which the
-// entry's must equal; dict is the dictionary of a dcz or dcb key, which an
-// upgrade of the entry needs.
-func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int, patience time.Duration, dict *dictionary) (e *cacheEntry, leader bool) {
+// entry's must equal; src is what an upgrade of the entry needs beyond it
+// (the dictionary of a delta, the fleet's store).
+func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int, patience time.Duration, src upgradeSource) (e *cacheEntry, leader bool) {
 	var deadline time.Time // of the wait in all, set when it begins
 	for {
 		if e, ok := c.store.GetIfPresent(*k); ok {
@@ -376,7 +382,7 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 			}
 			c.hits.Add(1)
 			if e.hits.Add(1) == upgradeAfter && e.level < best {
-				c.enqueue(newUpgradeJob(k, e, best, dict))
+				c.enqueue(newUpgradeJob(k, e, best, src))
 			}
 			return e, false
 		}
@@ -520,6 +526,9 @@ type upgradeJob struct {
 	entry *cacheEntry
 	best  int
 	dict  weak.Pointer[dictionary]
+	// shared is the fleet's store of the Middleware that queued the job,
+	// nil without one (sharedencodings.go).
+	shared *shared
 }
 
 // enqueue queues j unless the queue is full or the cache closed.
@@ -657,6 +666,10 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 		c.upgradesDropped.Add(1) // its dictionary is gone
 		return
 	}
+	fleet, done := c.upgradeFromFleet(&j, d)
+	if done {
+		return
+	}
 	var enc writers.Encoder
 	level := 0
 	for _, l := range upgradeLevels(j.key.coding, j.best) {
@@ -723,6 +736,9 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 		return
 	}
 	c.upgrades.Add(1)
+	if fleet != nil && level == j.best {
+		fleet.publish(body)
+	}
 }
 
 // encodeAll writes what src yields to enc in chunks of upgradeChunk,
@@ -945,7 +961,7 @@ func (cw *responseWriter) cachedWhole(h http.Header, f *facts, body []byte, k *c
 	}
 	o := cw.offer
 	*k = cacheKey{sum: maphash.Bytes(cw.m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
-	e, leader := cw.m.cache.lookup(cw.req, k, body, upgradeLevel(k.coding), 0, o.dict)
+	e, leader := cw.m.cache.lookup(cw.req, k, body, upgradeLevel(k.coding), 0, upgradeSource{o.dict, cw.m.shared})
 	if e != nil {
 		return e.body, false
 	}
@@ -1033,7 +1049,7 @@ func (cw *responseWriter) cachedStream(h http.Header, f *facts) []byte {
 	if !ok {
 		return nil
 	}
-	e, leader := cw.m.cache.lookup(cw.req, &k, nil, upgradeLevel(k.coding), cw.m.cache.patience, cw.offer.dict)
+	e, leader := cw.m.cache.lookup(cw.req, &k, nil, upgradeLevel(k.coding), cw.m.cache.patience, upgradeSource{dict: cw.offer.dict})
 	if e != nil {
 		return e.body
 	}

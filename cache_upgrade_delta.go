@@ -135,12 +135,20 @@ func newDeltaDecoder(coding string, body []byte, d *dictionary) (io.Reader, func
 	return dd, dd.close, nil
 }
 
+// upgradeSource is what an upgrade of an entry needs beyond the entry: the
+// dictionary of a dcz or dcb key, and the fleet's store of the Middleware
+// that found the entry, each nil when there is none.
+type upgradeSource struct {
+	dict   *dictionary
+	shared *shared
+}
+
 // newUpgradeJob returns the job of upgrading e, stored under k, at level
-// best; dict is the dictionary of a dcz or dcb key, nil for the others.
-func newUpgradeJob(k *cacheKey, e *cacheEntry, best int, dict *dictionary) upgradeJob {
-	j := upgradeJob{key: *k, entry: e, best: best}
-	if dict != nil && k.dictionary != "" {
-		j.dict = weak.Make(dict)
+// best, with what src holds.
+func newUpgradeJob(k *cacheKey, e *cacheEntry, best int, src upgradeSource) upgradeJob {
+	j := upgradeJob{key: *k, entry: e, best: best, shared: src.shared}
+	if src.dict != nil && k.dictionary != "" {
+		j.dict = weak.Make(src.dict)
 	}
 	return j
 }

@@ -148,6 +148,9 @@ type fileServer struct {
 	upgrades  sync.WaitGroup
 	bestMu    sync.Mutex
 	best      map[string]*pool.Encoders // best-level encoders by coding
+	// fleet holds off the upgrades another replica has claimed
+	// (fileserver_upgrade_delta.go).
+	fleet fleetBackoff
 }
 
 func newFileServer(m *Middleware, fsys fs.FS) *fileServer {
@@ -913,8 +916,8 @@ func (s *fileServer) upgrade(fsys fs.FS, name string, meta *fileMeta, k repKey, 
 		if err != nil || sha256.Sum256(plain) != meta.hash {
 			return // changed or gone: the next request sees the new version
 		}
-		data, err := s.encodeBest(k, plain, d)
-		if err != nil {
+		data, wait, err := s.bestEncoding(k, plain, old, d)
+		if err != nil || wait {
 			return
 		}
 		if old != nil && (data == nil || len(data) >= len(old)) {
