@@ -94,7 +94,7 @@ func BenchmarkSharedUpgradeTake(b *testing.B) {
 			}
 			b.Run(body.name+"/"+coding+"/shared-hit", func(b *testing.B) {
 				best := encode(b, upgradeLevel(coding))
-				s := newShared(&config{shared: &mapStore{m: map[string][]byte{}}}, nil)
+				s := newShared(&config{shared: &mapStore{m: map[string][]byte{}}, sharedTimeout: 5 * time.Second}, nil)
 				v := newSharedVariant(s, sha256.Sum256(body.plain), len(body.plain), coding, upgradeLevel(coding), d)
 				if err := s.store.Set(context.Background(), v.key, best, 0); err != nil {
 					b.Fatal(err)
