@@ -130,7 +130,7 @@ func shellCommands(line string) [][]string {
 
 // docTools are the programs the commands may run besides go and the
 // repository's scripts: the ones the CI installs or every system has.
-var docTools = []string{"bash", "curl", "gzip", "zstd", "brotli", "grep", "head", "tail", "chromium", "wrk", "cat", "echo"}
+var docTools = []string{"bash", "curl", "gzip", "zstd", "brotli", "grep", "head", "tail", "chromium", "wrk", "cat", "echo", "redis-server", "redis-benchmark"}
 
 // checkCommand checks one simple command run in *dir, and follows a cd.
 // It returns what is wrong, or "".

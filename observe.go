@@ -112,8 +112,9 @@ const (
 	// SharedRejected: a value was read but failed verification (its hash,
 	// its framing, its pattern or its size); it was dropped.
 	SharedRejected
-	// SharedSkipped: no call was made, because the breaker was open or the
-	// values in flight filled their budget.
+	// SharedSkipped: no call was made, because the breaker was open, the
+	// values in flight filled their budget, or the key's value failed
+	// verification within the last minute.
 	SharedSkipped
 	// SharedWritten: a value was written, or a claim won.
 	SharedWritten
@@ -479,7 +480,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"misses", "Reads that found no value in the shared store.", ss.Misses},
 		{"errors", "Calls to the shared store that failed or timed out.", ss.Errors},
 		{"verifications_failed", "Values read from the shared store that failed verification and were dropped.", ss.VerificationsFailed},
-		{"skipped", "Calls to the shared store not made: breaker open or values in flight at their budget.", ss.Skipped},
+		{"skipped", "Calls to the shared store not made: breaker open, values in flight at their budget, or a key whose value failed verification lately.", ss.Skipped},
 		{"writes", "Values written to the shared store, claims won included.", ss.Writes},
 		{"claims_lost", "Claims that found the key taken by another replica.", ss.ClaimsLost},
 		{"read_bytes", "Bytes of the values read from the shared store.", ss.BytesRead},

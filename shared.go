@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/maypok86/otter/v2"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 )
@@ -36,6 +37,11 @@ type shared struct {
 	inflight *semaphore.Weighted
 	flights  singleflight.Group
 	breaker  breaker
+	// rejected holds the keys whose value failed verification lately:
+	// they are not asked again for sharedRejectedFor, so one bad value
+	// named by many requests costs one fetch per period and does not trip
+	// the breaker, which stays for a store that fails as a whole.
+	rejected *otter.Cache[string, struct{}]
 	// writes counts the background writes in progress, for tests.
 	writes sync.WaitGroup
 }
@@ -43,6 +49,14 @@ type shared struct {
 // sharedInflightValues is how many values of the largest size may be in
 // flight at once, reads and writes together.
 const sharedInflightValues = 8
+
+// sharedRejectedKeys and sharedRejectedFor bound the keys remembered as
+// holding a value that failed verification: some hundreds of kilobytes at
+// most, each for a minute.
+const (
+	sharedRejectedKeys = 4096
+	sharedRejectedFor  = time.Minute
+)
 
 // newShared returns the wrapper of c's store, or nil without one.
 func newShared(c *config, observe func(Event)) *shared {
@@ -62,6 +76,10 @@ func newShared(c *config, observe func(Event)) *shared {
 		s.maxValue = DefaultSharedStoreMaxValue
 	}
 	s.inflight = semaphore.NewWeighted(int64(s.maxValue) * sharedInflightValues)
+	s.rejected = otter.Must(&otter.Options[string, struct{}]{
+		MaximumSize:      sharedRejectedKeys,
+		ExpiryCalculator: otter.ExpiryWriting[string, struct{}](sharedRejectedFor),
+	})
 	s.breaker.report, s.breaker.cooldown = s.report, sharedBreakerCooldown
 	return s
 }
@@ -97,6 +115,10 @@ func (s *shared) get(ctx context.Context, key string, limit int, use func(value 
 	if limit <= 0 {
 		return nil, false
 	}
+	if _, bad := s.rejected.GetIfPresent(key); bad || s.breaker.blocked() {
+		s.report(SharedSkipped, 0, 0, 0)
+		return nil, false
+	}
 	deadline := time.NewTimer(s.timeout)
 	defer deadline.Stop()
 	ch := s.flights.DoChan(key, func() (any, error) {
@@ -107,9 +129,11 @@ func (s *shared) get(ctx context.Context, key string, limit int, use func(value 
 		f := r.Val.(sharedFlight)
 		return f.v, f.ok
 	case <-deadline.C:
-		// The fetch outlived its own deadline: the store does not honour
-		// its context. It still counts as a failure once it returns; this
-		// caller goes on without it.
+		// The fetch has not returned by its deadline: the store is slow to
+		// honour its context, or does not. The fetch counts as a failure
+		// when it returns; this caller goes on without it. A store that
+		// never returns holds its fetches' reservations, so past the
+		// in-flight budget no call is made at all.
 		return nil, false
 	case <-ctx.Done():
 		return nil, false
@@ -137,6 +161,7 @@ func (s *shared) fetch(key string, limit int, use func([]byte) (any, bool)) shar
 	case err == nil && ctx.Err() != nil:
 		err = ctx.Err() // an answer after the deadline is not one
 	case err == nil && len(value) > limit:
+		s.rejected.Set(key, struct{}{})
 		s.breaker.failure()
 		s.report(SharedRejected, int64(len(value)), 0, elapsed)
 		return sharedFlight{}
@@ -153,6 +178,7 @@ func (s *shared) fetch(key string, limit int, use func([]byte) (any, bool)) shar
 	}
 	v, ok := use(value)
 	if !ok {
+		s.rejected.Set(key, struct{}{})
 		s.breaker.failure()
 		s.report(SharedRejected, int64(len(value)), 0, elapsed)
 		return sharedFlight{}
@@ -170,7 +196,7 @@ func (s *shared) setAsync(key string, value []byte, lifetime time.Duration) {
 	if len(value) > s.maxValue {
 		return
 	}
-	if !s.inflight.TryAcquire(int64(len(value))) {
+	if s.breaker.blocked() || !s.inflight.TryAcquire(int64(len(value))) {
 		s.report(SharedSkipped, 0, 0, 0)
 		return
 	}
@@ -197,7 +223,11 @@ func (s *shared) set(ctx context.Context, key string, value []byte, lifetime tim
 	defer cancel()
 	t0 := time.Now()
 	err := s.store.Set(ctx, key, value, lifetime)
-	return s.wrote(ctx, err, len(value), time.Since(t0))
+	if !s.wrote(ctx, err, len(value), time.Since(t0)) {
+		return false
+	}
+	s.rejected.Invalidate(key) // the store holds a good value now
+	return true
 }
 
 // claim stores value under key for lifetime if key holds none, within the
@@ -257,6 +287,14 @@ type breaker struct {
 	open     bool      // open or probing
 	until    time.Time // open: no call before this
 	probing  bool      // a probe is in flight
+}
+
+// blocked reports whether the breaker is open and no probe is due: a
+// cheap check before a call is prepared.
+func (b *breaker) blocked() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open && (b.probing || time.Now().Before(b.until))
 }
 
 // allow reports whether a call may be made now. When the cooldown of an

@@ -60,7 +60,7 @@ func parseSharedDict(v []byte) (pattern string, data []byte, ok bool) {
 // of s.patterns, whose lengths parseMatchPattern does not bound: one that
 // does not fit the framing is not shared.
 func (s *dictStore) publish(d *dictionary) {
-	if len(d.pattern) > 0xffff || sharedDictHeader+len(d.pattern)+len(d.data) > s.shared.maxValue {
+	if len(d.pattern) > 0xffff || sharedDictHeader+len(d.pattern)+len(d.data) > s.shared.maxValue || s.shared.breaker.blocked() {
 		return
 	}
 	s.shared.setAsync(sharedDictKey(d.hash), sharedDictValue(d), 0)

@@ -1,8 +1,11 @@
 package squeeze
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -108,5 +111,121 @@ func TestSharedBreakerLetsOneProbeThrough(t *testing.T) {
 		if !b.allow() {
 			t.Fatal("a successful probe did not close the breaker")
 		}
+	}
+}
+
+// A key whose value failed verification is not asked for again until this
+// replica writes it, which puts a good value there.
+func TestSharedRejectedKeyIsAskedAgainAfterAWrite(t *testing.T) {
+	store := &claimStore{values: map[string][]byte{"k": []byte("bad")}}
+	var events []SharedResult
+	s := newShared(&config{shared: store}, func(e Event) { events = append(events, e.Shared) })
+	good := func(v []byte) (any, bool) { return string(v), string(v) == "good" }
+	ctx := context.Background()
+	for range 2 {
+		if _, ok := s.get(ctx, "k", 100, good); ok {
+			t.Fatal("a bad value was accepted")
+		}
+	}
+	if !s.set(ctx, "k", []byte("good"), 0) {
+		t.Fatal("set failed")
+	}
+	if v, ok := s.get(ctx, "k", 100, good); !ok || v != "good" {
+		t.Fatalf("after the write: %v, %v", v, ok)
+	}
+	want := []SharedResult{SharedRejected, SharedSkipped, SharedWritten, SharedHit}
+	if len(events) != len(want) {
+		t.Fatalf("events %v, want %v", events, want)
+	}
+	for i := range want {
+		if events[i] != want[i] {
+			t.Fatalf("events %v, want %v", events, want)
+		}
+	}
+}
+
+// BenchmarkSharedDictionaryFetch is what a shared hit costs a replica
+// besides the store's round trip: the flight, the framing, the SHA-256 of
+// the bytes and the insertion into a fresh local store.
+func BenchmarkSharedDictionaryFetch(b *testing.B) {
+	for _, size := range []int{64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			data := bytes.Repeat([]byte("squeeze fleet dictionary "), size/25+1)[:size]
+			hash := sha256.Sum256(data)
+			store := &claimStore{values: map[string][]byte{}}
+			c := &config{dictMatch: []string{"/js/*"}, dictCodings: []string{DCZ}, dictStoreSize: DefaultDictionaryStoreSize,
+				shared: store, sharedTimeout: time.Second}
+			shared := newShared(c, nil)
+			store.values[sharedDictKey(hash)] = sharedDictValue(&dictionary{pattern: "/js/*", data: data})
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				s, err := newDictStore(c, 3, 5)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.shared = shared
+				if s.fetch(context.Background(), hash, "/js/app.js") == nil {
+					b.Fatal("no dictionary")
+				}
+			}
+		})
+	}
+}
+
+// gatedStore holds every Get until gate is closed.
+type gatedStore struct {
+	claimStore
+	gate  chan struct{}
+	calls chan struct{}
+}
+
+func (s *gatedStore) Get(ctx context.Context, key string, limit int) ([]byte, bool, error) {
+	s.calls <- struct{}{}
+	<-s.gate
+	return s.claimStore.Get(ctx, key, limit)
+}
+
+// Values being read hold at most sharedInflightValues times the value
+// limit: fetches of distinct keys beyond that are not made while the
+// others are in flight, whatever their number.
+func TestSharedFetchesInFlightAreBounded(t *testing.T) {
+	store := &gatedStore{claimStore: claimStore{values: map[string][]byte{}}, gate: make(chan struct{}), calls: make(chan struct{}, 100)}
+	var mu sync.Mutex
+	counts := map[SharedResult]int{}
+	s := newShared(&config{shared: store, sharedMaxValue: 1 << 10, sharedTimeout: 5 * time.Second}, func(e Event) {
+		mu.Lock()
+		counts[e.Shared]++
+		mu.Unlock()
+	})
+	accept := func(v []byte) (any, bool) { return v, true }
+	var wg sync.WaitGroup
+	const n = 3 * sharedInflightValues
+	for i := range n {
+		wg.Go(func() { s.get(context.Background(), fmt.Sprint("k", i), 1<<10, accept) })
+	}
+	for range sharedInflightValues {
+		<-store.calls
+	}
+	// The others find no room and give up at once.
+	for give := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		skipped := counts[SharedSkipped]
+		mu.Unlock()
+		if skipped == n-sharedInflightValues {
+			break
+		}
+		if time.Now().After(give) {
+			close(store.gate)
+			t.Fatalf("%d of %d fetches skipped, %d calls made: the fetches in flight are not bounded",
+				skipped, n-sharedInflightValues, sharedInflightValues+len(store.calls))
+		}
+	}
+	close(store.gate)
+	wg.Wait()
+	if got := len(store.calls); got != 0 {
+		t.Errorf("%d calls beyond the %d in flight", got, sharedInflightValues)
+	}
+	if counts[SharedMiss] != sharedInflightValues {
+		t.Errorf("results %v, want %d misses", counts, sharedInflightValues)
 	}
 }

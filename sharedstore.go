@@ -99,7 +99,7 @@ const maxSharedTimeout = 10 * time.Second
 // or a value that fails verification), s is not asked for 2 seconds; then
 // one call probes it. Meanwhile, responses are what they would be without
 // s: local deltas or the plain codings. A value that fails verification is
-// never served nor kept. Values over [WithSharedStoreMaxValue] are neither
+// never served nor kept, and its key is not asked for again for a minute. Values over [WithSharedStoreMaxValue] are neither
 // written nor read; values being read or written hold at most 8 times that
 // limit at once, and a call that would go beyond it is skipped. The
 // observer ([WithObserver], [Counters]) receives a [SharedStoreEvent] for
