@@ -401,3 +401,36 @@ func TestSharedUpgradeOfFiles(t *testing.T) {
 		}
 	}
 }
+
+// What a replica fetches from the store is counted against its cache's
+// budget while it is fetched and verified: the value's limit (the entry's
+// size) and the decoder. Measured against the cache's Bytes just before,
+// in the same run; once the upgrade is done, Bytes is again the entries'
+// weight.
+func TestSharedUpgradeFetchIsCountedInTheBudget(t *testing.T) {
+	tc := fleetVariants(t)[0]
+	store := newMemStore()
+	a, ca := newFleetReplica(t, store, tc)
+	tc.upgrade(t, a, ca, 4)
+
+	b, cb := newFleetReplica(t, store, tc)
+	entry := tc.get(t, b, 3) // a store and two hits
+	before := cb.Stats().Bytes
+	store.entered, store.gate = make(chan struct{}, 1), make(chan struct{})
+	tc.get(t, b, 1) // the third hit queues the upgrade, which asks the store
+	select {
+	case <-store.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upgrade never asked the store")
+	}
+	during := cb.Stats().Bytes
+	close(store.gate)
+	squeeze.WaitUpgrades(cb)
+	const decoder = 1 << 20
+	if held := during - before; held < int64(len(entry)-1)+decoder {
+		t.Errorf("the fetch holds %d bytes of the budget; want at least the value's limit %d and the decoder's %d", held, len(entry)-1, decoder)
+	}
+	if s := cb.Stats(); s.UpgradesShared != 1 || s.Bytes != squeeze.CacheEntriesWeight(cb) {
+		t.Errorf("after the upgrade: %+v; the entries weigh %d", s, squeeze.CacheEntriesWeight(cb))
+	}
+}
