@@ -96,9 +96,12 @@ func TestSharedDictionaryServesDeltaFromAnotherReplica(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		shared bool
+		coding string // the delta's coding
+		opts   []squeeze.Option
 	}{
-		{"shared store", true},
-		{"no shared store", false},
+		{"shared store", true, squeeze.DCZ, nil},
+		{"shared store, dcb", true, squeeze.DCB, []squeeze.Option{squeeze.WithEncodings(squeeze.DCB, squeeze.Zstd)}},
+		{"no shared store", false, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var store squeeze.SharedStore
@@ -106,8 +109,8 @@ func TestSharedDictionaryServesDeltaFromAnotherReplica(t *testing.T) {
 				store = newMemStore()
 			}
 			// The first replica has shipped v1 only, the second v2 only.
-			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
-			b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2})
+			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1}, tc.opts...)
+			b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, tc.opts...)
 			forEachProtocol(t, balancer(a, b), func(t *testing.T, srv *httptest.Server, c *http.Client) {
 				res, raw := fetch(t, c, srv.URL+"/js/app.v1.js", chromeAE, "X-Replica", "0")
 				checkBody(t, res.Header, raw, v1)
@@ -125,8 +128,8 @@ func TestSharedDictionaryServesDeltaFromAnotherReplica(t *testing.T) {
 						checkBody(t, res.Header, raw, v2)
 						continue
 					}
-					if ce != squeeze.DCZ {
-						t.Fatalf("round %d: Content-Encoding %q, want dcz against the dictionary the other replica remembered", round, ce)
+					if ce != tc.coding {
+						t.Fatalf("round %d: Content-Encoding %q, want %s against the dictionary the other replica remembered", round, ce, tc.coding)
 					}
 					decodeDelta(t, res.Header, raw, v1, v2)
 				}
@@ -146,31 +149,36 @@ func TestSharedDictionaryServesDeltaFromAnotherReplica(t *testing.T) {
 // a delta, against the v1 an old replica's FileServer shared.
 func TestSharedDictionaryFileServerDeltaAcrossDeploy(t *testing.T) {
 	v1, v2 := versions(60 << 10)
-	store := newMemStore()
-	opts := []squeeze.Option{squeeze.WithDictionaryMatch("/app.*.js"), squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5 * time.Second)}
-	oldRep, newRep := newMiddleware(t, opts...), newMiddleware(t, opts...)
-	oldFS, _ := fileServer(t, oldRep, fstest.MapFS{"app.v1.js": {Data: v1, ModTime: fsModTime}})
-	newFS, _ := fileServer(t, newRep, fstest.MapFS{"app.v2.js": {Data: v2, ModTime: fsModTime}})
-	lb := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Replica") == "old" {
-			oldFS.ServeHTTP(w, r)
-			return
-		}
-		newFS.ServeHTTP(w, r)
-	})
-	forEachProtocol(t, lb, func(t *testing.T, srv *httptest.Server, c *http.Client) {
-		res, raw := fetch(t, c, srv.URL+"/app.v1.js", chromeAE, "X-Replica", "old")
-		checkBody(t, res.Header, raw, v1)
-		squeeze.WaitSharedStore(oldRep)
-		res, raw = fetch(t, c, srv.URL+"/app.v2.js", chromeAE, "X-Replica", "new", "Available-Dictionary", availableFor(v1))
-		if ce := res.Header.Get("Content-Encoding"); ce != squeeze.DCZ {
-			t.Fatalf("v2 from the fresh replica: Content-Encoding %q, want dcz", ce)
-		}
-		decodeDelta(t, res.Header, raw, v1, v2)
-		if len(raw) > 1000 {
-			t.Errorf("v2 as a delta is %d bytes", len(raw))
-		}
-	})
+	for _, mount := range []string{"/", "/static/"} {
+		t.Run("mounted at "+mount, func(t *testing.T) {
+			store := newMemStore()
+			opts := []squeeze.Option{squeeze.WithDictionaryMatch(mount + "app.*.js"), squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5 * time.Second)}
+			oldRep, newRep := newMiddleware(t, opts...), newMiddleware(t, opts...)
+			oldFS, _ := fileServer(t, oldRep, fstest.MapFS{"app.v1.js": {Data: v1, ModTime: fsModTime}})
+			newFS, _ := fileServer(t, newRep, fstest.MapFS{"app.v2.js": {Data: v2, ModTime: fsModTime}})
+			oldH, newH := http.StripPrefix(strings.TrimSuffix(mount, "/"), oldFS), http.StripPrefix(strings.TrimSuffix(mount, "/"), newFS)
+			lb := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("X-Replica") == "old" {
+					oldH.ServeHTTP(w, r)
+					return
+				}
+				newH.ServeHTTP(w, r)
+			})
+			forEachProtocol(t, lb, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+				res, raw := fetch(t, c, srv.URL+mount+"app.v1.js", chromeAE, "X-Replica", "old")
+				checkBody(t, res.Header, raw, v1)
+				squeeze.WaitSharedStore(oldRep)
+				res, raw = fetch(t, c, srv.URL+mount+"app.v2.js", chromeAE, "X-Replica", "new", "Available-Dictionary", availableFor(v1))
+				if ce := res.Header.Get("Content-Encoding"); ce != squeeze.DCZ {
+					t.Fatalf("v2 from the fresh replica: Content-Encoding %q, want dcz", ce)
+				}
+				decodeDelta(t, res.Header, raw, v1, v2)
+				if len(raw) > 1000 {
+					t.Errorf("v2 as a delta is %d bytes", len(raw))
+				}
+			})
+		})
+	}
 }
 
 // dictValue frames a dictionary value as squeeze stores it.
