@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/maypok86/otter/v2"
 
@@ -114,6 +115,7 @@ type cacheCore struct {
 	entries                                  atomic.Int64
 	hits, misses, stores, evictions          atomic.Int64
 	upgrades, upgradesDropped, storesSkipped atomic.Int64
+	upgradesShared                           atomic.Int64
 
 	// seed keys the content hash; see the top of this file.
 	seed maphash.Seed
@@ -149,6 +151,10 @@ type CacheStats struct {
 	// because the queue was full, the cache closed, or the budget had no
 	// room for the encoder and the bytes it works on.
 	Upgrades, UpgradesDropped int64
+	// UpgradesShared counts the upgrades taken, verified, from the
+	// fleet's store ([WithSharedStore]) instead of encoded here; they are
+	// counted in Upgrades too.
+	UpgradesShared int64
 	// Entries and Bytes are what the cache holds now. Bytes counts the
 	// encoded bytes, the plain bytes that entries found by content keep,
 	// and an estimate of each entry's bookkeeping, and what work in flight
@@ -233,6 +239,7 @@ func (c *Cache) Stats() CacheStats {
 		Evictions:       c.evictions.Load(),
 		Upgrades:        c.upgrades.Load(),
 		UpgradesDropped: c.upgradesDropped.Load(),
+		UpgradesShared:  c.upgradesShared.Load(),
 		Entries:         c.entries.Load(),
 		Bytes:           c.bytes.Load(),
 		MaxBytes:        c.max,
@@ -366,8 +373,9 @@ type flight struct {
 // followers wait; a stream's leader goes at its client's pace, and one
 // slow reader, however steadily it reads, must not hold back every other
 // client of the URL. plain is the body looked up by content, which the
-// entry's must equal.
-func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int, patience time.Duration) (e *cacheEntry, leader bool) {
+// entry's must equal; src is what an upgrade of the entry needs beyond it
+// (the dictionary of a delta, the fleet's store).
+func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int, patience time.Duration, src upgradeSource) (e *cacheEntry, leader bool) {
 	var deadline time.Time // of the wait in all, set when it begins
 	for {
 		if e, ok := c.store.GetIfPresent(*k); ok {
@@ -377,7 +385,7 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 			}
 			c.hits.Add(1)
 			if e.hits.Add(1) == upgradeAfter && e.level < best {
-				c.enqueue(upgradeJob{key: *k, entry: e, best: best})
+				c.enqueue(newUpgradeJob(k, e, best, src))
 			}
 			return e, false
 		}
@@ -513,11 +521,17 @@ func (c *cacheCore) add(k *cacheKey, e *cacheEntry, held int64) bool {
 	return true
 }
 
-// upgradeJob re-encodes entry, stored under key, at level best.
+// upgradeJob re-encodes entry, stored under key, at level best; dict is
+// the dictionary of a delta, held weakly so that a job waiting in the queue
+// keeps no dictionary its store has dropped (cache_upgrade_delta.go).
 type upgradeJob struct {
 	key   cacheKey
 	entry *cacheEntry
 	best  int
+	dict  weak.Pointer[dictionary]
+	// shared is the fleet's store of the Middleware that queued the job,
+	// nil without one (sharedencodings.go).
+	shared *shared
 }
 
 // enqueue queues j unless the queue is full or the cache closed.
@@ -564,26 +578,32 @@ type upgradeEncoder struct {
 	enc    writers.Encoder
 	coding string
 	level  int
+	dict   [32]byte // the SHA-256 of a delta's dictionary
 	held   int64
 }
 
-// get returns an encoder for coding at level, claiming its estimated
-// memory unless it is the one held; nil if there is no room for it.
-func (u *upgradeEncoder) get(c *cacheCore, coding string, level int) writers.Encoder {
-	if u.enc != nil && u.coding == coding && u.level == level {
+// get returns an encoder for coding at level, against d for dcz and dcb,
+// claiming its estimated memory unless it is the one held; nil if there is
+// no room for it.
+func (u *upgradeEncoder) get(c *cacheCore, coding string, level int, d *dictionary) writers.Encoder {
+	var dict [32]byte
+	if d != nil {
+		dict = d.hash
+	}
+	if u.enc != nil && u.coding == coding && u.level == level && u.dict == dict {
 		return u.enc
 	}
 	u.release(c)
-	w := encoderMemory(coding, level)
+	w := upgradeEncoderMemory(coding, level, d)
 	if !c.claim(w) {
 		return nil
 	}
-	enc, err := writers.NewEncoder(coding, level)
+	enc, err := newUpgradeEncoder(coding, level, d)
 	if err != nil {
 		c.bytes.Add(-w)
 		return nil
 	}
-	*u = upgradeEncoder{enc: enc, coding: coding, level: level, held: w}
+	*u = upgradeEncoder{enc: enc, coding: coding, level: level, dict: dict, held: w}
 	return enc
 }
 
@@ -625,7 +645,7 @@ const decoderMemory = 1 << 20
 // when the budget has no room for a best-level encoder, a lesser one still
 // gains.
 func upgradeLevels(coding string, best int) []int {
-	switch coding {
+	switch deltaCodec(coding) {
 	case writers.Zstd:
 		return []int{best, 9}
 	case writers.Brotli:
@@ -644,13 +664,22 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	if e, ok := c.store.GetEntryQuietly(j.key); !ok || e.Value != j.entry || len(j.entry.body) < 2 {
 		return // gone: its upgrade could not be kept
 	}
+	d := j.dict.Value()
+	if d == nil && j.key.dictionary != "" {
+		c.upgradesDropped.Add(1) // its dictionary is gone
+		return
+	}
+	fleet, done := c.upgradeFromFleet(&j, d)
+	if done {
+		return
+	}
 	var enc writers.Encoder
 	level := 0
 	for _, l := range upgradeLevels(j.key.coding, j.best) {
 		if l <= j.entry.level {
 			break
 		}
-		if enc = u.get(c, j.key.coding, l); enc != nil {
+		if enc = u.get(c, j.key.coding, l, d); enc != nil {
 			level = l
 			break
 		}
@@ -664,9 +693,8 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	// through, and a decoder if the entry has no plain bytes.
 	held := 2*int64(len(j.entry.body)) + upgradeChunk
 	var src io.Reader = bytes.NewReader(j.entry.plain)
-	var dec writers.Decoder
 	if j.entry.plain == nil {
-		held += decoderMemory
+		held += upgradeDecoderMemory(j.key.coding, d, c.entryMax)
 	}
 	if !c.claim(held) {
 		c.upgradesDropped.Add(1)
@@ -674,10 +702,11 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	}
 	defer func() { c.bytes.Add(-held) }()
 	if j.entry.plain == nil {
-		var err error
-		if dec, err = writers.NewDecoder(j.key.coding); err != nil || dec.Reset(bytes.NewReader(j.entry.body)) != nil {
+		dec, done, err := newUpgradeDecoder(j.key.coding, j.entry.body, d)
+		if err != nil {
 			return
 		}
+		defer done()
 		src = dec
 	}
 	out := cappedBuffer{b: make([]byte, 0, len(j.entry.body)-1)} // an encoding no smaller is of no use
@@ -710,6 +739,9 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 		return
 	}
 	c.upgrades.Add(1)
+	if fleet != nil && level == j.best {
+		fleet.publish(body)
+	}
 }
 
 // encodeAll writes what src yields to enc in chunks of upgradeChunk,
@@ -930,7 +962,7 @@ func (m *Middleware) cachedWhole(r *http.Request, o *offer, h http.Header, f *fa
 		return nil, false
 	}
 	*k = cacheKey{sum: maphash.Bytes(m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
-	e, leader := m.cache.lookup(r, k, body, upgradeLevel(k.coding), 0)
+	e, leader := m.cache.lookup(r, k, body, upgradeLevel(k.coding), 0, upgradeSource{o.dict, m.shared})
 	if e != nil {
 		return e.body, false
 	}
@@ -1017,7 +1049,7 @@ func (m *Middleware) cachedStream(r *http.Request, o *offer, h http.Header, f *f
 	if !ok {
 		return nil, nil
 	}
-	e, leader := m.cache.lookup(r, &k, nil, upgradeLevel(k.coding), m.cache.patience)
+	e, leader := m.cache.lookup(r, &k, nil, upgradeLevel(k.coding), m.cache.patience, upgradeSource{dict: o.dict})
 	if e != nil {
 		return e.body, nil
 	}
@@ -1053,9 +1085,10 @@ func (f *cacheFill) ended(cw *responseWriter, completed bool) {
 }
 
 // upgradeLevel is the level upgrades encode at: the coding's highest (br 11,
-// gzip 9, zstd 22, which klauspost/compress runs as its best).
+// gzip 9, zstd 22, which klauspost/compress runs as its best), dcz's and
+// dcb's being zstd's and br's.
 func upgradeLevel(coding string) int {
-	r, err := writers.Levels(coding)
+	r, err := writers.Levels(deltaCodec(coding))
 	if err != nil {
 		return 0
 	}

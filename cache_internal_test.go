@@ -18,14 +18,14 @@ func TestCacheCollisionIsAMiss(t *testing.T) {
 	defer c.Close()
 	r := httptest.NewRequest("GET", "/", nil)
 	k := cacheKey{sum: 42, length: 4, coding: Gzip, level: 5}
-	if _, leader := c.lookup(r, &k, []byte("abcd"), 9, 0); !leader {
+	if _, leader := c.lookup(r, &k, []byte("abcd"), 9, 0, upgradeSource{}); !leader {
 		t.Fatal("first lookup does not lead the miss")
 	}
 	c.end(&k, []byte("encoded abcd"), []byte("abcd"), 5)
-	if e, _ := c.lookup(r, &k, []byte("abcd"), 9, 0); e == nil || string(e.body) != "encoded abcd" {
+	if e, _ := c.lookup(r, &k, []byte("abcd"), 9, 0, upgradeSource{}); e == nil || string(e.body) != "encoded abcd" {
 		t.Fatalf("lookup of the stored body: %v, want a hit", e)
 	}
-	e, leader := c.lookup(r, &k, []byte("wxyz"), 9, 0)
+	e, leader := c.lookup(r, &k, []byte("wxyz"), 9, 0, upgradeSource{})
 	if e != nil || leader {
 		t.Fatalf("lookup of another body under the same key: entry %v, leader %v; want a miss that does not store", e, leader)
 	}
@@ -46,7 +46,7 @@ func TestCacheFollowersOfAnUnstoredFlightDoNotWaitInTurn(t *testing.T) {
 	defer c.Close()
 	r := httptest.NewRequest("GET", "/", nil)
 	k := cacheKey{sum: 7, length: 4, coding: Gzip, level: 5}
-	if _, leader := c.lookup(r, &k, []byte("abcd"), 9, 0); !leader {
+	if _, leader := c.lookup(r, &k, []byte("abcd"), 9, 0, upgradeSource{}); !leader {
 		t.Fatal("first lookup does not lead the miss")
 	}
 	const followers = 3
@@ -54,7 +54,7 @@ func TestCacheFollowersOfAnUnstoredFlightDoNotWaitInTurn(t *testing.T) {
 	for range followers {
 		go func() {
 			k := k
-			e, leader := c.lookup(r, &k, []byte("abcd"), 9, 0)
+			e, leader := c.lookup(r, &k, []byte("abcd"), 9, 0, upgradeSource{})
 			if leader {
 				c.end(&k, nil, nil, 0) // let any other follower go
 			}

@@ -142,12 +142,15 @@ type fileServer struct {
 	verdicts map[siblingKey]*siblingOK // by sibling and file version
 	indexes  map[string]*dictIndex     // by pattern and cleaned URL prefix
 
-	// bestToken holds a token while a best-level encoding runs (encodeBest);
+	// bestToken holds a token while a best-level encoding runs (startBest);
 	// bestRuns counts them, so that tests can wait for them.
 	bestToken chan struct{}
 	bestRuns  sync.WaitGroup
 	bestMu    sync.Mutex
 	best      map[string]*pool.Encoders // best-level encoders by coding
+	// fleet holds off the upgrades another replica has claimed
+	// (fileserver_upgrade_delta.go).
+	fleet fleetBackoff
 }
 
 func newFileServer(m *Middleware, fsys fs.FS) *fileServer {
@@ -825,7 +828,7 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 	if r, ok := s.reps.load(k); ok {
 		fr.ev.Cached = true
 		if !r.best {
-			s.encodeBest(fr.fsys, fr.name, fr.meta, k, r.data)
+			s.startBest(fr.fsys, fr.name, fr.meta, k, r.data, o.dict)
 		}
 		return r.data, nil
 	}
@@ -848,11 +851,11 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Deltas stay at the Middleware's level; so does a coding whose
-		// best level is the one it used.
-		best := o.dict != nil || BestLevel(o.coding) == o.encoders.Level()
+		// A coding whose best level is the one it used stays; deltas and
+		// the others are encoded at the best level.
+		best := o.dict == nil && BestLevel(o.coding) == o.encoders.Level()
 		if s.reps.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
-			s.encodeBest(fr.fsys, fr.name, fr.meta, k, data)
+			s.startBest(fr.fsys, fr.name, fr.meta, k, data, o.dict)
 		}
 		return data, nil
 	})
@@ -904,14 +907,14 @@ func BestLevel(coding string) int {
 	return r.Max
 }
 
-// encodeBest encodes version meta of the file name at the best level of
-// k.coding on a goroutine of its own, unless one is running already: then
-// it does nothing, and a later request tries again. The goroutine ends
-// with the encoding. old is the representation stored now, which the
-// new encoding replaces only if it is smaller: passed in rather than looked
-// up again, so a store that counts its look-ups (a Cache) counts only the
-// requests'.
-func (s *fileServer) encodeBest(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte) {
+// startBest encodes version meta of the file name at the best level of
+// k.coding (against d for a delta) on a goroutine of its own, unless one
+// is running already: then it does nothing, and a later request tries
+// again. The goroutine ends with the encoding. old is the representation
+// stored now, which the new encoding replaces only if it is smaller: passed
+// in rather than looked up again, so a store that counts its look-ups (a
+// Cache) counts only the requests'.
+func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte, d *dictionary) {
 	select {
 	case s.bestToken <- struct{}{}:
 	default:
@@ -927,13 +930,8 @@ func (s *fileServer) encodeBest(fsys fs.FS, name string, meta *fileMeta, k repKe
 		if err != nil || sha256.Sum256(plain) != meta.hash {
 			return // changed or gone: the next request sees the new version
 		}
-		encoders, err := s.bestEncoders(k.coding)
-		if err != nil {
-			s.logf("squeeze: FileServer: %s at level %d: %v", k.coding, BestLevel(k.coding), err)
-			return
-		}
-		data, err := encodeWith(encoders, plain)
-		if err != nil {
+		data, wait, err := s.bestEncoding(k, plain, old, d)
+		if err != nil || wait {
 			return
 		}
 		if old != nil && (data == nil || len(data) >= len(old)) {

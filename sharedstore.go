@@ -83,6 +83,14 @@ const maxSharedTimeout = 10 * time.Second
 //     [WithDictionaryStoreSize]) and sends the delta. So a client gets
 //     deltas from every replica, whichever remembered its dictionary, and
 //     across a deploy that replaced them all.
+//   - A best-level encoding that a [Cache]'s upgrade or a FileServer's
+//     makes, of a plain coding or a delta, is written to s under the
+//     SHA-256 of the plain body, the coding, the level and the
+//     dictionary's SHA-256. Before it upgrades, a replica looks there; it
+//     keeps what it finds only after decoding it once and checking the
+//     SHA-256 of the result. On a miss it claims the work, so that each
+//     encoding is made once per fleet; a claim its owner never fulfils
+//     expires after a minute.
 //
 // Local stores stay in front: s is asked only on a local miss, at most
 // once at a time per key per Middleware, and every call ends at the per-call

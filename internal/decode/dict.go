@@ -129,3 +129,23 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// NewDictionaryReader returns a reader of the plain bytes of body, a whole
+// dcz or dcb stream against d, after checking that its header names d, and
+// a function that drops the decoder. The decoder is not pooled and charged
+// to no budget: callers charge what it may hold (its window, see
+// cdt.ZstdWindow, and d) and bound what they read.
+func NewDictionaryReader(coding string, body io.Reader, d Dictionary) (io.Reader, func(), error) {
+	if err := d.checkHeader(coding, body); err != nil {
+		return nil, nil, err
+	}
+	kind := writers.Zstd
+	if coding == DCB {
+		kind = writers.Brotli
+	}
+	dd, err := d.newDecoder(kind, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dd, dd.close, nil
+}

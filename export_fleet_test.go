@@ -1,0 +1,34 @@
+package squeeze
+
+import (
+	"bytes"
+	"crypto/sha256"
+)
+
+// BestDelta returns plain encoded as coding (dcz or dcb) against dict at
+// the level the cache's upgrades use: what an upgraded delta must be.
+func BestDelta(coding string, dict, plain []byte) ([]byte, error) {
+	return EncodeDelta(coding, UpgradeLevel(coding), dict, plain)
+}
+
+// UpgradeLevel is the level the cache's upgrades use for coding.
+var UpgradeLevel = upgradeLevel
+
+// EncodeDelta returns plain encoded as coding (dcz or dcb) against dict
+// at level, as an upgrade's encoder makes it.
+func EncodeDelta(coding string, level int, dict, plain []byte) ([]byte, error) {
+	d := &dictionary{hash: sha256.Sum256(dict), data: dict}
+	enc, err := newUpgradeEncoder(coding, level, d)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	enc.Reset(&out)
+	if _, err := enc.Write(plain); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
