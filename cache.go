@@ -726,6 +726,20 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 		return
 	}
 	held -= take
+	if !c.replace(&j, e) {
+		return
+	}
+	c.upgrades.Add(1)
+	if fleet != nil && level == j.best {
+		fleet.publish(body)
+	}
+}
+
+// encodeAll writes what src yields to enc in chunks of upgradeChunk,
+// replace puts e, the upgrade of job j, in place of j's entry if the store
+// still holds that entry, and reports whether it did; if not, e's weight,
+// which the caller claimed, goes back.
+func (c *cacheCore) replace(j *upgradeJob, e *cacheEntry) bool {
 	replaced := false
 	c.store.ComputeIfPresent(j.key, func(old *cacheEntry) (*cacheEntry, otter.ComputeOp) {
 		if old != j.entry {
@@ -736,15 +750,10 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	})
 	if !replaced {
 		c.bytes.Add(-e.weight)
-		return
 	}
-	c.upgrades.Add(1)
-	if fleet != nil && level == j.best {
-		fleet.publish(body)
-	}
+	return replaced
 }
 
-// encodeAll writes what src yields to enc in chunks of upgradeChunk,
 // stopping early at Close; it reports whether src ended and enc took all.
 func (c *cacheCore) encodeAll(enc writers.Encoder, src io.Reader) bool {
 	buf := make([]byte, upgradeChunk)

@@ -99,6 +99,20 @@ func newUpgradeEncoder(coding string, level int, d *dictionary) (writers.Encoder
 	return writers.NewEncoder(coding, level)
 }
 
+// encodeOnce returns plain encoded by enc, an encoder built for this one
+// encoding.
+func encodeOnce(enc writers.Encoder, plain []byte) ([]byte, error) {
+	var out bytes.Buffer
+	enc.Reset(&out)
+	if _, err := enc.Write(plain); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
 // deltaDecoderMemory bounds what decoding a delta against d holds: the
 // window a dcz stream may declare with d (RFC 9842 §4) and a copy of d, or
 // brotli's 16 MB window for dcb, less when the stream is short: a decoder

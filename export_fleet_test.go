@@ -1,7 +1,6 @@
 package squeeze
 
 import (
-	"bytes"
 	"crypto/sha256"
 )
 
@@ -22,13 +21,5 @@ func EncodeDelta(coding string, level int, dict, plain []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	enc.Reset(&out)
-	if _, err := enc.Write(plain); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	return encodeOnce(enc, plain)
 }

@@ -1,7 +1,6 @@
 package squeeze
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -49,18 +48,11 @@ func (s *fileServer) encodeBest(k repKey, plain []byte, d *dictionary) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	enc.Reset(&out)
-	if _, err := enc.Write(plain); err != nil {
+	out, err := encodeOnce(enc, plain)
+	if err != nil || len(out) >= len(plain) {
 		return nil, err
 	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	if out.Len() >= len(plain) {
-		return nil, nil
-	}
-	return bytes.Clone(out.Bytes()), nil
+	return out, nil
 }
 
 // bestEncoding returns the best-level encoding of plain, version k.plain

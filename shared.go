@@ -212,14 +212,10 @@ func (s *shared) setAsync(key string, value []byte, lifetime time.Duration) {
 // unless it is over the size limit or the breaker is open; it reports
 // whether the store took it.
 func (s *shared) set(ctx context.Context, key string, value []byte, lifetime time.Duration) bool {
-	if len(value) > s.maxValue {
+	ctx, cancel, ok := s.writeCall(ctx, len(value))
+	if !ok {
 		return false
 	}
-	if !s.breaker.allow() {
-		s.report(SharedSkipped, 0, 0, 0)
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
 	defer cancel()
 	t0 := time.Now()
 	err := s.store.Set(ctx, key, value, lifetime)
@@ -235,17 +231,11 @@ func (s *shared) set(ctx context.Context, key string, value []byte, lifetime tim
 // when the store could not answer, the breaker is open or value is over
 // the size limit: then the caller does the work itself (or not at all),
 // never waits for another replica.
-//
-//nolint:unused // for work done once per fleet, such as best-level upgrades
 func (s *shared) claim(ctx context.Context, key string, value []byte, lifetime time.Duration) bool {
-	if len(value) > s.maxValue {
+	ctx, cancel, ok := s.writeCall(ctx, len(value))
+	if !ok {
 		return false
 	}
-	if !s.breaker.allow() {
-		s.report(SharedSkipped, 0, 0, 0)
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
 	defer cancel()
 	t0 := time.Now()
 	won, err := s.store.Claim(ctx, key, value, lifetime)
@@ -255,6 +245,22 @@ func (s *shared) claim(ctx context.Context, key string, value []byte, lifetime t
 		return false
 	}
 	return s.wrote(ctx, err, len(value), time.Since(t0))
+}
+
+// writeCall gives a write of n bytes its deadline: the timeout, whatever
+// ctx's own, since a write may outlive the request that asked for it. It
+// reports false, with nothing to cancel, when n is over the size limit or
+// the breaker is open (a skip).
+func (s *shared) writeCall(ctx context.Context, n int) (context.Context, context.CancelFunc, bool) {
+	if n > s.maxValue {
+		return nil, nil, false
+	}
+	if !s.breaker.allow() {
+		s.report(SharedSkipped, 0, 0, 0)
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	return ctx, cancel, true
 }
 
 // wrote accounts for a write that returned err after elapsed, and reports

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/maypok86/otter/v2"
 )
 
 // This file holds the best-level encodings a fleet shares through its
@@ -200,16 +198,7 @@ func (c *cacheCore) upgradeFromFleet(j *upgradeJob, d *dictionary) (v *sharedVar
 		c.upgradesDropped.Add(1)
 		return nil, true
 	}
-	replaced := false
-	c.store.ComputeIfPresent(j.key, func(old *cacheEntry) (*cacheEntry, otter.ComputeOp) {
-		if old != j.entry {
-			return old, otter.CancelOp
-		}
-		replaced = true
-		return e, otter.WriteOp
-	})
-	if !replaced {
-		c.bytes.Add(-e.weight)
+	if !c.replace(j, e) {
 		return nil, true
 	}
 	c.upgrades.Add(1)

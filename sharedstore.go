@@ -46,7 +46,7 @@ const (
 	// when [WithSharedStoreTimeout] is not given: a Redis GET of a value of
 	// some hundreds of kilobytes on the same network takes well under a
 	// millisecond, one of [DefaultSharedStoreMaxValue] a few milliseconds
-	// (see BENCHMARKS.md), so this leaves room for a loaded store while
+	// (see docs/perf-history.md), so this leaves room for a loaded store while
 	// bounding what a store that has gone away costs a request.
 	DefaultSharedStoreTimeout = 25 * time.Millisecond
 

@@ -75,7 +75,7 @@ const (
 	// than squeeze's DefaultSharedStoreTimeout, so that squeeze's setting
 	// is the one that bounds a request's wait; within it a value at
 	// squeeze's largest limits crosses a loaded loopback or a data-centre
-	// network (BENCHMARKS.md).
+	// network (docs/perf-history.md).
 	DefaultTimeout = 100 * time.Millisecond
 
 	// MaxAbandoned is how many commands a Store leaves running past their
