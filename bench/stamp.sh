@@ -21,7 +21,8 @@
 #
 # Environment: ROUNDS (5), BENCHTIME (200ms, per VersusFloor benchmark),
 # PEERTIME (300ms, per PeersVersusFloor benchmark), FLEETN (3, iterations
-# per Fleet benchmark), REDISN (300, per Redis call), BODIES (a -bench
+# per Fleet encode), HITN (50, per shared hit), REDISN (300, per Redis
+# call), BODIES (a -bench
 # regexp of body names), KEEP (a directory to keep the raw output in).
 # bench/run.sh is the long run (every benchmark, the in-flight heap, wrk);
 # bench/floor.sh the floor comparison alone, with more processes.
@@ -32,7 +33,7 @@ root=$(cd "$here/.." && pwd)
 cd "$here"
 
 rounds=${ROUNDS:-5} benchtime=${BENCHTIME:-200ms} peertime=${PEERTIME:-300ms}
-fleetn=${FLEETN:-3} redisn=${REDISN:-300}
+fleetn=${FLEETN:-3} hitn=${HITN:-50} redisn=${REDISN:-300}
 bodies=${BODIES:-'(html-2K|json-2K|html-16K|json-16K|js-16K|html-64K)'}
 peer_bodies='(html-2K|html-16K|json-16K)'
 start=$(date +%s)
@@ -64,8 +65,15 @@ echo "allocations" >&2
 	-test.benchtime 200x -test.count 1 -test.cpu 1 -test.benchmem >"$out/allocs.txt"
 (cd "$root" && go test -count=1 -run '^TestSteadyStateAllocations$' -v .) >"$out/exact.txt"
 echo "fleet" >&2
-(cd "$root" && go test -count=1 -run '^$' -bench '^(BenchmarkSharedUpgradeTake|BenchmarkDeltaLevels)$' \
-	-benchtime "${fleetn}x" -cpu 1 .) >"$out/fleet.txt"
+# The encodes at the best level take up to a second each, so few; the
+# shared hits take a millisecond or less, so more.
+# Three runs, as one -bench pattern cannot pick leaves at different depths
+# (a benchmark that matches only a prefix of its levels reports nothing).
+(cd "$root" && go test -count=1 -run '^$' -bench '^BenchmarkSharedUpgradeTake$/././encode-' \
+	-benchtime "${fleetn}x" -cpu 1 . &&
+	go test -count=1 -run '^$' -bench '^BenchmarkDeltaLevels$' -benchtime "${fleetn}x" -cpu 1 . &&
+	go test -count=1 -run '^$' -bench '^BenchmarkSharedUpgradeTake$/././shared-hit$' \
+		-benchtime "${hitn}x" -cpu 1 .) >"$out/fleet.txt"
 redis=()
 if command -v redis-server >/dev/null; then
 	echo "redis" >&2

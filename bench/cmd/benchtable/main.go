@@ -19,6 +19,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -100,7 +101,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, "benchtable:", err)
 			os.Exit(1)
 		}
-		fleetTables(&b, rs, redis)
+		if err := fleetTables(&b, rs, redis); err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", *fleet+":", err)
+			os.Exit(1)
+		}
 	}
 	howToRead(&b)
 	if _, err := os.Stdout.WriteString(b.String()); err != nil {
@@ -443,12 +447,19 @@ func bytesOf(n float64) string {
 // (BenchmarkSharedUpgradeTake), delta sizes at the default and the best
 // level on real release pairs (BenchmarkDeltaLevels), and the Redis store's
 // calls on loopback (redisstore's BenchmarkStore), or a line saying they
-// are missing when redis is nil.
-func fleetTables(b *strings.Builder, rs, redis []result) {
+// are missing when redis is nil. It fails when rs lacks either of the
+// root's benchmarks, so that a -bench pattern gone wrong does not drop a
+// table silently.
+func fleetTables(b *strings.Builder, rs, redis []result) error {
 	b.WriteString("## Fleet: shared encodings, deltas and the Redis store\n\n")
-	sharedTable(b, rs)
-	deltaTable(b, rs)
+	if !sharedTable(b, rs) {
+		return errors.New("no BenchmarkSharedUpgradeTake results with both encodes and a shared hit")
+	}
+	if !deltaTable(b, rs) {
+		return errors.New("no BenchmarkDeltaLevels results at two levels")
+	}
 	redisTable(b, redis)
+	return nil
 }
 
 func secPerOp(r result) float64 {
@@ -456,8 +467,9 @@ func secPerOp(r result) float64 {
 }
 
 // sharedTable reads BenchmarkSharedUpgradeTake/BODY/CODING/OP, where OP is
-// encode-LEVEL (the default level first, then the best) or shared-hit.
-func sharedTable(b *strings.Builder, rs []result) {
+// encode-LEVEL (the default level first, then the best) or shared-hit,
+// and reports whether every row had all three.
+func sharedTable(b *strings.Builder, rs []result) bool {
 	type row struct {
 		body, coding string
 		hit          float64
@@ -482,8 +494,8 @@ func sharedTable(b *strings.Builder, rs []result) {
 			x.hit = secPerOp(r)
 		}
 	}
-	if len(rows) == 0 {
-		return
+	if len(rows) == 0 || slices.ContainsFunc(rows, func(x *row) bool { return x.hit == 0 || len(x.encode) < 2 }) {
+		return false
 	}
 	b.WriteString("### A shared hit against encoding again (BenchmarkSharedUpgradeTake)\n\n")
 	b.WriteString("Time for a replica to have a variant at the best level: take it from the store, " +
@@ -511,11 +523,13 @@ func sharedTable(b *strings.Builder, rs []result) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", x.body, x.coding, hit, enc(0), enc(1), gain)
 	}
 	b.WriteString("\n")
+	return true
 }
 
 // deltaTable reads BenchmarkDeltaLevels/RELEASE/CODING-LEVEL, the default
-// level first, with the delta's size in B/delta.
-func deltaTable(b *strings.Builder, rs []result) {
+// level first, with the delta's size in B/delta, and reports whether every
+// row had both levels.
+func deltaTable(b *strings.Builder, rs []result) bool {
 	type row struct {
 		release, coding string
 		levels          []string
@@ -540,8 +554,8 @@ func deltaTable(b *strings.Builder, rs []result) {
 		x.size = append(x.size, r.values["B/delta"])
 		x.cpu = append(x.cpu, secPerOp(r))
 	}
-	if len(rows) == 0 {
-		return
+	if len(rows) == 0 || slices.ContainsFunc(rows, func(x *row) bool { return len(x.size) < 2 }) {
+		return false
 	}
 	b.WriteString("### Delta sizes at the default and the best level (BenchmarkDeltaLevels)\n\n")
 	b.WriteString("Real release pairs from npm, each new release encoded as a delta against the one before " +
@@ -550,9 +564,6 @@ func deltaTable(b *strings.Builder, rs []result) {
 	b.WriteString("| release | coding | default level | best level | smaller by | encode, default | encode, best |\n" +
 		"| --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, x := range rows {
-		if len(x.size) < 2 {
-			continue
-		}
 		last := len(x.size) - 1
 		smaller := "—"
 		if x.size[0] > 0 {
@@ -563,6 +574,7 @@ func deltaTable(b *strings.Builder, rs []result) {
 			duration(x.cpu[0]), duration(x.cpu[last]))
 	}
 	b.WriteString("\n")
+	return true
 }
 
 // redisTable reads redisstore's BenchmarkStore/OP/SIZE (Get, RawGET,

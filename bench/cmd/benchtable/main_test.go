@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -96,7 +97,9 @@ BenchmarkStore/Claim 	300	55000 ns/op
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	fleetTables(&b, rs, redis)
+	if err := fleetTables(&b, rs, redis); err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{
 		"| lodash-24K | br | 200.0 µs | 2.00 ms (5) | 40.00 ms (11) | 200× |",
 		"| react-dom-129K | dcz | 1.00 ms | 1.50 ms (3) | 1.20 s (19) | 1200× |",
@@ -109,8 +112,21 @@ BenchmarkStore/Claim 	300	55000 ns/op
 		}
 	}
 	b.Reset()
-	fleetTables(&b, rs, nil)
+	if err := fleetTables(&b, rs, nil); err != nil {
+		t.Fatal(err)
+	}
 	if want := "Not measured: redis-server was not installed"; !strings.Contains(b.String(), want) {
 		t.Errorf("fleet section without Redis lacks %q:\n%s", want, b.String())
+	}
+	// A run whose pattern matched no shared hit is an error, not a
+	// section without its table.
+	var hitless []result
+	for _, r := range rs {
+		if !slices.Contains(r.parts, "shared-hit") {
+			hitless = append(hitless, r)
+		}
+	}
+	if err := fleetTables(&b, hitless, nil); err == nil {
+		t.Error("fleetTables took a run without shared hits")
 	}
 }
