@@ -407,7 +407,7 @@ func howToRead(b *strings.Builder) {
   in-memory store: over Redis, add the Get of the table below at the encoding's size (the
   encoding is smaller than the body). The delta sizes are exact. The fleet's delta share with
   and without the store (three replicas behind HAProxy) is measured by
-  ` + "`go test -run Fleet -v ./fleet`" + ` in example/, which takes too long to run here.
+  ` + "`cd example && go test -run Fleet -v ./fleet`" + `, which takes too long to run here.
 - On 2 shared cores, ratios move by a few percent between runs; compare two commits by running
   the command on each, on the same machine, one after the other.
 `)
