@@ -2,13 +2,16 @@
 // of bench/stamp.sh: the paired ratio of squeeze (and gzhttp) to the
 // pooled-encoder floor from BenchmarkVersusFloor, every peer's paired ratio
 // from BenchmarkPeersVersusFloor, and allocations per response from a
-// fixed-iteration BenchmarkResponse. Every time figure
+// fixed-iteration BenchmarkResponse; and a Fleet section from a few fixed
+// iterations of the root's BenchmarkSharedUpgradeTake and
+// BenchmarkDeltaLevels and of redisstore's BenchmarkStore. Every paired time figure
 // is a ratio taken inside one round, so that the drift of a shared machine
 // between rounds cancels; the table gives the median over the rounds and,
 // for squeeze, their range.
 //
 //	go run ./cmd/benchtable -commit abc1234 -date 2026-12-02 \
-//		-versus floor.txt -peers peers.txt -allocs allocs.txt
+//		-versus floor.txt -peers peers.txt -allocs allocs.txt \
+//		-fleet fleet.txt -redis redis.txt
 //
 // stamp.sh passes the commit, the date, the machine and the run's length;
 // the output is the whole of BENCHMARKS.md.
@@ -16,6 +19,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,7 +33,10 @@ import (
 // result is one benchmark line: its name's keys and its values by unit.
 type result struct {
 	bench, coding, body, impl string
-	values                    map[string]float64
+	// parts is the name's parts after the benchmark's, split at "/",
+	// for benchmarks whose sub-benchmarks are not key=value.
+	parts  []string
+	values map[string]float64
 }
 
 func main() {
@@ -44,10 +51,12 @@ func main() {
 		peers   = flag.String("peers", "", "BenchmarkPeersVersusFloor output, one line per round")
 		allocs  = flag.String("allocs", "", "BenchmarkResponse output at a fixed iteration count")
 		exact   = flag.String("exact", "", "go test -v output of the root's TestSteadyStateAllocations, whose logs give squeeze's exact allocations per response")
+		fleet   = flag.String("fleet", "", "output of the root's BenchmarkSharedUpgradeTake and BenchmarkDeltaLevels")
+		store   = flag.String("redis", "", "output of redisstore's BenchmarkStore; empty when redis-server was absent")
 	)
 	flag.Parse()
 	if *versus == "" || *peers == "" || *allocs == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: benchtable [-commit c -date d -machine m -elapsed e -rounds n] -versus file -peers file -allocs file")
+		fmt.Fprintln(os.Stderr, "usage: benchtable [-commit c -date d -machine m -elapsed e -rounds n] -versus file -peers file -allocs file [-exact file] [-fleet file [-redis file]]")
 		os.Exit(2)
 	}
 	var in [3][]result
@@ -79,6 +88,24 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	if *fleet != "" {
+		rs, err := read(*fleet)
+		if err == nil && len(rs) == 0 {
+			err = fmt.Errorf("no benchmark results in %s", *fleet)
+		}
+		var redis []result
+		if err == nil && *store != "" {
+			redis, err = read(*store)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
+			os.Exit(1)
+		}
+		if err := fleetTables(&b, rs, redis); err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", *fleet+":", err)
+			os.Exit(1)
+		}
+	}
 	howToRead(&b)
 	if _, err := os.Stdout.WriteString(b.String()); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
@@ -100,6 +127,9 @@ func read(name string) ([]result, error) {
 		}
 		base, parts := res.Name.Parts()
 		x := result{bench: string(base), values: map[string]float64{}}
+		if full := string(res.Name.Full()); strings.Contains(full, "/") {
+			x.parts = strings.Split(full, "/")[1:]
+		}
 		for _, p := range parts {
 			k, v, _ := strings.Cut(strings.TrimPrefix(string(p), "/"), "=")
 			switch k {
@@ -159,7 +189,7 @@ func header(b *strings.Builder, commit, date, machine, elapsed, command string, 
 		}
 		b.WriteString(")")
 	}
-	b.WriteString(". Every time figure is a ratio to the floor, the bare pooled encoder at the same level, " +
+	b.WriteString(". Every time figure outside the Fleet section is a ratio to the floor, the bare pooled encoder at the same level, " +
 		"taken within one round; see [How to read it](#how-to-read-it). Earlier measurements, with the " +
 		"commands that made them, are in [docs/perf-history.md](docs/perf-history.md).\n\n")
 }
@@ -372,6 +402,12 @@ func howToRead(b *strings.Builder) {
 - **Allocations** are per response. The benchmark's figures are whole numbers, rounded down;
   squeeze's own count keeps the fraction (0.028 is one object every 36 responses). Bytes are
   allocated, not held.
+- **Fleet** figures are per call, from a few fixed iterations (wall time, so a busy machine
+  inflates them; read them as orders of magnitude). A shared hit in the first table uses an
+  in-memory store: over Redis, add the Get of the table below at the encoding's size (the
+  encoding is smaller than the body). The delta sizes are exact. The fleet's delta share with
+  and without the store (three replicas behind HAProxy) is measured by
+  ` + "`cd example && go test -run Fleet -v ./fleet`" + `, which takes too long to run here.
 - On 2 shared cores, ratios move by a few percent between runs; compare two commits by running
   the command on each, on the same machine, one after the other.
 `)
@@ -379,6 +415,8 @@ func howToRead(b *strings.Builder) {
 
 func duration(sec float64) string {
 	switch {
+	case sec >= 1:
+		return fmt.Sprintf("%.2f s", sec)
 	case sec >= 1e-3:
 		return fmt.Sprintf("%.2f ms", sec*1e3)
 	default:
@@ -402,4 +440,184 @@ func bytesOf(n float64) string {
 	default:
 		return fmt.Sprintf("%.0f B", n)
 	}
+}
+
+// fleetTables is the Fleet section: what a replica spends taking a variant
+// another replica upgraded against encoding it itself
+// (BenchmarkSharedUpgradeTake), delta sizes at the default and the best
+// level on real release pairs (BenchmarkDeltaLevels), and the Redis store's
+// calls on loopback (redisstore's BenchmarkStore), or a line saying they
+// are missing when redis is nil. It fails when rs lacks either of the
+// root's benchmarks, so that a -bench pattern gone wrong does not drop a
+// table silently.
+func fleetTables(b *strings.Builder, rs, redis []result) error {
+	b.WriteString("## Fleet: shared encodings, deltas and the Redis store\n\n")
+	if !sharedTable(b, rs) {
+		return errors.New("no BenchmarkSharedUpgradeTake results with both encodes and a shared hit")
+	}
+	if !deltaTable(b, rs) {
+		return errors.New("no BenchmarkDeltaLevels results at two levels")
+	}
+	redisTable(b, redis)
+	return nil
+}
+
+func secPerOp(r result) float64 {
+	return r.values["sec/op"]
+}
+
+// sharedTable reads BenchmarkSharedUpgradeTake/BODY/CODING/OP, where OP is
+// encode-LEVEL (the default level first, then the best) or shared-hit,
+// and reports whether every row had all three.
+func sharedTable(b *strings.Builder, rs []result) bool {
+	type row struct {
+		body, coding string
+		hit          float64
+		levels       []string
+		encode       []float64
+	}
+	var rows []*row
+	for _, r := range rs {
+		if r.bench != "SharedUpgradeTake" || len(r.parts) != 3 {
+			continue
+		}
+		i := slices.IndexFunc(rows, func(x *row) bool { return x.body == r.parts[0] && x.coding == r.parts[1] })
+		if i < 0 {
+			rows = append(rows, &row{body: r.parts[0], coding: r.parts[1]})
+			i = len(rows) - 1
+		}
+		x := rows[i]
+		if level, ok := strings.CutPrefix(r.parts[2], "encode-"); ok {
+			x.levels = append(x.levels, level)
+			x.encode = append(x.encode, secPerOp(r))
+		} else if r.parts[2] == "shared-hit" {
+			x.hit = secPerOp(r)
+		}
+	}
+	if len(rows) == 0 || slices.ContainsFunc(rows, func(x *row) bool { return x.hit == 0 || len(x.encode) < 2 }) {
+		return false
+	}
+	b.WriteString("### A shared hit against encoding again (BenchmarkSharedUpgradeTake)\n\n")
+	b.WriteString("Time for a replica to have a variant at the best level: take it from the store, " +
+		"which another replica filled (a local miss, the fetch from an in-memory store, and the verification: " +
+		"a decode and a SHA-256 of the plain body), or encode it itself at the default or at the best level. " +
+		"Real bodies: the first 24 KiB of lodash.min.js and react-dom's production build; " +
+		"dcb and dcz are deltas against the previous release.\n\n")
+	b.WriteString("| body | coding | shared hit | encode, default level | encode, best level | best ÷ hit |\n" +
+		"| --- | --- | ---: | ---: | ---: | ---: |\n")
+	for _, x := range rows {
+		enc := func(i int) string {
+			if i >= len(x.encode) {
+				return "—"
+			}
+			return fmt.Sprintf("%s (%s)", duration(x.encode[i]), x.levels[i])
+		}
+		gain := "—"
+		if x.hit > 0 && len(x.encode) > 0 {
+			gain = fmt.Sprintf("%.0f×", x.encode[len(x.encode)-1]/x.hit)
+		}
+		hit := "—"
+		if x.hit > 0 {
+			hit = duration(x.hit)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", x.body, x.coding, hit, enc(0), enc(1), gain)
+	}
+	b.WriteString("\n")
+	return true
+}
+
+// deltaTable reads BenchmarkDeltaLevels/RELEASE/CODING-LEVEL, the default
+// level first, with the delta's size in B/delta, and reports whether every
+// row had both levels.
+func deltaTable(b *strings.Builder, rs []result) bool {
+	type row struct {
+		release, coding string
+		levels          []string
+		size, cpu       []float64
+	}
+	var rows []*row
+	for _, r := range rs {
+		if r.bench != "DeltaLevels" || len(r.parts) != 2 {
+			continue
+		}
+		coding, level, ok := strings.Cut(r.parts[1], "-")
+		if !ok {
+			continue
+		}
+		i := slices.IndexFunc(rows, func(x *row) bool { return x.release == r.parts[0] && x.coding == coding })
+		if i < 0 {
+			rows = append(rows, &row{release: r.parts[0], coding: coding})
+			i = len(rows) - 1
+		}
+		x := rows[i]
+		x.levels = append(x.levels, level)
+		x.size = append(x.size, r.values["B/delta"])
+		x.cpu = append(x.cpu, secPerOp(r))
+	}
+	if len(rows) == 0 || slices.ContainsFunc(rows, func(x *row) bool { return len(x.size) < 2 }) {
+		return false
+	}
+	b.WriteString("### Delta sizes at the default and the best level (BenchmarkDeltaLevels)\n\n")
+	b.WriteString("Real release pairs from npm, each new release encoded as a delta against the one before " +
+		"(react-dom 18.2.0 → 18.3.1, 129 KiB; lodash 4.17.15 → 4.17.21, 72 KiB): the delta's size and the " +
+		"time of one encode, at the Middleware's default level and at the level the cache upgrades to.\n\n")
+	b.WriteString("| release | coding | default level | best level | smaller by | encode, default | encode, best |\n" +
+		"| --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, x := range rows {
+		last := len(x.size) - 1
+		smaller := "—"
+		if x.size[0] > 0 {
+			smaller = fmt.Sprintf("%.0f%%", 100*(1-x.size[last]/x.size[0]))
+		}
+		fmt.Fprintf(b, "| %s | %s | %.0f B (%s) | %.0f B (%s) | %s | %s | %s |\n", x.release, x.coding,
+			x.size[0], x.levels[0], x.size[last], x.levels[last], smaller,
+			duration(x.cpu[0]), duration(x.cpu[last]))
+	}
+	b.WriteString("\n")
+	return true
+}
+
+// redisTable reads redisstore's BenchmarkStore/OP/SIZE (Get, RawGET,
+// GetOverLimit, Set) and BenchmarkStore/Claim.
+func redisTable(b *strings.Builder, rs []result) {
+	b.WriteString("### The Redis store on loopback (redisstore's BenchmarkStore)\n\n")
+	if len(rs) == 0 {
+		b.WriteString("Not measured: redis-server was not installed when this ran. Install it " +
+			"(Debian's `redis-server`) and run the command again.\n\n")
+		return
+	}
+	b.WriteString("One call's latency against a redis-server on loopback, started for the run with " +
+		"persistence off, per value size: the store's Get, a plain GET through the same client (the floor), " +
+		"a Get of a value over the caller's limit (refused before it is read), and a Set.\n\n")
+	ops := []string{"Get", "RawGET", "GetOverLimit", "Set"}
+	var sizes []string
+	at := map[[2]string]float64{}
+	claim := 0.0
+	for _, r := range rs {
+		switch {
+		case len(r.parts) == 1 && r.parts[0] == "Claim":
+			claim = secPerOp(r)
+		case len(r.parts) == 2:
+			if !slices.Contains(sizes, r.parts[1]) {
+				sizes = append(sizes, r.parts[1])
+			}
+			at[[2]string{r.parts[0], r.parts[1]}] = secPerOp(r)
+		}
+	}
+	b.WriteString("| value | Get | plain GET | Get over the limit | Set |\n| --- | ---: | ---: | ---: | ---: |\n")
+	for _, size := range sizes {
+		fmt.Fprintf(b, "| %s |", size)
+		for _, op := range ops {
+			if t, ok := at[[2]string{op, size}]; ok && t > 0 {
+				fmt.Fprintf(b, " %s |", duration(t))
+			} else {
+				b.WriteString(" — |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	if claim > 0 {
+		fmt.Fprintf(b, "\nA Claim (set-if-absent, for fleet-wide single work): %s.\n", duration(claim))
+	}
+	b.WriteString("\n")
 }
