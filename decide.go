@@ -65,6 +65,11 @@ const (
 	// encode is larger than its store keeps in one entry, so it goes out
 	// as it is rather than be encoded again for every request.
 	ReasonTooLarge
+	// ReasonNoRoom: the budget of the store a [Middleware.FileServer]
+	// keeps its encodings in had no room for the work of encoding the file
+	// (the file, the encoding and the encoder) while other encodings were
+	// in flight, so it went out as it is.
+	ReasonNoRoom
 
 	// reasonCount is the number of reasons, ReasonNone included.
 	reasonCount
@@ -84,6 +89,7 @@ var reasonNames = [reasonCount]string{
 	ReasonNoGain:         "no_gain",
 	ReasonNoEncoder:      "no_encoder",
 	ReasonTooLarge:       "too_large",
+	ReasonNoRoom:         "no_room",
 }
 
 // String returns the reason's name in snake case, as the [Counters] export
@@ -272,9 +278,10 @@ type facts struct {
 	// offer, so its type alone does not keep it plain. storeLimit: the
 	// longest file the file server encodes, what its store keeps in one
 	// entry (below zero when the store keeps none). noGain: encoding it
-	// did not make it smaller.
-	precoded, siblings, noGain bool
-	storeLimit                 int64
+	// did not make it smaller. noRoom: the store's budget had no room
+	// for the work of encoding it.
+	precoded, siblings, noGain, noRoom bool
+	storeLimit                         int64
 }
 
 // decide is the compress-or-not decision for the response cw writes:
@@ -334,6 +341,8 @@ func verdictFor(m *Middleware, f *facts) (verdict, Reason, need) {
 		return sendPlain, ReasonTooSmall, 0
 	case f.event == atFile && n > f.storeLimit:
 		return sendPlain, ReasonTooLarge, 0
+	case f.noRoom:
+		return sendPlain, ReasonNoRoom, 0
 	case f.noGain:
 		return sendPlain, ReasonNoGain, 0
 	case f.event >= atOverflow || n > int64(m.buffers.Size()):

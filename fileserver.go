@@ -22,7 +22,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
-	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -146,8 +145,6 @@ type fileServer struct {
 	// bestRuns counts them, so that tests can wait for them.
 	bestToken chan struct{}
 	bestRuns  sync.WaitGroup
-	bestMu    sync.Mutex
-	best      map[string]*pool.Encoders // best-level encoders by coding
 }
 
 func newFileServer(m *Middleware, fsys fs.FS) *fileServer {
@@ -162,7 +159,6 @@ func newFileServer(m *Middleware, fsys fs.FS) *fileServer {
 		verdicts:   map[siblingKey]*siblingOK{},
 		indexes:    map[string]*dictIndex{},
 		bestToken:  make(chan struct{}, 1),
-		best:       map[string]*pool.Encoders{},
 	}
 	s.reps = s.storeFor(m)
 	s.maxEncode = min(s.maxDecoded, s.reps.maxEntry())
@@ -607,6 +603,20 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 		fr.serveSibling(siblings[o.coding], o.coding, meta)
 	default:
 		data, err := fr.encodedRep(f, o)
+		if errors.Is(err, errNoRoom) {
+			if o.dict != nil && fallback != nil && siblings[fallback.coding] != "" {
+				fr.serveSibling(siblings[fallback.coding], fallback.coding, meta)
+				return
+			}
+			if err := rewind(f); err != nil {
+				fileError(fr.w, "500 internal server error", http.StatusInternalServerError)
+				return
+			}
+			ff.noRoom = true
+			_, fr.ev.Skipped, _ = verdictFor(m, &ff)
+			fr.servePlain(f, meta)
+			return
+		}
 		if err != nil {
 			fr.s.logf("squeeze: FileServer: %s: %v", fr.name, err)
 			fileError(fr.w, "500 internal server error", http.StatusInternalServerError)
@@ -830,28 +840,34 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 		return r.data, nil
 	}
 	v, err, _ := s.encoding.Do(string(k.plain[:])+k.coding+"\x00"+string(k.dict[:]), func() (any, error) {
-		plain, err := io.ReadAll(f)
-		if err != nil {
-			return nil, err
-		}
-		if sha256.Sum256(plain) != fr.meta.hash {
-			return nil, errors.New("file changed while read")
+		// What the encoding holds is counted against the store's budget
+		// first (fileEncoding).
+		e := newFileEncoding(s.reps, fileEncoderMemory(o), fr.meta.size-1)
+		if e == nil {
+			return nil, errNoRoom
 		}
 		var t0 time.Time
 		if s.m.observe != nil {
 			t0 = time.Now()
 		}
-		data, err := encodeWith(o.encoders, plain)
+		enc, err := o.encoders.Get(io.Discard)
+		if err != nil {
+			e.release()
+			return nil, err
+		}
+		data, err := e.encode(enc, f, fr.meta.hash)
+		o.encoders.Put(enc)
 		if !t0.IsZero() {
 			fr.ev.Elapsed = time.Since(t0)
 		}
 		if err != nil {
+			e.release()
 			return nil, err
 		}
 		// Deltas stay at the Middleware's level; so does a coding whose
 		// best level is the one it used.
 		best := o.dict != nil || BestLevel(o.coding) == o.encoders.Level()
-		if s.reps.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
+		if e.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
 			s.encodeBest(fr.fsys, fr.name, fr.meta, k, data)
 		}
 		return data, nil
@@ -862,26 +878,159 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 	return v.([]byte), nil
 }
 
-// encodeWith encodes plain with an encoder from encoders, returning nil
-// when the result would not be smaller.
-func encodeWith(encoders *pool.Encoders, plain []byte) ([]byte, error) {
-	var out bytes.Buffer
-	enc, err := encoders.Get(&out)
-	if err != nil {
-		return nil, err
+// errNoRoom is encodedRep's answer when its store's budget has no room for
+// the encoding's work.
+var errNoRoom = errors.New("squeeze: FileServer: no room in the store's budget to encode")
+
+// encodeChunk is the buffer a file goes through to its encoder.
+const encodeChunk = 32 << 10
+
+// fileEncoding is one encoding of a file by the file server, with what it
+// holds of its store's budget: its encoder's memory and the buffer the
+// file goes through, reserved before it starts, and its encoding, claimed
+// a chunk at a time as it grows, as a [Cache]'s fill claims room as its
+// copy grows. The chunks are never copied as they grow, so nothing is
+// left behind for the collector that the budget does not count; the
+// entry's exact copy is claimed too. When the budget has no room, the
+// encoding stops and the file goes out as it is.
+type fileEncoding struct {
+	reps repStore
+	// held is what the encoding holds of the budget.
+	held int64
+	// out is the encoding so far, in chunks of fillChunk bytes; n its
+	// length.
+	out [][]byte
+	n   int64
+	// limit is the longest encoding of use: one shorter than the file, or
+	// than the representation it is to replace.
+	limit  int64
+	noRoom bool
+}
+
+// newFileEncoding reserves what an encoding with an encoder holding
+// encoder bytes holds before it writes, or returns nil when the store has
+// no room for it.
+func newFileEncoding(reps repStore, encoder, limit int64) *fileEncoding {
+	held := encoder + encodeChunk
+	if !reps.reserve(held) {
+		return nil
 	}
-	_, err = enc.Write(plain)
-	if err == nil {
-		err = enc.Close()
+	return &fileEncoding{reps: reps, held: held, limit: limit}
+}
+
+// Write appends p to the encoding, claiming a chunk of the budget at a
+// time: errNoGain past the limit, errNoRoom when the budget has no room.
+func (e *fileEncoding) Write(p []byte) (int, error) {
+	if e.n+int64(len(p)) > e.limit {
+		return 0, errNoGain
 	}
-	encoders.Put(enc)
-	if err != nil {
-		return nil, err
+	written := len(p)
+	for len(p) > 0 {
+		last := len(e.out) - 1
+		if last < 0 || len(e.out[last]) == cap(e.out[last]) {
+			if !e.reps.reserve(fillChunk) {
+				e.noRoom = true
+				return written - len(p), errNoRoom
+			}
+			e.held += fillChunk
+			e.out = append(e.out, make([]byte, 0, fillChunk))
+			last++
+		}
+		c := e.out[last]
+		k := min(len(p), cap(c)-len(c))
+		e.out[last] = append(c, p[:k]...)
+		p = p[k:]
+		e.n += int64(k)
 	}
-	if out.Len() >= len(plain) {
+	return written, nil
+}
+
+// encode encodes what f yields with enc, streaming it through a buffer of
+// encodeChunk bytes, and returns the encoding, or nil when it would not be
+// shorter than the limit. The file must hash to hash: one that changed
+// while it was read is an error. errNoRoom: the budget had no room for the
+// encoding as it grew.
+func (e *fileEncoding) encode(enc writers.Encoder, f io.Reader, hash [32]byte) ([]byte, error) {
+	enc.Reset(e)
+	defer enc.Reset(io.Discard)
+	h := sha256.New()
+	buf := make([]byte, encodeChunk)
+	gain := true
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			if gain {
+				if _, werr := enc.Write(buf[:n]); werr != nil {
+					gain = false // past the limit, or out of budget
+				}
+			}
+		}
+		if e.noRoom {
+			return nil, errNoRoom
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if [32]byte(h.Sum(nil)) != hash {
+		return nil, errors.New("file changed while read")
+	}
+	if gain && enc.Close() != nil {
+		gain = false
+	}
+	switch {
+	case e.noRoom:
+		return nil, errNoRoom
+	case !gain:
+		e.out = nil
 		return nil, nil
 	}
-	return bytes.Clone(out.Bytes()), nil
+	// The entry keeps an exact copy, claimed too.
+	if !e.reps.reserve(e.n) {
+		return nil, errNoRoom
+	}
+	e.held += e.n
+	data := make([]byte, 0, e.n)
+	for _, c := range e.out {
+		data = append(data, c...)
+	}
+	e.out = nil
+	return data, nil
+}
+
+// store keeps r under k in the store, the entry's weight taking over what
+// the encoding held, and reports whether it did.
+func (e *fileEncoding) store(k repKey, r rep) bool {
+	held := e.held
+	e.held = 0
+	return e.reps.store(k, r, held)
+}
+
+// release gives back what the encoding held, keeping nothing.
+func (e *fileEncoding) release() {
+	e.reps.release(e.held)
+	e.held, e.out = 0, nil
+}
+
+// fileEncoderMemory bounds what the encoder of o holds: a dictionary
+// coding's is its codec's, with the dictionary's tables.
+func fileEncoderMemory(o *offer) int64 {
+	coding := o.coding
+	switch coding {
+	case DCZ:
+		coding = Zstd
+	case DCB:
+		coding = Brotli
+	}
+	n := encoderMemory(coding, o.encoders.Level())
+	if o.dict != nil {
+		n += int64(len(o.dict.data))
+	}
+	return n
 }
 
 // BestLevel returns the level squeeze's precompression uses for coding:
@@ -923,39 +1072,49 @@ func (s *fileServer) encodeBest(fsys fs.FS, name string, meta *fileMeta, k repKe
 			<-s.bestToken
 			s.bestRuns.Done()
 		}()
-		plain, err := fs.ReadFile(fsys, name)
-		if err != nil || sha256.Sum256(plain) != meta.hash {
-			return // changed or gone: the next request sees the new version
+		// The encoder is made for this encoding and dropped with it, not
+		// kept for later, and what the work holds is counted against the
+		// store's budget, as for encodedRep: a best-level encoder holds
+		// tens of megabytes.
+		level := BestLevel(k.coding)
+		limit := meta.size - 1
+		if old != nil {
+			limit = int64(len(old)) - 1 // an encoding no smaller is of no use
 		}
-		encoders, err := s.bestEncoders(k.coding)
-		if err != nil {
-			s.logf("squeeze: FileServer: %s at level %d: %v", k.coding, BestLevel(k.coding), err)
+		e := newFileEncoding(s.reps, encoderMemory(k.coding, level), limit)
+		if e == nil {
+			return // a later request tries again
+		}
+		data, ok := s.encodeBestIn(e, fsys, name, meta, k.coding, level)
+		if !ok {
+			e.release()
 			return
 		}
-		data, err := encodeWith(encoders, plain)
-		if err != nil {
-			return
-		}
-		if old != nil && (data == nil || len(data) >= len(old)) {
+		if data == nil {
 			data = old // the faster level did better: keep it
 		}
-		s.reps.store(k, rep{data: data, best: true})
+		e.store(k, rep{data: data, best: true})
 	}()
 }
 
-// bestEncoders returns the pool of best-level encoders of coding.
-func (s *fileServer) bestEncoders(coding string) (*pool.Encoders, error) {
-	s.bestMu.Lock()
-	defer s.bestMu.Unlock()
-	if e := s.best[coding]; e != nil {
-		return e, nil
-	}
-	e, err := pool.NewEncoders(coding, BestLevel(coding))
+// encodeBestIn encodes version meta of the file name at level in e, and
+// reports whether it could: the result is nil when it is no gain.
+func (s *fileServer) encodeBestIn(e *fileEncoding, fsys fs.FS, name string, meta *fileMeta, coding string, level int) ([]byte, bool) {
+	f, err := fsys.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, false // gone: the next request sees it
 	}
-	s.best[coding] = e
-	return e, nil
+	defer func() { _ = f.Close() }()
+	enc, err := writers.NewEncoder(coding, level)
+	if err != nil {
+		s.logf("squeeze: FileServer: %s at level %d: %v", coding, level, err)
+		return nil, false
+	}
+	data, err := e.encode(enc, f, meta.hash)
+	if err != nil {
+		return nil, false // changed, or no room: a later request tries again
+	}
+	return data, true
 }
 
 // goodSibling returns the name of the sibling of name for coding if there
