@@ -60,7 +60,10 @@ var siblingExts = [...]struct{ coding, ext string }{
 //     at the coding's best level replaces it in the background. A longer
 //     file is sent from its siblings or unencoded: no request encodes, and
 //     no upgrade re-encodes, what the store cannot keep. Concurrent
-//     requests for one representation share one encoding.
+//     requests for one representation share one encoding. What an
+//     encoding holds as it runs, an upgrade's encoder included, is counted
+//     in the store's budget; when it has no room, the file goes out
+//     unencoded ([ReasonNoRoom]).
 //   - With [WithDictionaryMatch], every file whose URL path matches a
 //     pattern is a dictionary for the others on that pattern: a client
 //     naming one in Available-Dictionary gets the file as a dcz or dcb
