@@ -76,6 +76,9 @@ func TestFileServerEncodingsInFlightStayWithinTheStoreBudget(t *testing.T) {
 			plain := g.measure(files, func() { getAll(t, h, files, "") })
 			gzipped := g.measure(files, func() { getAll(t, h, files, "gzip") })
 			h.bestRuns.Wait() // the upgrades the encodings started end before the next case
+			if n := heldBeyondEntries(h.reps); n != 0 {
+				t.Errorf("%d bytes of the budget still held once every encoding ended", n)
+			}
 			t.Logf("heap held at the last read of %d files of %d bytes: %d MiB plain, %d MiB with gzip on offer (budget %d MiB); %d encoded, %d plain for want of room",
 				files, size, plain>>20, gzipped>>20, budget>>20, encoded.Load(), noRoom.Load())
 			if gzipped-plain > budget {
@@ -86,6 +89,21 @@ func TestFileServerEncodingsInFlightStayWithinTheStoreBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heldBeyondEntries returns what reps holds of its budget beyond its
+// entries' weights: what encodings reserved and did not give back.
+func heldBeyondEntries(reps repStore) int64 {
+	switch r := reps.(type) {
+	case *lruStore:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.reps.Reserved()
+	case fileReps:
+		r.c.store.InvalidateAll() // each entry's weight goes back as it leaves
+		return r.c.bytes.Load()
+	}
+	panic("unknown store")
 }
 
 // budgetTestBody returns n bytes, different for every seed, that gzip
@@ -253,4 +271,54 @@ func liveHeap() *runtime.MemStats {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return &ms
+}
+
+// A best-level upgrade holds its encoder, tens of megabytes for br 11: it
+// is counted in the store's budget like the encoding it replaces, so a
+// store whose budget has no room for it keeps the first encoding, where the
+// upgrade used to run uncounted. Whatever the encodings reserved, kept or
+// not, is given back or taken over by the entries they stored.
+func TestFileServerUpgradesOnlyWithRoomForTheirEncoder(t *testing.T) {
+	body := budgetTestBody(7, 256<<10)
+	fsys := fstest.MapFS{"app.txt": &fstest.MapFile{Data: body}}
+	for _, tc := range []struct {
+		name     string
+		budget   int64
+		upgraded bool
+	}{
+		{"budget with room for br 11's encoder", 64 << 20, true},
+		{"budget without", 16 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(WithEncodings(Brotli))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newFileServer(m, fsys)
+			store := newLRUStore(tc.budget)
+			s.reps = store
+			s.maxEncode = min(s.maxDecoded, s.reps.maxEntry())
+			var first int
+			for i := range 2 {
+				r := httptest.NewRequest(http.MethodGet, "/app.txt", nil)
+				r.Header.Set("Accept-Encoding", "br")
+				w := httptest.NewRecorder()
+				s.ServeHTTP(w, r)
+				s.bestRuns.Wait()
+				if w.Header().Get("Content-Encoding") != "br" {
+					t.Fatalf("GET %d: Content-Encoding %q", i, w.Header().Get("Content-Encoding"))
+				}
+				if i == 0 {
+					first = w.Body.Len()
+				} else if upgraded := w.Body.Len() < first; upgraded != tc.upgraded {
+					t.Errorf("upgraded %v (%d bytes, then %d); want %v", upgraded, first, w.Body.Len(), tc.upgraded)
+				}
+			}
+			store.mu.Lock()
+			defer store.mu.Unlock()
+			if n := store.reps.Reserved(); n != 0 {
+				t.Errorf("%d bytes still reserved once every encoding ended", n)
+			}
+		})
+	}
 }
