@@ -1138,12 +1138,25 @@ func (f fileReps) maxEntry() int64 {
 	return f.c.entryMax - newEntry(&ck, nil, nil, 0).weight
 }
 
-func (f fileReps) store(k repKey, r rep) bool {
+// store keeps r, its weight taking over the held bytes that the work
+// claimed as add does for a response's entry: it claims the difference or
+// gives back the excess, and gives all back if r is not kept.
+func (f fileReps) store(k repKey, r rep, held int64) bool {
 	ck := f.key(k)
 	e := newEntry(&ck, r.data, nil, upgradeLevel(k.coding))
 	e.final = r.best
-	if !f.c.reserve(e.weight) {
+	if e.weight > f.c.entryMax {
+		f.c.storesSkipped.Add(1)
+		f.c.bytes.Add(-held)
 		return false
+	}
+	if more := e.weight - held; more > 0 {
+		if !f.c.reserve(more) {
+			f.c.bytes.Add(-held)
+			return false
+		}
+	} else {
+		f.c.bytes.Add(more) // the excess goes back
 	}
 	if _, added := f.c.store.Set(ck, e); added {
 		f.c.entries.Add(1)
@@ -1151,3 +1164,10 @@ func (f fileReps) store(k repKey, r rep) bool {
 	}
 	return true
 }
+
+// reserve claims n bytes of the cache's budget for a file server's work in
+// flight, as a fill or an upgrade does: it fails, evicting nothing, when
+// the cache has no room.
+func (f fileReps) reserve(n int64) bool { return f.c.claim(n) }
+
+func (f fileReps) release(n int64) { f.c.bytes.Add(-n) }

@@ -67,6 +67,11 @@ const (
 	// encode is larger than its store keeps in one entry, so it goes out
 	// as it is rather than be encoded again for every request.
 	ReasonTooLarge
+	// ReasonNoRoom: the budget of the store a [Middleware.FileServer]
+	// keeps its encodings in had no room for the work of encoding the file
+	// (the file, the encoding and the encoder) while other encodings were
+	// in flight, so it went out as it is.
+	ReasonNoRoom
 
 	// reasonCount is the number of reasons, ReasonNone included.
 	reasonCount
@@ -86,6 +91,7 @@ var reasonNames = [reasonCount]string{
 	ReasonNoGain:         "no_gain",
 	ReasonNoEncoder:      "no_encoder",
 	ReasonTooLarge:       "too_large",
+	ReasonNoRoom:         "no_room",
 }
 
 // String returns the reason's name in snake case, as the [Counters] export
@@ -268,9 +274,10 @@ type facts struct {
 	// accepts, whatever its type and size. siblings: it has siblings on
 	// offer, so its type alone does not keep it plain. storeLimit: the
 	// longest file the file server encodes, what its store keeps in one
-	// entry (below zero when the store keeps none).
-	precoded, siblings bool
-	storeLimit         int64
+	// entry (below zero when the store keeps none). noRoom: the store's
+	// budget had no room for the work of encoding it.
+	precoded, siblings, noRoom bool
+	storeLimit                 int64
 }
 
 // decide is the compress-or-not decision, for a response and for a
@@ -327,6 +334,8 @@ func (m *Middleware) decide(f *facts) (verdict, Reason, need) {
 		return sendPlain, ReasonTooSmall, 0
 	case f.event == atFile && n > f.storeLimit:
 		return sendPlain, ReasonTooLarge, 0
+	case f.noRoom:
+		return sendPlain, ReasonNoRoom, 0
 	case f.event == atEnd && !f.trailers && n < 2:
 		// A whole body of fewer than two bytes never comes out smaller.
 		return sendPlain, ReasonNoGain, 0

@@ -40,6 +40,7 @@ func TestVerdictForAFile(t *testing.T) {
 		{"a store that keeps nothing", file(func(f *facts) { f.storeLimit = -200 }), sendPlain, ReasonTooLarge},
 		{"a response longer than any store", facts{responseFields: responseFields{contentType: "text/html", typed: true, eligible: true, declared: 1 << 40}, status: 200, offered: true}, sendEncoded, ReasonNone},
 		{"no gain", file(func(f *facts) { f.noGain = true }), sendPlain, ReasonNoGain},
+		{"no room in the store's budget", file(func(f *facts) { f.noRoom = true }), sendPlain, ReasonNoRoom},
 		{"not modified", file(func(f *facts) { f.status = 304 }), sendPlain, ReasonStatus},
 		{"partial", file(func(f *facts) { f.status = 206 }), sendPlain, ReasonPartial},
 	}

@@ -22,7 +22,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
-	"github.com/squeezehttp/squeeze/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -61,7 +60,10 @@ var siblingExts = [...]struct{ coding, ext string }{
 //     at the coding's best level replaces it in the background. A longer
 //     file is sent from its siblings or unencoded: no request encodes, and
 //     no upgrade re-encodes, what the store cannot keep. Concurrent
-//     requests for one representation share one encoding.
+//     requests for one representation share one encoding. What an
+//     encoding holds as it runs, an upgrade's encoder included, is counted
+//     in the store's budget; when it has no room, the file goes out
+//     unencoded ([ReasonNoRoom]).
 //   - With [WithDictionaryMatch], every file whose URL path matches a
 //     pattern is a dictionary for the others on that pattern: a client
 //     naming one in Available-Dictionary gets the file as a dcz or dcb
@@ -146,8 +148,6 @@ type fileServer struct {
 	// bestRuns counts them, so that tests can wait for them.
 	bestToken chan struct{}
 	bestRuns  sync.WaitGroup
-	bestMu    sync.Mutex
-	best      map[string]*pool.Encoders // best-level encoders by coding
 	// fleet holds off the upgrades another replica has claimed
 	// (fileserver_upgrade_delta.go).
 	fleet fleetBackoff
@@ -165,7 +165,6 @@ func newFileServer(m *Middleware, fsys fs.FS) *fileServer {
 		verdicts:   map[siblingKey]*siblingOK{},
 		indexes:    map[string]*dictIndex{},
 		bestToken:  make(chan struct{}, 1),
-		best:       map[string]*pool.Encoders{},
 	}
 	s.reps = s.storeFor(m)
 	s.maxEncode = min(s.maxDecoded, s.reps.maxEntry())
@@ -610,6 +609,20 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 		fr.serveSibling(siblings[o.coding], o.coding, meta)
 	default:
 		data, err := fr.encodedRep(f, o)
+		if errors.Is(err, errNoRoom) {
+			if o.dict != nil && fallback != nil && siblings[fallback.coding] != "" {
+				fr.serveSibling(siblings[fallback.coding], fallback.coding, meta)
+				return
+			}
+			if err := rewind(f); err != nil {
+				fileError(fr.w, "500 internal server error", http.StatusInternalServerError)
+				return
+			}
+			ff.noRoom = true
+			_, fr.ev.Skipped, _ = m.decide(&ff)
+			fr.servePlain(f, meta)
+			return
+		}
 		if err != nil {
 			fr.s.logf("squeeze: FileServer: %s: %v", fr.name, err)
 			fileError(fr.w, "500 internal server error", http.StatusInternalServerError)
@@ -833,28 +846,34 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 		return r.data, nil
 	}
 	v, err, _ := s.encoding.Do(string(k.plain[:])+k.coding+"\x00"+string(k.dict[:]), func() (any, error) {
-		plain, err := io.ReadAll(f)
-		if err != nil {
-			return nil, err
-		}
-		if sha256.Sum256(plain) != fr.meta.hash {
-			return nil, errors.New("file changed while read")
+		// What the encoding holds is counted against the store's budget
+		// first (fileEncoding).
+		e := newFileEncoding(s.reps, fileEncoderMemory(o), fr.meta.size-1)
+		if e == nil {
+			return nil, errNoRoom
 		}
 		var t0 time.Time
 		if s.m.observe != nil {
 			t0 = time.Now()
 		}
-		data, err := encodeWith(o.encoders, plain)
+		enc, err := o.encoders.Get(io.Discard)
+		if err != nil {
+			e.release()
+			return nil, err
+		}
+		data, err := e.encode(enc, f, fr.meta.hash)
+		o.encoders.Put(enc)
 		if !t0.IsZero() {
 			fr.ev.Elapsed = time.Since(t0)
 		}
 		if err != nil {
+			e.release()
 			return nil, err
 		}
 		// A coding whose best level is the one it used stays; deltas and
 		// the others are encoded at the best level.
 		best := o.dict == nil && BestLevel(o.coding) == o.encoders.Level()
-		if s.reps.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
+		if e.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
 			s.startBest(fr.fsys, fr.name, fr.meta, k, data, o.dict)
 		}
 		return data, nil
@@ -865,26 +884,159 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 	return v.([]byte), nil
 }
 
-// encodeWith encodes plain with an encoder from encoders, returning nil
-// when the result would not be smaller.
-func encodeWith(encoders *pool.Encoders, plain []byte) ([]byte, error) {
-	var out bytes.Buffer
-	enc, err := encoders.Get(&out)
-	if err != nil {
-		return nil, err
+// errNoRoom is encodedRep's answer when its store's budget has no room for
+// the encoding's work.
+var errNoRoom = errors.New("squeeze: FileServer: no room in the store's budget to encode")
+
+// encodeChunk is the buffer a file goes through to its encoder.
+const encodeChunk = 32 << 10
+
+// fileEncoding is one encoding of a file by the file server, with what it
+// holds of its store's budget: its encoder's memory and the buffer the
+// file goes through, reserved before it starts, and its encoding, claimed
+// a chunk at a time as it grows, as a [Cache]'s fill claims room as its
+// copy grows. The chunks are never copied as they grow, so nothing is
+// left behind for the collector that the budget does not count; the
+// entry's exact copy is claimed too. When the budget has no room, the
+// encoding stops and the file goes out as it is.
+type fileEncoding struct {
+	reps repStore
+	// held is what the encoding holds of the budget.
+	held int64
+	// out is the encoding so far, in chunks of fillChunk bytes; n its
+	// length.
+	out [][]byte
+	n   int64
+	// limit is the longest encoding of use: one shorter than the file, or
+	// than the representation it is to replace.
+	limit  int64
+	noRoom bool
+}
+
+// newFileEncoding reserves what an encoding with an encoder holding
+// encoder bytes holds before it writes, or returns nil when the store has
+// no room for it.
+func newFileEncoding(reps repStore, encoder, limit int64) *fileEncoding {
+	held := encoder + encodeChunk
+	if !reps.reserve(held) {
+		return nil
 	}
-	_, err = enc.Write(plain)
-	if err == nil {
-		err = enc.Close()
+	return &fileEncoding{reps: reps, held: held, limit: limit}
+}
+
+// Write appends p to the encoding, claiming a chunk of the budget at a
+// time: errNoGain past the limit, errNoRoom when the budget has no room.
+func (e *fileEncoding) Write(p []byte) (int, error) {
+	if e.n+int64(len(p)) > e.limit {
+		return 0, errNoGain
 	}
-	encoders.Put(enc)
-	if err != nil {
-		return nil, err
+	written := len(p)
+	for len(p) > 0 {
+		last := len(e.out) - 1
+		if last < 0 || len(e.out[last]) == cap(e.out[last]) {
+			if !e.reps.reserve(fillChunk) {
+				e.noRoom = true
+				return written - len(p), errNoRoom
+			}
+			e.held += fillChunk
+			e.out = append(e.out, make([]byte, 0, fillChunk))
+			last++
+		}
+		c := e.out[last]
+		k := min(len(p), cap(c)-len(c))
+		e.out[last] = append(c, p[:k]...)
+		p = p[k:]
+		e.n += int64(k)
 	}
-	if out.Len() >= len(plain) {
+	return written, nil
+}
+
+// encode encodes what f yields with enc, streaming it through a buffer of
+// encodeChunk bytes, and returns the encoding, or nil when it would not be
+// shorter than the limit. The file must hash to hash: one that changed
+// while it was read is an error. errNoRoom: the budget had no room for the
+// encoding as it grew.
+func (e *fileEncoding) encode(enc writers.Encoder, f io.Reader, hash [32]byte) ([]byte, error) {
+	enc.Reset(e)
+	defer enc.Reset(io.Discard)
+	h := sha256.New()
+	buf := make([]byte, encodeChunk)
+	gain := true
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			if gain {
+				if _, werr := enc.Write(buf[:n]); werr != nil {
+					gain = false // past the limit, or out of budget
+				}
+			}
+		}
+		if e.noRoom {
+			return nil, errNoRoom
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if [32]byte(h.Sum(nil)) != hash {
+		return nil, errors.New("file changed while read")
+	}
+	if gain && enc.Close() != nil {
+		gain = false
+	}
+	switch {
+	case e.noRoom:
+		return nil, errNoRoom
+	case !gain:
+		e.out = nil
 		return nil, nil
 	}
-	return bytes.Clone(out.Bytes()), nil
+	// The entry keeps an exact copy, claimed too.
+	if !e.reps.reserve(e.n) {
+		return nil, errNoRoom
+	}
+	e.held += e.n
+	data := make([]byte, 0, e.n)
+	for _, c := range e.out {
+		data = append(data, c...)
+	}
+	e.out = nil
+	return data, nil
+}
+
+// store keeps r under k in the store, the entry's weight taking over what
+// the encoding held, and reports whether it did.
+func (e *fileEncoding) store(k repKey, r rep) bool {
+	held := e.held
+	e.held = 0
+	return e.reps.store(k, r, held)
+}
+
+// release gives back what the encoding held, keeping nothing.
+func (e *fileEncoding) release() {
+	e.reps.release(e.held)
+	e.held, e.out = 0, nil
+}
+
+// fileEncoderMemory bounds what the encoder of o holds: a dictionary
+// coding's is its codec's, with the dictionary's tables.
+func fileEncoderMemory(o *offer) int64 {
+	coding := o.coding
+	switch coding {
+	case DCZ:
+		coding = Zstd
+	case DCB:
+		coding = Brotli
+	}
+	n := encoderMemory(coding, o.encoders.Level())
+	if o.dict != nil {
+		n += int64(len(o.dict.data))
+	}
+	return n
 }
 
 // BestLevel returns the level squeeze's precompression uses for coding:
@@ -926,34 +1078,47 @@ func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey
 			<-s.bestToken
 			s.bestRuns.Done()
 		}()
+		// The encoder is made for this encoding and dropped with it, not
+		// kept for later, and what the work holds is counted against the
+		// store's budget, as for encodedRep: a best-level encoder holds
+		// tens of megabytes (with a delta's dictionary tables), the file is
+		// read whole (a fleet's store is keyed and checked by its hash), and
+		// the encoding is at most limit bytes.
+		level := BestLevel(k.coding)
+		if d != nil {
+			level = upgradeLevel(k.coding)
+		}
+		limit := meta.size - 1
+		if old != nil {
+			limit = int64(len(old)) - 1 // an encoding no smaller is of no use
+		}
+		// The best level, or the first fallback level (as the Cache's
+		// upgrades have) that the budget has room for.
+		var e *fileEncoding
+		for _, l := range upgradeLevels(k.coding, level) {
+			if e = newFileEncoding(s.reps, upgradeEncoderMemory(k.coding, l, d)+meta.size+max(limit, 0), limit); e != nil {
+				level = l
+				break
+			}
+		}
+		if e == nil {
+			return // a later request tries again
+		}
 		plain, err := fs.ReadFile(fsys, name)
 		if err != nil || sha256.Sum256(plain) != meta.hash {
+			e.release()
 			return // changed or gone: the next request sees the new version
 		}
-		data, wait, err := s.bestEncoding(k, plain, old, d)
+		data, wait, err := s.bestEncoding(k, plain, old, d, level)
 		if err != nil || wait {
+			e.release()
 			return
 		}
 		if old != nil && (data == nil || len(data) >= len(old)) {
 			data = old // the faster level did better: keep it
 		}
-		s.reps.store(k, rep{data: data, best: true})
+		e.store(k, rep{data: data, best: true})
 	}()
-}
-
-// bestEncoders returns the pool of best-level encoders of coding.
-func (s *fileServer) bestEncoders(coding string) (*pool.Encoders, error) {
-	s.bestMu.Lock()
-	defer s.bestMu.Unlock()
-	if e := s.best[coding]; e != nil {
-		return e, nil
-	}
-	e, err := pool.NewEncoders(coding, BestLevel(coding))
-	if err != nil {
-		return nil, err
-	}
-	s.best[coding] = e
-	return e, nil
 }
 
 // goodSibling returns the name of the sibling of name for coding if there

@@ -227,7 +227,7 @@ func TestFileRepresentationsNeverShareAKeyWithAResponse(t *testing.T) {
 	reps := fileReps{c.cacheCore}
 	sum := sha256.Sum256([]byte("the plain file"))
 	k := repKey{plain: sum, coding: Brotli}
-	if !reps.store(k, rep{data: []byte("encoded"), best: true}) {
+	if !reps.store(k, rep{data: []byte("encoded"), best: true}, 0) {
 		t.Fatal("the representation was not stored")
 	}
 	if r, ok := reps.load(k); !ok || string(r.data) != "encoded" {

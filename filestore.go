@@ -37,10 +37,18 @@ type rep struct {
 // concurrent use and must not modify a stored data slice.
 type repStore interface {
 	load(k repKey) (rep, bool)
-	// store keeps r under k and reports whether it did.
-	store(k repKey, r rep) bool
+	// store keeps r under k and reports whether it did. held is what the
+	// caller reserved for the work that made r: the entry's weight takes
+	// it over, and what the entry does not need, or all of it when
+	// nothing is kept, goes back.
+	store(k repKey, r rep, held int64) bool
 	// maxEntry is the most data one entry may hold.
 	maxEntry() int64
+	// reserve takes n bytes of the budget for work in flight (a file
+	// read and encoded, an encoder), or reports that there is no room
+	// for them; release gives back what reserve took.
+	reserve(n int64) bool
+	release(n int64)
 }
 
 // repOverhead is what an entry is counted as beyond its bytes, on 64-bit
@@ -73,8 +81,21 @@ func (s *lruStore) load(k repKey) (rep, bool) {
 
 func (s *lruStore) maxEntry() int64 { return s.reps.Budget() - repOverhead }
 
-func (s *lruStore) store(k repKey, r rep) bool {
+func (s *lruStore) store(k repKey, r rep, held int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reps.Release(held)
 	return s.reps.Add(k, r, int64(len(r.data))+repOverhead)
+}
+
+func (s *lruStore) reserve(n int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reps.Reserve(n)
+}
+
+func (s *lruStore) release(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reps.Release(n)
 }

@@ -15,12 +15,12 @@ func TestLRUStoreKeepsWithinItsBudgetDroppingTheLeastRecentlyUsed(t *testing.T) 
 	key := func(i byte) repKey { return repKey{plain: [32]byte{i}, coding: Brotli} }
 	data := func(i byte) []byte { return bytes.Repeat([]byte{i}, 1000) }
 	for i := range byte(3) {
-		s.store(key(i), rep{data: data(i)})
+		s.store(key(i), rep{data: data(i)}, 0)
 	}
 	if _, ok := s.load(key(0)); !ok { // 0 is now the most recently used
 		t.Fatal("entry 0 gone before the budget was passed")
 	}
-	s.store(key(3), rep{data: data(3)})
+	s.store(key(3), rep{data: data(3)}, 0)
 	if _, ok := s.load(key(1)); ok {
 		t.Error("entry 1, the least recently used, is still there")
 	}
@@ -30,7 +30,7 @@ func TestLRUStoreKeepsWithinItsBudgetDroppingTheLeastRecentlyUsed(t *testing.T) 
 		}
 	}
 	// Replacing an entry counts its new size only.
-	s.store(key(3), rep{data: data(3)[:10], best: true})
+	s.store(key(3), rep{data: data(3)[:10], best: true}, 0)
 	if r, _ := s.load(key(3)); !r.best || len(r.data) != 10 {
 		t.Errorf("replaced entry: %+v", r)
 	}
@@ -38,7 +38,7 @@ func TestLRUStoreKeepsWithinItsBudgetDroppingTheLeastRecentlyUsed(t *testing.T) 
 		t.Errorf("used %d, want %d", s.reps.Used(), want)
 	}
 	// An entry larger than the whole budget is not kept.
-	s.store(key(9), rep{data: make([]byte, 3*(1000+repOverhead))})
+	s.store(key(9), rep{data: make([]byte, 3*(1000+repOverhead))}, 0)
 	if _, ok := s.load(key(9)); ok {
 		t.Error("an entry over the budget was kept")
 	}
@@ -63,7 +63,7 @@ func TestFileStoreEntryOverheadCoversItsMemory(t *testing.T) {
 		var k repKey
 		binary.LittleEndian.PutUint64(k.plain[:], uint64(i))
 		k.coding = Brotli
-		s.store(k, rep{})
+		s.store(k, rep{}, 0)
 	}
 	grown := heldHeap() - before
 	if used := s.reps.Used(); grown > used {

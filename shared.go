@@ -227,14 +227,14 @@ func (s *shared) set(ctx context.Context, key string, value []byte, lifetime tim
 }
 
 // claim stores value under key for lifetime if key holds none, within the
-// timeout: it reports whether this replica won the claim. It reports false
-// when the store could not answer, the breaker is open or value is over
-// the size limit: then the caller does the work itself (or not at all),
-// never waits for another replica.
-func (s *shared) claim(ctx context.Context, key string, value []byte, lifetime time.Duration) bool {
+// timeout: claimWon when this replica won the claim, claimLost when another
+// holds it, and claimUnknown when the store could not answer, the breaker
+// is open or value is over the size limit: then the caller does the work
+// itself (or not at all), never waits for another replica.
+func (s *shared) claim(ctx context.Context, key string, value []byte, lifetime time.Duration) claimOutcome {
 	ctx, cancel, ok := s.writeCall(ctx, len(value))
 	if !ok {
-		return false
+		return claimUnknown
 	}
 	defer cancel()
 	t0 := time.Now()
@@ -242,9 +242,12 @@ func (s *shared) claim(ctx context.Context, key string, value []byte, lifetime t
 	if err == nil && !won && ctx.Err() == nil {
 		s.breaker.success()
 		s.report(SharedClaimLost, 0, 0, time.Since(t0))
-		return false
+		return claimLost
 	}
-	return s.wrote(ctx, err, len(value), time.Since(t0))
+	if !s.wrote(ctx, err, len(value), time.Since(t0)) {
+		return claimUnknown
+	}
+	return claimWon
 }
 
 // writeCall gives a write of n bytes its deadline: the timeout, whatever

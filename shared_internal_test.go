@@ -47,13 +47,13 @@ func TestSharedClaimIsWonOnceAndNeverPastTheLimit(t *testing.T) {
 	var events []SharedResult
 	s := newShared(&config{shared: store, sharedMaxValue: 1 << 10}, func(e Event) { events = append(events, e.Shared) })
 	ctx := context.Background()
-	if !s.claim(ctx, "k", []byte("a"), time.Minute) {
+	if s.claim(ctx, "k", []byte("a"), time.Minute) != claimWon {
 		t.Fatal("the first claim lost")
 	}
-	if s.claim(ctx, "k", []byte("b"), time.Minute) {
+	if s.claim(ctx, "k", []byte("b"), time.Minute) != claimLost {
 		t.Fatal("the second claim won")
 	}
-	if s.claim(ctx, "big", make([]byte, 2<<10), time.Minute) {
+	if s.claim(ctx, "big", make([]byte, 2<<10), time.Minute) != claimUnknown {
 		t.Fatal("a claim over the value limit won")
 	}
 	if !s.set(ctx, "k", []byte("c"), 0) || string(store.values["k"]) != "c" {
@@ -68,11 +68,11 @@ func TestSharedClaimIsWonOnceAndNeverPastTheLimit(t *testing.T) {
 			t.Fatalf("events %v, want %v", events, want)
 		}
 	}
-	// A store that fails: a claim is lost, never waited on, and the
+	// A store that fails: a claim is unknown, never waited on, and the
 	// breaker opens after sharedBreakerFailures.
 	store.err = errors.New("down")
 	for range sharedBreakerFailures {
-		if s.claim(ctx, "x", []byte("a"), 0) {
+		if s.claim(ctx, "x", []byte("a"), 0) != claimUnknown {
 			t.Fatal("a claim won on a failing store")
 		}
 	}

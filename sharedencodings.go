@@ -133,23 +133,7 @@ const (
 // claim claims the work of making the variant's encoding for
 // sharedClaimLifetime.
 func (v *sharedVariant) claim(ctx context.Context) claimOutcome {
-	s := v.s
-	if !s.breaker.allow() {
-		s.report(SharedSkipped, 0, 0, 0)
-		return claimUnknown
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-	defer cancel()
-	t0 := time.Now()
-	won, err := s.store.Claim(ctx, sharedClaimKey(v.key), []byte{1}, sharedClaimLifetime)
-	if !s.wrote(ctx, err, 1, time.Since(t0)) {
-		return claimUnknown
-	}
-	if !won {
-		s.report(SharedClaimLost, 0, 0, 0)
-		return claimLost
-	}
-	return claimWon
+	return v.s.claim(ctx, sharedClaimKey(v.key), []byte{1}, sharedClaimLifetime)
 }
 
 // publish writes the variant's encoding, made by this replica, in the

@@ -25,7 +25,7 @@ func BenchmarkFileStore(b *testing.B) {
 	b.Run("hit", func(b *testing.B) {
 		s := newLRUStore(1 << 20)
 		for i := range 64 {
-			s.store(key(i), rep{data: data})
+			s.store(key(i), rep{data: data}, 0)
 		}
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
@@ -38,7 +38,7 @@ func BenchmarkFileStore(b *testing.B) {
 		s := newLRUStore(64 * (4<<10 + repOverhead))
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			s.store(key(i), rep{data: data})
+			s.store(key(i), rep{data: data}, 0)
 		}
 	})
 }
