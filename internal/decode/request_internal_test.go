@@ -1646,7 +1646,7 @@ var brBomb = []byte{0xcf, 0xff, 0xff, 0xff, 'h', 'e', 'l', 'l', 'o'}
 func stalled(t *testing.T, h http.Handler, coding string, head []byte) (stop func()) {
 	t.Helper()
 	pr, pw := io.Pipe()
-	body := &readCounter{r: pr, asked: make(chan struct{}, 64)}
+	body := &headReader{r: pr, head: int64(len(head)), more: make(chan struct{})}
 	r := httptest.NewRequest(http.MethodPost, "/", body)
 	r.Header.Set("Content-Encoding", coding)
 	done := make(chan struct{})
@@ -1657,13 +1657,10 @@ func stalled(t *testing.T, h http.Handler, coding string, head []byte) (stop fun
 	if _, err := pw.Write(head); err != nil { // returns once read
 		t.Fatal(err)
 	}
-	// Every Read that took part of head has begun; wait for the next.
-	for seen := body.calls.Load(); body.calls.Load() <= seen; {
-		select {
-		case <-body.asked:
-		case <-done:
-			t.Fatal("the handler returned before asking for more of the body")
-		}
+	select {
+	case <-body.more:
+	case <-done:
+		t.Fatal("the handler returned before asking for more of the body")
 	}
 	return func() {
 		pw.CloseWithError(errors.New("client gone"))
@@ -1671,21 +1668,25 @@ func stalled(t *testing.T, h http.Handler, coding string, head []byte) (stop fun
 	}
 }
 
-// readCounter counts the Read calls made on r, and signals each on asked
-// without blocking.
-type readCounter struct {
-	r     io.Reader
-	calls atomic.Int64
-	asked chan struct{}
+// headReader reads r, of which head bytes come at first, and closes more
+// when a Read begins after all of them were read: the reader asks for
+// more. It tells by the bytes read, not by counting calls, so however the
+// calls interleave with the writer it cannot miss that moment.
+type headReader struct {
+	r    io.Reader
+	head int64
+	n    atomic.Int64
+	once sync.Once
+	more chan struct{}
 }
 
-func (c *readCounter) Read(p []byte) (int, error) {
-	c.calls.Add(1)
-	select {
-	case c.asked <- struct{}{}:
-	default:
+func (c *headReader) Read(p []byte) (int, error) {
+	if c.n.Load() >= c.head {
+		c.once.Do(func() { close(c.more) })
 	}
-	return c.r.Read(p)
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // TestDecodeRequestDecoderBudget: decoders are charged to the budget when
