@@ -857,6 +857,9 @@ type cacheFields struct {
 	// which let a shared cache reuse a response to a request with
 	// Authorization (RFC 9111 §3.5).
 	shared bool
+	// public is set by Cache-Control public alone: what publicResponse
+	// asks of a response to a request with credentials.
+	public bool
 	// varies is set by a Vary naming any field but Accept-Encoding,
 	// Available-Dictionary and Sec-Fetch-Site, the ones squeeze's own
 	// choice depends on.
@@ -889,7 +892,9 @@ func readCacheFields(h http.Header) cacheFields {
 					switch d = trimOWS(d); {
 					case equalFold(d, "no-store"), equalFold(d, "private"):
 						cf.never = true
-					case equalFold(d, "public"), equalFold(d, "s-maxage"), equalFold(d, "must-revalidate"):
+					case equalFold(d, "public"):
+						cf.shared, cf.public = true, true
+					case equalFold(d, "s-maxage"), equalFold(d, "must-revalidate"):
 						cf.shared = true
 					}
 				}
