@@ -222,7 +222,7 @@ func TestWriteStringAllocatesNoMoreThanWrite(t *testing.T) {
 }
 
 // A response its handler returns from without writing is handed back
-// (handle.go, handBack): the writer the handler was given then reaches the
+// (slot.go, handBack): the writer the handler was given then reaches the
 // response's own underlying writer through a slot of its own, never
 // pooled. That slot is the one allocation such a response adds.
 func TestUntouchedResponseAllocations(t *testing.T) {

@@ -530,7 +530,7 @@ type upgradeJob struct {
 	best  int
 	dict  weak.Pointer[dictionary]
 	// shared is the fleet's store of the Middleware that queued the job,
-	// nil without one (sharedencodings.go).
+	// nil without one (shared_encodings.go).
 	shared *shared
 }
 

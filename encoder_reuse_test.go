@@ -9,7 +9,7 @@ import (
 )
 
 // TestEncoderKeptBetweenResponsesStartsClean pins down that the encoder a
-// slot keeps from one whole body to the next (handle.go, slot.encoder)
+// slot keeps from one whole body to the next (slot.go, slot.encoder)
 // starts every response afresh: after a body that did not pay (its encoder
 // stopped mid-stream), after a body in another coding, and after a stream,
 // each response decodes to exactly its own body. Responses are served one

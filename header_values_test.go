@@ -13,7 +13,7 @@ import (
 )
 
 // Each response owns the backing arrays of the header values the middleware
-// sets (handle.go, headerValues): an in-place write into one response's
+// sets (slot.go, headerValues): an in-place write into one response's
 // values reaches no other response, on the wire or under -race.
 
 // lowerInPlace is what a careless access logger (or a header-normalising

@@ -51,7 +51,7 @@ type Middleware struct {
 	// trustETags serves streams from the cache by their ETags
 	// (WithTrustedETags).
 	trustETags bool
-	// slots pools the per-response state (handle.go).
+	// slots pools the per-response state (slot.go).
 	slots sync.Pool
 	// dotfiles is WithFileServerDotfiles (fileserver.go).
 	dotfiles bool

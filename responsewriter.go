@@ -4,7 +4,7 @@ package squeeze
 //
 //	handler -> handlerWriter -> responseWriter -> decide -> cache | encoder | plain -> wire
 //
-// Middleware.Handler gives the handler a handlerWriter (handle.go) standing
+// Middleware.Handler gives the handler a handlerWriter (slot.go) standing
 // for a pooled responseWriter until the response ends. WriteHeader, Write
 // and ReadFrom reach writeHeader, write and holdFrom; hold keeps the body
 // back while decide (decide.go) answers wait. At each moment that may

@@ -33,7 +33,7 @@ func TestFinishedHandlerWriterLetsGoOfItsSlot(t *testing.T) {
 	}
 }
 
-// A slot keeps the encoder of a whole body for its next response (handle.go,
+// A slot keeps the encoder of a whole body for its next response (slot.go,
 // slot.encoder), and a stream takes it rather than hold it idle beside one
 // from the pool: while a stream runs, its slot keeps no other encoder.
 func TestStreamTakesTheEncoderItsSlotKept(t *testing.T) {

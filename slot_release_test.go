@@ -11,7 +11,7 @@ import (
 	"github.com/squeezehttp/squeeze"
 )
 
-// The pooled per-response slot (handle.go) is released whatever happens
+// The pooled per-response slot (slot.go) is released whatever happens
 // inside the response: panics in finish or in ReadFrom, and headers kept
 // after the response.
 

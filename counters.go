@@ -1,0 +1,357 @@
+package squeeze
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// This file holds Counters, a ready-made aggregate of the Events an
+// observer receives, exportable through expvar and in the Prometheus text
+// format.
+
+// Counters aggregates each [Event] into the counters Envoy's compressor and
+// decompressor filters keep, per content coding, with the reasons responses
+// went out unencoded. Pass its Observe method to [WithObserver]. The zero
+// value is ready to use; Counters is safe for concurrent use (each counter
+// is an atomic, there is no lock) and must not be copied.
+//
+// Counters implements [expvar.Var]: String returns the counters as JSON,
+// with Envoy's names. [Counters.WritePrometheus] writes them in the
+// Prometheus text format. Neither needs a metrics library.
+type Counters struct {
+	compressor    [len(counterCodings)]codingCounters
+	decompressor  [len(counterCodings)]codingCounters
+	notCompressed [reasonCount]struct{ count, bytes atomic.Int64 }
+	shared        [sharedResultCount]atomic.Int64
+	sharedRead    atomic.Int64
+	sharedWritten atomic.Int64
+	breakerOpen   atomic.Int64 // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
+}
+
+// codingCounters are the counters of one content coding.
+type codingCounters struct {
+	count, plain, wire, nanos, cached, dictionary atomic.Int64
+}
+
+// counterCodings are the codings Counters keeps apart; any other coding,
+// and stacked request codings, count as "other".
+var counterCodings = [...]string{Zstd, Brotli, Gzip, Deflate, "dcz", "dcb", "other"}
+
+func codingIndex(coding string) int {
+	for i, c := range counterCodings[:len(counterCodings)-1] {
+		if c == coding {
+			return i
+		}
+	}
+	return len(counterCodings) - 1
+}
+
+// Observe adds e to the counters. An Event with neither Coding nor Skipped
+// set, which squeeze never sends, is ignored.
+func (c *Counters) Observe(e Event) {
+	switch {
+	case e.Kind == SharedStoreEvent:
+		c.observeShared(e)
+	case e.Kind == RequestBodyEvent:
+		c.decompressor[codingIndex(e.Coding)].add(e)
+	case e.Coding != "":
+		c.compressor[codingIndex(e.Coding)].add(e)
+	case e.Skipped != ReasonNone && e.Skipped < reasonCount:
+		r := &c.notCompressed[e.Skipped]
+		r.count.Add(1)
+		r.bytes.Add(e.Out)
+	}
+}
+
+// observeShared counts a SharedStoreEvent.
+func (c *Counters) observeShared(e Event) {
+	if e.Shared == SharedNone || e.Shared >= sharedResultCount {
+		return
+	}
+	c.shared[e.Shared].Add(1)
+	c.sharedRead.Add(e.In)
+	c.sharedWritten.Add(e.Out)
+	switch e.Shared {
+	case SharedBreakerOpened:
+		c.breakerOpen.Store(1)
+	case SharedBreakerClosed:
+		c.breakerOpen.Store(0)
+	}
+}
+
+func (cc *codingCounters) add(e Event) {
+	cc.count.Add(1)
+	cc.plain.Add(e.In)
+	cc.wire.Add(e.Out)
+	cc.nanos.Add(int64(e.Elapsed))
+	if e.Cached {
+		cc.cached.Add(1)
+	}
+	if e.Dictionary {
+		cc.dictionary.Add(1)
+	}
+}
+
+// The shape of Counters.String. The field names are Envoy's where Envoy
+// has the counter.
+type (
+	compressorStats struct {
+		Compressed             int64 `json:"compressed"`
+		NotCompressed          int64 `json:"not_compressed"`
+		TotalUncompressedBytes int64 `json:"total_uncompressed_bytes"`
+		TotalCompressedBytes   int64 `json:"total_compressed_bytes"`
+		ContentLengthTooSmall  int64 `json:"content_length_too_small"`
+		NotCompressedBytes     int64 `json:"not_compressed_bytes"`
+		// EncodeSeconds, Cached and Dictionary have no Envoy counterpart.
+		EncodeSeconds float64                    `json:"encode_seconds"`
+		Cached        int64                      `json:"cached"`
+		Dictionary    int64                      `json:"dictionary"`
+		Codings       map[string]compressedStats `json:"codings"`
+		Reasons       map[string]skippedStats    `json:"reasons"`
+	}
+	compressedStats struct {
+		Compressed             int64   `json:"compressed"`
+		TotalUncompressedBytes int64   `json:"total_uncompressed_bytes"`
+		TotalCompressedBytes   int64   `json:"total_compressed_bytes"`
+		EncodeSeconds          float64 `json:"encode_seconds"`
+		Cached                 int64   `json:"cached"`
+		Dictionary             int64   `json:"dictionary"`
+	}
+	skippedStats struct {
+		NotCompressed      int64 `json:"not_compressed"`
+		NotCompressedBytes int64 `json:"not_compressed_bytes"`
+	}
+	decompressorStats struct {
+		Decompressed           int64                        `json:"decompressed"`
+		TotalUncompressedBytes int64                        `json:"total_uncompressed_bytes"`
+		TotalCompressedBytes   int64                        `json:"total_compressed_bytes"`
+		DecodeSeconds          float64                      `json:"decode_seconds"`
+		Codings                map[string]decompressedStats `json:"codings"`
+	}
+	decompressedStats struct {
+		Decompressed           int64   `json:"decompressed"`
+		TotalUncompressedBytes int64   `json:"total_uncompressed_bytes"`
+		TotalCompressedBytes   int64   `json:"total_compressed_bytes"`
+		DecodeSeconds          float64 `json:"decode_seconds"`
+	}
+	// sharedStats has no Envoy counterpart; its names follow Envoy's
+	// style.
+	sharedStats struct {
+		Hits                int64 `json:"hits"`
+		Misses              int64 `json:"misses"`
+		Errors              int64 `json:"errors"`
+		VerificationsFailed int64 `json:"verifications_failed"`
+		Skipped             int64 `json:"skipped"`
+		Writes              int64 `json:"writes"`
+		ClaimsLost          int64 `json:"claims_lost"`
+		BytesRead           int64 `json:"bytes_read"`
+		BytesWritten        int64 `json:"bytes_written"`
+		BreakerOpened       int64 `json:"breaker_opened"`
+		BreakerOpen         int64 `json:"breaker_open"`
+	}
+	counterStats struct {
+		Compressor   compressorStats   `json:"compressor"`
+		Decompressor decompressorStats `json:"decompressor"`
+		SharedStore  sharedStats       `json:"shared_store"`
+	}
+)
+
+// stats reads the counters once. Each counter is read atomically; they are
+// not read all at one instant.
+func (c *Counters) stats() counterStats {
+	s := counterStats{
+		Compressor:   compressorStats{Codings: map[string]compressedStats{}, Reasons: map[string]skippedStats{}},
+		Decompressor: decompressorStats{Codings: map[string]decompressedStats{}},
+	}
+	cs, ds := &s.Compressor, &s.Decompressor
+	for i, name := range counterCodings {
+		if cc := &c.compressor[i]; cc.count.Load() > 0 {
+			x := compressedStats{cc.count.Load(), cc.plain.Load(), cc.wire.Load(), seconds(&cc.nanos), cc.cached.Load(), cc.dictionary.Load()}
+			cs.Codings[name] = x
+			cs.Compressed += x.Compressed
+			cs.TotalUncompressedBytes += x.TotalUncompressedBytes
+			cs.TotalCompressedBytes += x.TotalCompressedBytes
+			cs.EncodeSeconds += x.EncodeSeconds
+			cs.Cached += x.Cached
+			cs.Dictionary += x.Dictionary
+		}
+		if dc := &c.decompressor[i]; dc.count.Load() > 0 {
+			x := decompressedStats{dc.count.Load(), dc.plain.Load(), dc.wire.Load(), seconds(&dc.nanos)}
+			ds.Codings[name] = x
+			ds.Decompressed += x.Decompressed
+			ds.TotalUncompressedBytes += x.TotalUncompressedBytes
+			ds.TotalCompressedBytes += x.TotalCompressedBytes
+			ds.DecodeSeconds += x.DecodeSeconds
+		}
+	}
+	for r := ReasonNone + 1; r < reasonCount; r++ {
+		x := skippedStats{c.notCompressed[r].count.Load(), c.notCompressed[r].bytes.Load()}
+		cs.Reasons[r.String()] = x
+		cs.NotCompressed += x.NotCompressed
+		cs.NotCompressedBytes += x.NotCompressedBytes
+	}
+	cs.ContentLengthTooSmall = cs.Reasons[ReasonTooSmall.String()].NotCompressed
+	s.SharedStore = sharedStats{
+		Hits:                c.shared[SharedHit].Load(),
+		Misses:              c.shared[SharedMiss].Load(),
+		Errors:              c.shared[SharedError].Load(),
+		VerificationsFailed: c.shared[SharedRejected].Load(),
+		Skipped:             c.shared[SharedSkipped].Load(),
+		Writes:              c.shared[SharedWritten].Load(),
+		ClaimsLost:          c.shared[SharedClaimLost].Load(),
+		BytesRead:           c.sharedRead.Load(),
+		BytesWritten:        c.sharedWritten.Load(),
+		BreakerOpened:       c.shared[SharedBreakerOpened].Load(),
+		BreakerOpen:         c.breakerOpen.Load(),
+	}
+	return s
+}
+
+func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).Seconds() }
+
+// String returns the counters as a JSON object, for [expvar.Publish]:
+//
+//	{"compressor": {"compressed": 3, "not_compressed": 1,
+//	    "total_uncompressed_bytes": 48000, "total_compressed_bytes": 9100,
+//	    "content_length_too_small": 1, "not_compressed_bytes": 300,
+//	    "encode_seconds": 0.0004, "cached": 0, "dictionary": 0,
+//	    "codings": {"zstd": {"compressed": 3, ...}},
+//	    "reasons": {"too_small": {"not_compressed": 1, "not_compressed_bytes": 300}, ...}},
+//	 "decompressor": {"decompressed": 1, "total_uncompressed_bytes": 4000,
+//	    "total_compressed_bytes": 700, "decode_seconds": 0.00002,
+//	    "codings": {"gzip": {...}}},
+//	 "shared_store": {"hits": 4, "misses": 1, "errors": 0,
+//	    "verifications_failed": 0, "skipped": 0, "writes": 2, "claims_lost": 0,
+//	    "bytes_read": 81920, "bytes_written": 40960,
+//	    "breaker_opened": 0, "breaker_open": 0}}
+//
+// shared_store counts the calls to the store of [WithSharedStore] by
+// [SharedResult]; breaker_open is 1 while its breaker is open. The totals are the sums over "codings" and "reasons"; a coding appears
+// once it has been counted, every reason always.
+func (c *Counters) String() string {
+	b, err := json.Marshal(c.stats())
+	if err != nil {
+		// Only numbers and fixed names go in: this cannot happen.
+		panic(err)
+	}
+	return string(b)
+}
+
+// WritePrometheus writes the counters to w in the Prometheus text
+// exposition format (version 0.0.4), for a handler to serve with Content-Type
+// "text/plain; version=0.0.4". Every metric is a counter named
+// squeeze_compressor_..._total or squeeze_decompressor_..._total, after
+// Envoy's statistic (total_uncompressed_bytes becomes
+// squeeze_compressor_uncompressed_bytes_total), labelled by coding or by
+// reason; those of the store of [WithSharedStore] are
+// squeeze_shared_store_..._total, besides the gauge
+// squeeze_shared_store_breaker_open.
+func (c *Counters) WritePrometheus(w io.Writer) error {
+	s := c.stats()
+	p := promWriter{w: w}
+	cs, ds := &s.Compressor, &s.Decompressor
+	codings := sortedKeys(cs.Codings)
+	p.each("squeeze_compressor_compressed_total", "Responses sent with a content coding.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].Compressed) })
+	p.each("squeeze_compressor_uncompressed_bytes_total", "Plain bytes of the responses sent encoded.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].TotalUncompressedBytes) })
+	p.each("squeeze_compressor_compressed_bytes_total", "Encoded bytes of the responses sent encoded.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].TotalCompressedBytes) })
+	p.each("squeeze_compressor_encode_seconds_total", "Time spent encoding responses.", "coding", codings, func(k string) float64 { return cs.Codings[k].EncodeSeconds })
+	p.each("squeeze_compressor_cached_total", "Encoded responses served already encoded: from the cache, or a FileServer's sibling files or store.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].Cached) })
+	p.each("squeeze_compressor_dictionary_total", "Responses encoded with a compression dictionary.", "coding", codings, func(k string) float64 { return float64(cs.Codings[k].Dictionary) })
+	reasons := sortedKeys(cs.Reasons)
+	p.each("squeeze_compressor_not_compressed_total", "Responses sent unencoded, by reason.", "reason", reasons, func(k string) float64 { return float64(cs.Reasons[k].NotCompressed) })
+	p.each("squeeze_compressor_not_compressed_bytes_total", "Bytes of the responses sent unencoded, by reason.", "reason", reasons, func(k string) float64 { return float64(cs.Reasons[k].NotCompressedBytes) })
+	p.family("squeeze_compressor_content_length_too_small_total", "Responses sent unencoded because they were below the minimum size.")
+	p.sample("", "", float64(cs.ContentLengthTooSmall))
+	codings = sortedKeys(ds.Codings)
+	p.each("squeeze_decompressor_decompressed_total", "Request bodies decoded.", "coding", codings, func(k string) float64 { return float64(ds.Codings[k].Decompressed) })
+	p.each("squeeze_decompressor_uncompressed_bytes_total", "Decoded bytes of the request bodies, as the handler read them.", "coding", codings, func(k string) float64 { return float64(ds.Codings[k].TotalUncompressedBytes) })
+	p.each("squeeze_decompressor_compressed_bytes_total", "Encoded bytes of the request bodies, as read from the client.", "coding", codings, func(k string) float64 { return float64(ds.Codings[k].TotalCompressedBytes) })
+	p.each("squeeze_decompressor_decode_seconds_total", "Time spent decoding request bodies.", "coding", codings, func(k string) float64 { return ds.Codings[k].DecodeSeconds })
+	ss := &s.SharedStore
+	for _, m := range []struct {
+		name, help string
+		v          int64
+	}{
+		{"hits", "Values read from the shared store and verified.", ss.Hits},
+		{"misses", "Reads that found no value in the shared store.", ss.Misses},
+		{"errors", "Calls to the shared store that failed or timed out.", ss.Errors},
+		{"verifications_failed", "Values read from the shared store that failed verification and were dropped.", ss.VerificationsFailed},
+		{"skipped", "Calls to the shared store not made: breaker open, values in flight at their budget, or a key whose value failed verification lately.", ss.Skipped},
+		{"writes", "Values written to the shared store, claims won included.", ss.Writes},
+		{"claims_lost", "Claims that found the key taken by another replica.", ss.ClaimsLost},
+		{"read_bytes", "Bytes of the values read from the shared store.", ss.BytesRead},
+		{"written_bytes", "Bytes of the values written to the shared store.", ss.BytesWritten},
+		{"breaker_opened", "Times the shared store's breaker opened.", ss.BreakerOpened},
+	} {
+		p.family("squeeze_shared_store_"+m.name+"_total", m.help)
+		p.sample("", "", float64(m.v))
+	}
+	p.gauge("squeeze_shared_store_breaker_open", "1 while the shared store's breaker is open, else 0.")
+	p.sample("", "", float64(ss.BreakerOpen))
+	return p.err
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// promWriter writes metric families, keeping the first error.
+type promWriter struct {
+	w    io.Writer
+	name string
+	err  error
+}
+
+// family starts a counter family with its HELP and TYPE lines.
+func (p *promWriter) family(name, help string) {
+	p.name = name
+	p.printf("# HELP %s %s\n# TYPE %s counter\n", name, escapeHelp(help), name)
+}
+
+// gauge starts a gauge family with its HELP and TYPE lines.
+func (p *promWriter) gauge(name, help string) {
+	p.name = name
+	p.printf("# HELP %s %s\n# TYPE %s gauge\n", name, escapeHelp(help), name)
+}
+
+// each writes a family with one sample per key, labelled label=key.
+func (p *promWriter) each(name, help, label string, keys []string, value func(k string) float64) {
+	p.family(name, help)
+	for _, k := range keys {
+		p.sample(label, k, value(k))
+	}
+}
+
+// sample writes one sample of the current family, with one label unless
+// label is "".
+func (p *promWriter) sample(label, value string, v float64) {
+	if label == "" {
+		p.printf("%s %s\n", p.name, strconv.FormatFloat(v, 'g', -1, 64))
+		return
+	}
+	p.printf("%s{%s=\"%s\"} %s\n", p.name, label, escapeLabel(value), strconv.FormatFloat(v, 'g', -1, 64))
+}
+
+func (p *promWriter) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+// escapeLabel escapes a label value as the text format requires:
+// backslash, double quote and line feed.
+var escapeLabel = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace
+
+// escapeHelp escapes HELP text: backslash and line feed.
+var escapeHelp = strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace
