@@ -544,19 +544,19 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // dictionaries on text/html. It asks for the body of a GET to remember.
 func (d *dictResponse) committed(cw *responseWriter, h http.Header, f facts) bool {
 	s := d.s
-	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
+	useAs := ""
 	if p := d.pattern; p > 0 {
 		method := cw.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
 			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 {
-			h["Use-As-Dictionary"] = []string{s.useAs[p-1]}
+			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
 				d.body = make([]byte, 0, f.declared)
 			}
 		}
 	}
-	s.committed(cw, h, f)
+	dictionaryHeaders(h, true, useAs, s.htmlLinks(f.typed, f.contentType))
 	return d.remember
 }
 
@@ -596,10 +596,7 @@ func (d *dictResponse) ended(cw *responseWriter, completed bool) {
 // response to a path that matches no pattern; s is then the response's
 // hook, which wants no body and keeps nothing.
 func (s *dictStore) committed(_ *responseWriter, h http.Header, f facts) bool {
-	if len(s.links) > 0 && f.typed && matchTypes(htmlTypes, f.contentType) {
-		v := h["Link"]
-		h["Link"] = append(v[:len(v):len(v)], s.links...)
-	}
+	dictionaryHeaders(h, false, "", s.htmlLinks(f.typed, f.contentType))
 	return false
 }
 
@@ -632,15 +629,13 @@ func addVaryTokens(h http.Header, tokens ...string) {
 }
 
 // serveStandalone answers a GET or HEAD for a WithDictionary path, through
-// the middleware like any response, with the dictionary's strong ETag, a
-// Cache-Control that keeps it a day (a client revalidates with the ETag
-// after that) and Use-As-Dictionary.
+// the middleware like any response, with the dictionary's strong ETag and
+// Use-As-Dictionary, with DictionaryCacheControl (dictionaryHeaders).
 func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Content-Type"] = []string{sd.contentType}
 	h["Etag"] = []string{sd.etag}
-	h["Cache-Control"] = []string{"public, max-age=86400"}
-	h["Use-As-Dictionary"] = []string{sd.useAs}
+	dictionaryHeaders(h, false, sd.useAs, nil)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
 }
 
