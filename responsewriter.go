@@ -175,28 +175,53 @@ func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r
 		if o != nil {
 			cw.offer = o
 		}
-		cw.attach(hook)
+		if hook != nil {
+			cw.attach(hook)
+		}
 	}
 }
 
 // A responseHook is a feature that follows one response: the dictionaries
 // (dictionary.go), and the Cache's fill of a stream it stores (cache.go).
-// The writer calls it at fixed points and knows nothing else of it; the
-// hook keeps its own state.
+// The writer calls it at fixed points with plain values and knows nothing
+// else of it; the hook keeps its own state and sees nothing of the
+// writer's. The values go by value: a pointer passed through the interface
+// would escape, and cost an allocation per response.
 type responseHook interface {
 	// committed is called as the verdict is carried out, before the
-	// header goes out: the hook may edit h, and reports whether it wants
-	// the plain body. A hook attached then (the fill) is not called.
-	committed(cw *responseWriter, h http.Header, f facts) (wantsBody bool)
+	// header goes out, with the facts the verdict was decided on: the hook
+	// may edit h, and reports whether it wants the plain body. A hook
+	// attached then (the fill) is not called.
+	committed(h http.Header, f facts) (wantsBody bool)
 	// plain is given the plain body as it passes on after the verdict,
 	// while the hook wants it (a whole body sent from the buffer is not
-	// passed: see sentWhole). It reports whether the hook wants more.
+	// passed: see responseEnd.whole). It reports whether the hook wants more.
 	plain(p []byte) (wantsMore bool)
 	// flushed is called when the handler flushes.
 	flushed()
-	// ended is called once, when the response ends: completed is false
-	// when the handler panicked. The observer hears after every hook.
-	ended(cw *responseWriter, completed bool)
+	// ended is called once, when the response ends. The observer hears
+	// after every hook.
+	ended(end responseEnd)
+}
+
+// responseEnd is how a response ended, as its hooks hear it.
+type responseEnd struct {
+	// whole is the body when it went out whole from the buffer (wentWhole
+	// set), which keeps it until every hook has heard; nil otherwise.
+	whole []byte
+	// declared is the Content-Length the handler declared, -1 for none.
+	declared int64
+	// completed is false when the handler panicked or called
+	// runtime.Goexit.
+	completed bool
+	// wentWhole is set when the body went out whole from the buffer.
+	wentWhole bool
+	// closed is set when an encoded stream ended whole, with its end
+	// marker.
+	closed bool
+	// lengthMismatch is set when the body did not match its declared
+	// length (ReasonLength).
+	lengthMismatch bool
 }
 
 // attach makes k follow the response.
@@ -215,10 +240,20 @@ func (cw *responseWriter) tee(p []byte) {
 	}
 }
 
-// sentWhole returns the body and true if it went out whole from the
-// buffer, where it stays until the response ends.
-func (cw *responseWriter) sentWhole() ([]byte, bool) {
-	return cw.buffered(), cw.state == stateSent
+// end returns how the response ended, for its hooks: completed is false
+// when the handler panicked or called runtime.Goexit.
+func (cw *responseWriter) end(completed bool) responseEnd {
+	e := responseEnd{
+		declared:       cw.hdr.declared,
+		completed:      completed,
+		wentWhole:      cw.state == stateSent,
+		closed:         cw.closed,
+		lengthMismatch: cw.why == ReasonLength,
+	}
+	if e.wentWhole {
+		e.whole = cw.buffered()
+	}
+	return e
 }
 
 // coding returns the negotiated coding, or "" for identity.
@@ -446,7 +481,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		h["Content-Type"] = []string{f.contentType}
 	}
 	for i, k := range cw.hooks[:cw.nhooks] {
-		if k.committed(cw, h, *f) { // the dictionaries': Vary, Use-As-Dictionary, Link
+		if k.committed(h, *f) { // the dictionaries': Vary, Use-As-Dictionary, Link
 			cw.teeing |= 1 << i
 		}
 	}
@@ -734,8 +769,11 @@ func (cw *responseWriter) finish(completed bool) {
 			cw.endStream()
 		}
 	}
-	for _, k := range cw.hooks[:cw.nhooks] {
-		k.ended(cw, completed)
+	if cw.nhooks > 0 {
+		end := cw.end(completed)
+		for _, k := range cw.hooks[:cw.nhooks] {
+			k.ended(end)
+		}
 	}
 	if cw.buf != nil {
 		cw.keepBuffer(cw.buf)
