@@ -151,7 +151,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			return
 		}
 		s, hw := m.open(w, r, &rh)
-		r = withPlainTags(r, rh.ifNoneMatch, rh.ifMatch, s.cw.coding(), m.offers)
+		r = withPlainTags(r, rh.ifNoneMatch, rh.ifMatch, s.rw.coding(), m.offers)
 		completed := false
 		defer func() { m.close(s, hw, completed) }()
 		if sd := m.dicts.standaloneFor(r); sd != nil {
