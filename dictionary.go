@@ -632,8 +632,9 @@ func (l *dictLinks) ended(responseEnd) {}
 // dictVary is the Vary of a response on a dictionary path: whether it is a
 // delta depends on Available-Dictionary, and on Sec-Fetch-Site too, since a
 // cross-site request never gets one (RFC 9842 §9); without it a shared
-// cache could hand a same-origin delta to a cross-site request.
-// dictionaryHeaders adds the same tokens to a handler's Vary.
+// cache could hand a same-origin delta to a cross-site request. The file
+// server sends it as it is; dictResponse.committed adds the same tokens to
+// a handler's Vary.
 const dictVary = "Accept-Encoding, Available-Dictionary, Sec-Fetch-Site"
 
 // addVaryTokens adds each token to Vary unless it, or "*", is there.
@@ -653,7 +654,7 @@ func addVaryTokens(h http.Header, tokens ...string) {
 	}
 }
 
-// serveStandalone answers a GET or HEAD for a WithDictionary path, through
+// ServeHTTP answers a GET or HEAD for a WithDictionary path, through
 // the middleware like any response, with the dictionary's strong ETag, a
 // Cache-Control that keeps it a day (a client revalidates with the ETag
 // after that) and Use-As-Dictionary.
