@@ -9,3 +9,5 @@ require (
 	github.com/molecule-man/go-brrr v1.3.1
 	golang.org/x/sync v0.24.0
 )
+
+require golang.org/x/time v0.16.0 // indirect

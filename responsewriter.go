@@ -409,6 +409,15 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 		// Keys added after the status count only as prefixed trailers.
 		cw.hdr.trailers = cw.hdr.trailers || hasPrefixedTrailers(h)
 	}
+	if o := cw.offer; o != nil && o.dict != nil && !deltaAllowed(cw.req.Header, h, o.dict) {
+		// A response that may not be shared is no delta against a
+		// remembered dictionary: it goes out as the client's
+		// Accept-Encoding allows without one (dictionary.go).
+		cw.offer = nil
+		if i := cw.slot.negotiate(cw.req.Header["Accept-Encoding"], cw.m.offers); i >= 0 {
+			cw.offer = &cw.m.offers[i]
+		}
+	}
 	f := facts{
 		responseFields: cw.hdr, status: cw.status, buffered: len(cw.buffered()), event: ev,
 		head: cw.head, ranged: cw.ranged, offered: cw.offer != nil,

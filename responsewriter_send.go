@@ -48,7 +48,7 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	t0 := cw.clock()
 	enc, err := cw.slot.encoder(o, &cw.out)
 	if err != nil {
-		cw.m.storeWhole(&key, store, body, nil)
+		cw.m.storeWhole(cw.req, h, &key, store, body, nil)
 		f.noEncoder = true
 		return false
 	}
@@ -61,11 +61,11 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	out := cw.out.b
 	cw.out = cappedBuffer{}
 	if err != nil {
-		cw.m.storeWhole(&key, store, body, nil)
+		cw.m.storeWhole(cw.req, h, &key, store, body, nil)
 		f.noGain = true
 		return false
 	}
-	cw.m.storeWhole(&key, store, body, out)
+	cw.m.storeWhole(cw.req, h, &key, store, body, out)
 	cw.written = int64(len(body))
 	cw.sendEncodedBody(h, o.coding, out, stateSent)
 	return true
