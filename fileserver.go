@@ -576,7 +576,7 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 		fr.primeDictionary(d)
 		var delta *offer
 		delta, dictPattern, dictVaries = d.begin(fr.r, fr.upath, ranged)
-		if delta != nil && encodable && (fr.public || delta.dict.static) { // as deltaAllowed
+		if delta != nil && encodable && deltaAllowed(fr.r.Header, h, delta.dict) {
 			fallback, o = o, delta
 		}
 	}
