@@ -166,7 +166,8 @@ func TestFileServerPrivateResponseIsNoDictionary(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newMemStore()
 			m := newMiddleware(t, squeeze.WithDictionaryMatch("/js/app.*.js"), squeeze.WithSharedStore(store))
-			fs := http.StripPrefix("/js/", m.FileServer(files))
+			server := m.FileServer(files)
+			fs := http.StripPrefix("/js/", server)
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				for i := 0; i+1 < len(tc.respHeader); i += 2 {
 					w.Header().Add(tc.respHeader[i], tc.respHeader[i+1])
@@ -189,6 +190,7 @@ func TestFileServerPrivateResponseIsNoDictionary(t *testing.T) {
 					checkBody(t, res.Header, raw, v2)
 				}
 			})
+			squeeze.WaitFileServer(server)
 			squeeze.WaitSharedStore(m)
 			written := false
 			for _, k := range store.keys() {
@@ -196,6 +198,47 @@ func TestFileServerPrivateResponseIsNoDictionary(t *testing.T) {
 			}
 			if written != tc.public {
 				t.Errorf("a dictionary written to the store: %v, want %v (keys %q)", written, tc.public, store.keys())
+			}
+			// Nor is any encoding of a file sent privately claimed or
+			// written.
+			if !tc.public && len(store.keys()) > 0 {
+				t.Errorf("the store holds %q after private responses only", store.keys())
+			}
+		})
+	}
+}
+
+// A Cache entry whose body went out only in responses that are not public
+// is upgraded for this replica alone: its best-level encoding is neither
+// claimed in nor written to the fleet's store. Once a public response hits
+// it, its upgrade is shared as before.
+func TestCacheUpgradeOfPrivateResponseIsNotShared(t *testing.T) {
+	page := textBody(41, 24<<10)
+	for _, tc := range privacyCases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newMemStore()
+			c := newCache(t, 64<<20)
+			m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithSharedStore(store), squeeze.WithEncodings(squeeze.Zstd))
+			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				for i := 0; i+1 < len(tc.respHeader); i += 2 {
+					w.Header().Add(tc.respHeader[i], tc.respHeader[i+1])
+				}
+				_, _ = w.Write(page)
+			}))
+			forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, cl *http.Client) {
+				for range 4 { // a store and three hits queue the upgrade
+					res, raw := fetch(t, cl, srv.URL+"/page", squeeze.Zstd, tc.reqHeader...)
+					checkBody(t, res.Header, raw, page)
+				}
+				squeeze.WaitUpgrades(c)
+				squeeze.WaitSharedStore(m)
+			})
+			// The Cache keeps no response marked private, no-store or
+			// with Set-Cookie at all; answers to credentials it keeps
+			// and upgrades, for this replica alone.
+			if got := len(store.keys()) > 0; got != tc.public {
+				t.Errorf("the store holds %q; want anything written %v", store.keys(), tc.public)
 			}
 		})
 	}
