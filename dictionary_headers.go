@@ -5,14 +5,13 @@ import "net/http"
 // DictionaryCacheControl is the Cache-Control a response marked
 // Use-As-Dictionary gets, from a [Middleware.FileServer], a handler behind
 // [Middleware.Handler] or a [WithDictionary] dictionary, when its handler
-// set none and it sets no cookie: a browser keeps a dictionary only while
-// the response it came in is fresh (RFC 9842), so a response served
-// without freshness is never used for a delta. A day; the client
-// revalidates with the ETag after that. Set a Cache-Control in the handler
-// (or in front of the file server) to choose another (a year and immutable
-// for names that carry a version). A response that sets a cookie is its
-// client's alone: freshness added to it could let a shared cache keep it,
-// so it gets none.
+// set none: a browser keeps a dictionary only while the response it came
+// in is fresh (RFC 9842), so a response served without freshness is never
+// used for a delta. A day; the client revalidates with the ETag after
+// that. Set a Cache-Control in the handler (or in front of the file
+// server) to choose another (a year and immutable for names that carry a
+// version). Only a public response is marked (publicResponse), so the
+// freshness added never lets a shared cache keep what is one client's.
 const DictionaryCacheControl = "max-age=86400"
 
 // dictionaryHeaders writes the RFC 9842 header fields of a response, the
@@ -22,10 +21,10 @@ const DictionaryCacheControl = "max-age=86400"
 //   - varies (the path matches a dictionary pattern): Vary names
 //     Available-Dictionary and Sec-Fetch-Site beside Accept-Encoding
 //     (dictVary), since whether the response is a delta depends on them;
-//   - useAs, unless "" (the response is one to keep as a dictionary):
-//     Use-As-Dictionary, and the freshness a browser needs to keep it,
-//     DictionaryCacheControl, unless the handler set a Cache-Control or the
-//     response sets a cookie;
+//   - useAs, unless "" (the response, public, is one to keep as a
+//     dictionary): Use-As-Dictionary, and the freshness a browser needs to
+//     keep it, DictionaryCacheControl, unless the handler set a
+//     Cache-Control;
 //   - links, the Link values to the standalone dictionaries, added to a
 //     text/html response (the caller passes nil for any other).
 func dictionaryHeaders(h http.Header, varies bool, useAs string, links []string) {
@@ -38,7 +37,7 @@ func dictionaryHeaders(h http.Header, varies bool, useAs string, links []string)
 	}
 	if useAs != "" {
 		h["Use-As-Dictionary"] = []string{useAs}
-		if !hasField(h, "Cache-Control") && !hasField(h, "Set-Cookie") {
+		if !hasField(h, "Cache-Control") {
 			h["Cache-Control"] = []string{DictionaryCacheControl}
 		}
 	}
@@ -49,10 +48,11 @@ func dictionaryHeaders(h http.Header, varies bool, useAs string, links []string)
 }
 
 // htmlLinks returns the Link values to the standalone dictionaries that a
-// response of contentType carries: s.links on text/html, else nil.
-func (s *dictStore) htmlLinks(typed bool, contentType string) []string {
-	if len(s.links) == 0 || !typed || !matchTypes(htmlTypes, contentType) {
+// response carries: links on text/html (typed: contentType is the
+// response's own, not sniffed), else nil.
+func htmlLinks(links []string, typed bool, contentType string) []string {
+	if len(links) == 0 || !typed || !matchTypes(htmlTypes, contentType) {
 		return nil
 	}
-	return s.links
+	return links
 }

@@ -89,7 +89,7 @@ func (fr *fileRequest) primeDictionary(d *dictStore) {
 	}
 	data, err := fs.ReadFile(fr.fsys, name)
 	if err == nil && sha256.Sum256(data) == hash {
-		d.remember(data, pattern, true)
+		d.remember(data, pattern, true, byHash)
 	}
 }
 
@@ -178,15 +178,20 @@ func (fr *fileRequest) indexDictionaries(prefix, pattern string, maxBody int64) 
 }
 
 // rememberFileDictionary stores the plain bytes of f, version fr.meta, as a
-// dictionary on pattern, unless the store holds them already.
+// dictionary on pattern, unless the store holds them already (then they
+// only count as sent again). The response is public.
 func (fr *fileRequest) rememberFileDictionary(f fs.File, pattern string) {
 	d := fr.s.m.dicts
-	if fr.meta.size == 0 || fr.meta.size > d.maxBody || d.lookup(fr.meta.hash) != nil {
+	if fr.meta.size == 0 || fr.meta.size > d.maxBody {
+		return
+	}
+	if held := d.lookup(fr.meta.hash); held != nil {
+		d.seen(held, fromFile)
 		return
 	}
 	data, err := io.ReadAll(f)
 	if rewind(f) != nil || err != nil || sha256.Sum256(data) != fr.meta.hash {
 		return
 	}
-	d.remember(data, pattern, true)
+	d.remember(data, pattern, true, fromFile)
 }

@@ -30,6 +30,9 @@ type fileRequest struct {
 	upath string
 	meta  *fileMeta
 	ev    Event
+	// public is set when the response may be shared beyond its client
+	// (publicResponse), as serveFile finds it.
+	public bool
 }
 
 func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -305,11 +308,18 @@ func (fr *fileRequest) chooseOffer(offers []offer, encodable, ranged bool) (o, f
 			o = &offers[i]
 		}
 	}
+	// public is what the header set in front of the file server and the
+	// request say of sharing the response (publicResponse): a file that
+	// goes out in one that is not public becomes no dictionary, is no
+	// delta against a remembered one, and none of its encodings is
+	// written to the fleet's store.
+	h := fr.w.Header()
+	fr.public = publicResponse(fr.r.Header, h)
 	if d := fr.s.m.dicts; d != nil {
 		fr.primeDictionary(d)
 		var delta *offer
 		delta, dictPattern, dictVaries = d.begin(fr.r, fr.upath, ranged)
-		if delta != nil && encodable {
+		if delta != nil && encodable && deltaAllowed(fr.r.Header, h, delta.dict) {
 			fallback, o = o, delta
 		}
 	}
@@ -328,13 +338,13 @@ func (fr *fileRequest) fileHeader(f fs.File, meta *fileMeta, eligible bool, dict
 		return
 	}
 	useAs := ""
-	if dictPattern > 0 && eligible {
+	if dictPattern > 0 && eligible && fr.public {
 		useAs = d.useAs[dictPattern-1]
 		if fr.r.Method == http.MethodGet && meta.etag != "" {
 			fr.rememberFileDictionary(f, d.patterns[dictPattern-1])
 		}
 	}
-	dictionaryHeaders(h, dictVaries, useAs, d.htmlLinks(true, meta.ctype))
+	dictionaryHeaders(h, dictVaries, useAs, htmlLinks(d.links, true, meta.ctype))
 }
 
 // serveEncoding sends the file encoded as o offers, from the store or

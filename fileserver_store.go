@@ -122,7 +122,7 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 	if r, ok := s.reps.load(k); ok {
 		fr.ev.Cached = true
 		if !r.best {
-			s.startBest(fr.fsys, fr.name, fr.meta, k, r.data, o.dict)
+			s.startBest(fr.fsys, fr.name, fr.meta, k, r.data, o.dict, fr.public)
 		}
 		return r.data, nil
 	}
@@ -155,7 +155,7 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 		// the others are encoded at the best level.
 		best := o.dict == nil && BestLevel(o.coding) == o.encoders.Level()
 		if e.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
-			s.startBest(fr.fsys, fr.name, fr.meta, k, data, o.dict)
+			s.startBest(fr.fsys, fr.name, fr.meta, k, data, o.dict, fr.public)
 		}
 		return data, nil
 	})

@@ -41,8 +41,10 @@ func BestLevel(coding string) int {
 // again. The goroutine ends with the encoding. old is the representation
 // stored now, which the new encoding replaces only if it is smaller: passed
 // in rather than looked up again, so a store that counts its look-ups (a
-// Cache) counts only the requests'.
-func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte, d *dictionary) {
+// Cache) counts only the requests'. public says the request that started
+// it got a public response: only then is the encoding written to the
+// fleet's store (bestEncoding).
+func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte, d *dictionary, public bool) {
 	select {
 	case s.bestToken <- struct{}{}:
 	default:
@@ -85,7 +87,7 @@ func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey
 			e.release()
 			return // changed or gone: the next request sees the new version
 		}
-		data, wait, err := s.bestEncoding(k, plain, old, d, level)
+		data, wait, err := s.bestEncoding(k, plain, old, d, level, public)
 		if err != nil || wait {
 			e.release()
 			return
@@ -125,7 +127,11 @@ func (s *fileServer) encodeBest(k repKey, plain []byte, d *dictionary, level int
 // representation is not looked up in the store again for fleetRetry. old
 // is the representation stored now: only a smaller one is fetched. What
 // the fetch and its verification hold is reserved in the store's budget.
-func (s *fileServer) bestEncoding(k repKey, plain, old []byte, d *dictionary, level int) (data []byte, wait bool, err error) {
+// Unless public (the request that started it got a public response), it
+// only reads the store: no claim, no write. A file is the operator's own,
+// so its encodings have earned their place in the store; the write budget
+// still applies (shared_admission.go).
+func (s *fileServer) bestEncoding(k repKey, plain, old []byte, d *dictionary, level int, public bool) (data []byte, wait bool, err error) {
 	sh := s.m.shared
 	if sh == nil {
 		data, err = s.encodeBest(k, plain, d, level)
@@ -152,11 +158,11 @@ func (s *fileServer) bestEncoding(k repKey, plain, old []byte, d *dictionary, le
 			return value, false, nil
 		}
 	}
-	if !rejected && v.claim(context.Background()) == claimLost {
+	if public && !rejected && v.claim(context.Background()) == claimLost {
 		s.fleet.wait(k)
 		return nil, true, nil
 	}
-	if data, err = s.encodeBest(k, plain, d, level); err == nil && data != nil && level == best {
+	if data, err = s.encodeBest(k, plain, d, level); err == nil && data != nil && level == best && public {
 		v.publish(data)
 	}
 	return data, false, err
