@@ -13,12 +13,7 @@ import (
 // text/html) is the store's own, shared by every such response, and the
 // writer hands it how the response went by value.
 func TestDictionaryHooksCostNothingOffTheirPaths(t *testing.T) {
-	if squeeze.RaceEnabled {
-		t.Skip("sync.Pool drops Puts at random under -race")
-	}
-	if testing.Short() {
-		t.Skip("allocation counts need warm pools")
-	}
+	skipUnlessAllocsCount(t)
 	const (
 		maxAllocs = 2.0 / 36 // as TestSteadyStateAllocations
 		maxBytes  = 80
