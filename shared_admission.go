@@ -112,16 +112,25 @@ const (
 )
 
 // markPublic records that the value went out in a public response.
-func (c *sharedCandidate) markPublic() { c.flags.Or(candidatePublic) }
+func (c *sharedCandidate) markPublic() { c.set(candidatePublic) }
 
 // earn records that the value has earned its place in the store: a client
 // asked for it by hash, or it is the operator's own.
-func (c *sharedCandidate) earn() { c.flags.Or(candidateEarned) }
+func (c *sharedCandidate) earn() { c.set(candidateEarned) }
 
-// served counts a serve; the after-th earns.
+// served counts a serve; the after-th earns. Once earned, serves are not
+// counted: a popular dictionary's serves write no shared word.
 func (c *sharedCandidate) served(after int) {
-	if c.serves.Add(1) >= int32(after) {
+	if c.flags.Load()&candidateEarned == 0 && c.serves.Add(1) >= int32(after) {
 		c.earn()
+	}
+}
+
+// set sets flag unless it is set: a read where it is, so that the
+// dictionary of every delta does not take its cache line on each request.
+func (c *sharedCandidate) set(flag uint32) {
+	if c.flags.Load()&flag == 0 {
+		c.flags.Or(flag)
 	}
 }
 
@@ -142,7 +151,7 @@ func (c *sharedCandidate) start() bool {
 
 // taken records that the value came from the store: it is not written
 // back.
-func (c *sharedCandidate) taken() { c.flags.Or(candidateWritten) }
+func (c *sharedCandidate) taken() { c.set(candidateWritten) }
 
 // abort gives back a start whose write was not made (the budget refused
 // it): the value may be written when it earns again.
