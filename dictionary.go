@@ -271,7 +271,7 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 // seen records that d, a dictionary held, went out again or was named as
 // from says, and writes it to the fleet's store once it has earned it
 // (shared_admission.go): public, and asked for by hash, sent
-// sharedAdmitAfter times, or a FileServer's file.
+// WithSharedStoreAdmitAfter times, or a FileServer's file.
 func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	if s.shared == nil || d.static {
 		return
@@ -279,7 +279,7 @@ func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	switch from {
 	case fromResponse:
 		d.fleet.markPublic()
-		d.fleet.served()
+		d.fleet.served(s.shared.admitAfter)
 	case fromFile:
 		d.fleet.markPublic()
 		d.fleet.earn()
@@ -747,7 +747,12 @@ type standaloneConfig struct {
 //
 // A GET 200 response to a matching path, of a content type
 // [WithContentTypes] allows, carries Use-As-Dictionary: match="<pattern>",
-// and its plain body is remembered (see [WithDictionaryStoreSize]). A later
+// and its plain body is remembered (see [WithDictionaryStoreSize]), unless
+// it may not be shared beyond its client: Cache-Control private or
+// no-store, Set-Cookie, Vary: *, or an answer to a request with
+// Authorization or Cookie without Cache-Control: public. Such a response
+// is not sent as a delta against a remembered dictionary either, only
+// against one of [WithDictionary]. A later
 // request whose path matches the same pattern, naming that body in
 // Available-Dictionary and [DCZ] or [DCB] in Accept-Encoding, from the same
 // site, gets the response as a delta against it. Every response to a

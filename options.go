@@ -89,6 +89,7 @@ type config struct {
 	sharedMaxValue      int           // WithSharedStoreMaxValue
 	sharedWrites        int           // WithSharedStoreWriteBudget: writes a minute
 	sharedWriteBytes    int64         // WithSharedStoreWriteBudget: bytes a minute
+	sharedAdmitAfter    int           // WithSharedStoreAdmitAfter
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.
