@@ -147,6 +147,11 @@ type responseWriter struct {
 	// status or writing a byte: finish then makes the header edits but
 	// sends nothing, and the response is handed back (see leaveUntouched).
 	untouched bool
+	// padGzip is set while a gzip stream's header, the first bytes the
+	// wire takes, is still to be padded; padding is the amount of a
+	// stream's padding under WithLengthHiding (lengthhiding.go).
+	padGzip bool
+	padding uint16
 }
 
 // afterStatus holds the header as it was when the status was chosen, since
@@ -473,7 +478,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		stored, fill := cw.m.cachedStream(cw.req, o, h, f, (*wire)(cw))
 		if stored != nil {
 			cw.fromCache = true
-			cw.sendEncodedBody(h, o.coding, stored, stateDiscarding)
+			cw.sendEncodedBody(h, o.coding, stored, stateDiscarding, -1)
 			return cw.sendHeld() // counted and teed like the rest of the body
 		}
 		var dst io.Writer = (*wire)(cw)
@@ -482,6 +487,7 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		}
 		enc, err := cw.slot.encoder(o, dst)
 		if err == nil {
+			cw.streamPadding(o.coding)
 			if fill != nil {
 				cw.attach(fill)
 			}
@@ -764,6 +770,17 @@ func (cw *responseWriter) leaveUntouched() {
 	_ = cw.advance(atEnd, nil)
 }
 
+// streamPadding sets, under WithLengthHiding, the padding of a stream in
+// coding from the bytes held back (lengthhiding.go): gzip's goes out in its
+// header, the first bytes the wire takes.
+func (cw *responseWriter) streamPadding(coding string) {
+	if cw.m.hiding == nil {
+		return
+	}
+	cw.padding = uint16(cw.m.hiding.amount(cw.buffered()))
+	cw.padGzip = coding == Gzip
+}
+
 // endStream completes an encoded stream, or, when the body did not match
 // its declared length, sends what was written without the stream's end, as
 // net/http sends a short body: every decoder then reports it cut. Errors
@@ -771,12 +788,40 @@ func (cw *responseWriter) leaveUntouched() {
 func (cw *responseWriter) endStream() {
 	t0 := cw.clock()
 	if cw.hdr.declared < 0 || cw.written == cw.hdr.declared || cw.head {
-		cw.closed = cw.enc.Close() == nil
+		if cw.m.hiding != nil {
+			cw.closed = cw.closePadded()
+		} else {
+			cw.closed = cw.enc.Close() == nil
+		}
 	} else {
 		_ = cw.enc.Flush()
 	}
 	cw.spent(t0)
 	cw.releaseEncoder()
+}
+
+// closePadded completes an encoded stream with its padding under
+// WithLengthHiding, written straight to the wire so that a Cache's fill
+// keeps the stream unpadded: for br and dcb between a Flush and Close, for
+// zstd and dcz after Close (gzip's went out in its header, see wire). It
+// reports whether the stream ended whole.
+func (cw *responseWriter) closePadded() bool {
+	brotli := deltaCodec(cw.offer.coding) == Brotli
+	if brotli && cw.enc.Flush() != nil {
+		return false
+	}
+	if !brotli && cw.enc.Close() != nil {
+		return false
+	}
+	pad := cw.m.hiding.padding(cw.offer.coding, int(cw.padding))
+	if pad != nil {
+		_, err := (*wire)(cw).Write(*pad)
+		cw.m.hiding.bufs.Put(pad)
+		if err != nil {
+			return false
+		}
+	}
+	return !brotli || cw.enc.Close() == nil
 }
 
 func (cw *responseWriter) releaseEncoder() {
@@ -827,6 +872,9 @@ func (cw *responseWriter) keepBuffer(b *[]byte) {
 type wire responseWriter
 
 func (c *wire) Write(p []byte) (int, error) {
+	if c.padGzip {
+		return c.writeGzipHeader(p)
+	}
 	n, err := c.w.Write(p)
 	c.sent += int64(n)
 	return n, err

@@ -34,7 +34,7 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	if stored != nil {
 		cw.fromCache = true
 		cw.written = int64(len(body))
-		cw.sendEncodedBody(h, o.coding, stored, stateSent)
+		cw.sendEncodedBody(h, o.coding, stored, stateSent, -1)
 		return true
 	}
 	// Anything not smaller than the input is no gain: cap the output there
@@ -53,6 +53,13 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 		return false
 	}
 	_, err = enc.Write(body)
+	split := -1
+	if err == nil && cw.m.hiding != nil && deltaCodec(o.coding) == Brotli {
+		// Length hiding pads br and dcb before the last meta-block: a
+		// Flush ends the data on a byte boundary (writers.AppendPadding).
+		err = enc.Flush()
+		split = len(cw.out.b)
+	}
 	if err == nil {
 		err = enc.Close()
 	}
@@ -67,14 +74,21 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	}
 	cw.m.storeWhole(&key, store, body, out)
 	cw.written = int64(len(body))
-	cw.sendEncodedBody(h, o.coding, out, stateSent)
+	cw.sendEncodedBody(h, o.coding, out, stateSent, split)
 	return true
 }
 
 // sendEncodedBody sends a whole encoded body, freshly encoded or stored,
-// with its Content-Length, and moves to state.
-func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []byte, state writerState) {
+// with its Content-Length, and moves to state. Under WithLengthHiding the
+// body is padded on its way out, by the amount the plain bytes held back
+// decide (the whole body, or the start of a stream); split is where a br
+// or dcb body's data ends, -1 for other codings (lengthhiding.go).
+func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []byte, state writerState, split int) {
 	cw.setEncoded(h, coding)
+	if cw.m.hiding != nil {
+		cw.sendPadded(h, coding, out, state, split)
+		return
+	}
 	cw.setLength(h, len(out))
 	cw.state = state
 	cw.sendHeader(h)
