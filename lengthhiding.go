@@ -98,9 +98,9 @@ var errNoPadding = errors.New("squeeze: no padding after this coding")
 // ends, before its last meta-block (sendWhole), -1 for other codings; a
 // body it cannot pad (br or dcb without a split, a gzip header with
 // optional fields) goes out as it is.
-func (cw *responseWriter) sendPadded(h http.Header, coding string, out []byte, state writerState, split int) {
-	l := cw.m.hiding
-	n := l.amount(cw.buffered())
+func (rw *responseWriter) sendPadded(h http.Header, coding string, out []byte, state writerState, split int) {
+	l := rw.m.hiding
+	n := l.amount(rw.buffered())
 	var buf *[]byte
 	at, skip := len(out), 0
 	switch c := deltaCodec(coding); {
@@ -125,20 +125,20 @@ func (cw *responseWriter) sendPadded(h http.Header, coding string, out []byte, s
 		pad = *buf
 		defer l.bufs.Put(buf)
 	}
-	cw.setLength(h, len(out)-skip+len(pad))
-	cw.state = state
-	cw.sendHeader(h)
+	rw.setLength(h, len(out)-skip+len(pad))
+	rw.state = state
+	rw.sendHeader(h)
 	if at > 0 {
-		if _, err := (*wire)(cw).Write(out[:at]); err != nil {
+		if _, err := (*wire)(rw).Write(out[:at]); err != nil {
 			return
 		}
 	}
 	if len(pad) > 0 {
-		if _, err := (*wire)(cw).Write(pad); err != nil {
+		if _, err := (*wire)(rw).Write(pad); err != nil {
 			return
 		}
 	}
-	_, _ = (*wire)(cw).Write(out[at+skip:])
+	_, _ = (*wire)(rw).Write(out[at+skip:])
 }
 
 // writeGzipHeader is the wire's Write of the first bytes of a gzip stream
