@@ -32,9 +32,9 @@ func paddingRange(coding string) (lo, hi int) {
 	return 1, hidingMax
 }
 
-// bodyOf returns a handler that writes body, whole or, when flush is set,
+// pageOf returns a handler that writes body, whole or, when flush is set,
 // with a Flush in the middle, which makes it a stream.
-func bodyOf(body []byte, flush bool) http.HandlerFunc {
+func pageOf(body []byte, flush bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		if !flush {
@@ -54,9 +54,9 @@ func TestLengthHidingPadsEachCodingAndKeepsContentLength(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			name := coding + map[bool]string{false: " whole", true: " stream"}[stream]
 			t.Run(name, func(t *testing.T) {
-				plain := newMiddleware(t, squeeze.WithEncodings(coding)).Handler(bodyOf(body, stream))
+				plain := newMiddleware(t, squeeze.WithEncodings(coding)).Handler(pageOf(body, stream))
 				unpadded := serve(plain, http.MethodGet, coding).Body.Bytes()
-				h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithLengthHiding(hidingMax)).Handler(bodyOf(body, stream))
+				h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithLengthHiding(hidingMax)).Handler(pageOf(body, stream))
 				forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
 					res, raw := fetch(t, c, srv.URL+"/", coding)
 					if ce := res.Header.Get("Content-Encoding"); ce != coding {
@@ -95,12 +95,12 @@ func TestLengthHidingVariesWithContentNotWithRepetition(t *testing.T) {
 			extras := map[int]bool{}
 			for seed := range 16 {
 				body := textBody(seed, 4<<10)
-				h := m.Handler(bodyOf(body, false))
+				h := m.Handler(pageOf(body, false))
 				first := serve(h, http.MethodGet, coding).Body.Bytes()
 				if again := serve(h, http.MethodGet, coding).Body.Bytes(); !bytes.Equal(again, first) {
 					t.Fatalf("body %d: the same content was padded to %d bytes, then %d", seed, len(first), len(again))
 				}
-				extras[len(first)-serve(plain.Handler(bodyOf(body, false)), http.MethodGet, coding).Body.Len()] = true
+				extras[len(first)-serve(plain.Handler(pageOf(body, false)), http.MethodGet, coding).Body.Len()] = true
 			}
 			if len(extras) < 4 {
 				t.Errorf("16 bodies got %d amounts of padding: %v", len(extras), extras)
@@ -167,8 +167,8 @@ func TestLengthHidingPadsCacheHitsAsFreshAndStoresUnpadded(t *testing.T) {
 					misses++
 				}
 			})
-			hiding := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c), squeeze.WithLengthHiding(hidingMax), observe).Handler(bodyOf(body, false))
-			plain := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c)).Handler(bodyOf(body, false))
+			hiding := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c), squeeze.WithLengthHiding(hidingMax), observe).Handler(pageOf(body, false))
+			plain := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c)).Handler(pageOf(body, false))
 			fresh := serve(hiding, http.MethodGet, coding).Body.Bytes()
 			for range 3 {
 				if hit := serve(hiding, http.MethodGet, coding).Body.Bytes(); !bytes.Equal(hit, fresh) {
@@ -178,7 +178,7 @@ func TestLengthHidingPadsCacheHitsAsFreshAndStoresUnpadded(t *testing.T) {
 			// A Middleware without length hiding, sharing the Cache, is
 			// served what is stored: the encoding without padding.
 			stored := serve(plain, http.MethodGet, coding).Body.Bytes()
-			uncached := serve(newMiddleware(t, squeeze.WithEncodings(coding)).Handler(bodyOf(body, false)), http.MethodGet, coding).Body.Bytes()
+			uncached := serve(newMiddleware(t, squeeze.WithEncodings(coding)).Handler(pageOf(body, false)), http.MethodGet, coding).Body.Bytes()
 			if coding == squeeze.Brotli {
 				// br bypasses the Cache under length hiding.
 				if hits != 0 {
@@ -243,7 +243,7 @@ func TestLengthHidingDecodesInCurl(t *testing.T) {
 	body := textBody(9, 8<<10)
 	for _, coding := range []string{squeeze.Gzip, squeeze.Zstd, squeeze.Brotli} {
 		for _, stream := range []bool{false, true} {
-			h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithLengthHiding(hidingMax)).Handler(bodyOf(body, stream))
+			h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithLengthHiding(hidingMax)).Handler(pageOf(body, stream))
 			srv := httptest.NewServer(h)
 			out, err := exec.Command(curl, "-sS", "--fail", "--compressed", "-H", "Accept-Encoding: "+coding, srv.URL).Output()
 			srv.Close()
