@@ -73,3 +73,7 @@ func SetSharedBreakerCooldown(m *Middleware, d time.Duration) {
 	}
 	m.shared.breaker.mu.Unlock()
 }
+
+// SetLengthHidingSecret fixes the secret of m's WithLengthHiding, so that
+// a test's padding is the same on every run.
+func SetLengthHidingSecret(m *Middleware, secret [32]byte) { m.hiding.secret = secret }
