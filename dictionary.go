@@ -15,6 +15,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	brrr "github.com/molecule-man/go-brrr"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/lru"
@@ -126,6 +127,14 @@ type dictStore struct {
 	// shared is the fleet's store (shared_dict.go), nil without one.
 	shared *shared
 
+	// learned holds the routes of WithLearnedDictionary (learned.go);
+	// training lets one of their trainings run at a time, jobs counts
+	// their background work, and observe is the Middleware's observer.
+	learned  []*learnedRoute
+	training *semaphore.Weighted
+	jobs     sync.WaitGroup
+	observe  func(Event)
+
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
 }
@@ -172,7 +181,7 @@ type standaloneDictionary struct {
 // no dictionary is configured, which keeps every dictionary hook off the
 // path of a response.
 func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
-	if len(c.dictMatch) == 0 && len(c.standalone) == 0 {
+	if len(c.dictMatch) == 0 && len(c.standalone) == 0 && len(c.learned) == 0 {
 		return nil, nil
 	}
 	s := &dictStore{
@@ -185,7 +194,10 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		standalone: map[string]*standaloneDictionary{},
 		static:     map[[32]byte]*dictionary{},
 		remembered: lru.New[[32]byte, *dictionary](c.dictStoreSize, nil),
+		training:   semaphore.NewWeighted(1),
+		observe:    c.observe,
 	}
+	s.learned = newLearnedRoutes(s, c.learned)
 	for _, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))
 	}
@@ -209,6 +221,9 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 // lookup returns the dictionary with this hash, marking it used, or nil.
 func (s *dictStore) lookup(hash [32]byte) *dictionary {
 	if d := s.static[hash]; d != nil {
+		return d
+	}
+	if d := s.lookupLearned(hash); d != nil {
 		return d
 	}
 	s.mu.Lock()
@@ -445,11 +460,16 @@ type dictResponse struct {
 // Available-Dictionary naming a held dictionary, a path matching that
 // dictionary's pattern, and a same-origin (or direct) request (RFC 9842 §9).
 func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) {
-	o, pattern, varies := s.begin(r, r.URL.EscapedPath(), ranged)
+	path := r.URL.EscapedPath()
+	o, pattern, varies := s.begin(r, path, ranged)
+	var hook responseHook = s
 	if varies {
-		return o, &dictResponse{s: s, pattern: pattern}
+		hook = &dictResponse{s: s, pattern: pattern}
 	}
-	return o, s
+	if lr := s.learnedFor(path); lr != nil {
+		hook = lr.follow(hook)
+	}
+	return o, hook
 }
 
 // begin is follow for a request to path (escaped): it returns the
@@ -463,6 +483,8 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	for _, p := range s.standaloneMatch {
 		varies = varies || cdt.MatchPath(p, path)
 	}
+	lr := s.learnedFor(path)
+	varies = varies || lr != nil
 	avail := r.Header["Available-Dictionary"]
 	if ranged || len(avail) == 0 || len(s.codings) == 0 || !sameSite(r.Header["Sec-Fetch-Site"]) {
 		return nil, pattern, varies
@@ -478,6 +500,9 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	d := s.lookup(hash)
 	if d == nil && pattern > 0 && s.shared != nil {
 		d = s.fetch(r.Context(), hash, path)
+	}
+	if d == nil && lr != nil && s.shared != nil {
+		d = lr.fetchForClient(r.Context(), hash)
 	}
 	if d == nil || !cdt.MatchPath(d.pattern, path) {
 		return nil, pattern, varies
@@ -596,9 +621,12 @@ func (d *dictResponse) ended(cw *responseWriter, completed bool) {
 // response to a path that matches no pattern; s is then the response's
 // hook, which wants no body and keeps nothing.
 func (s *dictStore) committed(_ *responseWriter, h http.Header, f facts) bool {
-	if len(s.links) > 0 && f.typed && matchTypes(htmlTypes, f.contentType) {
+	if (len(s.links) > 0 || len(s.learned) > 0) && f.typed && matchTypes(htmlTypes, f.contentType) {
 		v := h["Link"]
-		h["Link"] = append(v[:len(v):len(v)], s.links...)
+		v = s.learnedLinks(append(v[:len(v):len(v)], s.links...))
+		if len(v) > 0 {
+			h["Link"] = v
+		}
 	}
 	return false
 }
@@ -647,13 +675,13 @@ func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request
 // standaloneFor returns the handler of the WithDictionary dictionary at the
 // request's path, or nil. Only GET and HEAD are answered.
 func (s *dictStore) standaloneFor(r *http.Request) http.Handler {
-	if s == nil || len(s.standalone) == 0 || r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if s == nil || len(s.standalone) == 0 && len(s.learned) == 0 || r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return nil
 	}
 	if sd := s.standalone[r.URL.Path]; sd != nil {
 		return sd
 	}
-	return nil
+	return s.learnedServer(r.URL.Path)
 }
 
 // --- options ----------------------------------------------------------------

@@ -73,3 +73,11 @@ func SetSharedBreakerCooldown(m *Middleware, d time.Duration) {
 	}
 	m.shared.breaker.mu.Unlock()
 }
+
+// WaitLearned waits until the background work of m's learned dictionaries
+// (rounds, trainings, looks for the fleet's) has ended.
+func WaitLearned(m *Middleware) {
+	if m.dicts != nil {
+		m.dicts.jobs.Wait()
+	}
+}
