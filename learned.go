@@ -126,8 +126,8 @@ func LearnedSamples(n int) LearnedOption {
 }
 
 // LearnedTrainingMemory sets the most a training may allocate: the
-// samples it trains on are the newest whose training fits (about 48
-// bytes per sample byte, besides the encoders that measure the result;
+// samples it trains on are the newest whose training fits (64 bytes
+// per sample byte and 6 MiB, the encoders that measure the result included;
 // see docs/reference.md#learned-dictionaries). The default is
 // [DefaultLearnedTrainingMemory]; n must be at least 16 MiB.
 func LearnedTrainingMemory(n int64) LearnedOption {
@@ -411,7 +411,7 @@ func (r *learnedRoute) newLearnedDict(data []byte, gen uint64) *learnedDict {
 			d:           &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, static: true},
 			etag:        `"` + name + `"`,
 			useAs:       useAsDictionary(r.cfg.pattern) + ", id=" + id,
-			contentType: "application/octet-stream",
+			contentType: "text/plain; charset=utf-8", // compressed on the way, as text
 		},
 		path: r.cfg.path + name,
 		gen:  gen,
