@@ -1076,16 +1076,16 @@ func (m *Middleware) cachedStream(r *http.Request, o *offer, h http.Header, f *f
 // The fill follows its response as a responseHook: it wants no plain body
 // (it is the encoder's destination), a flushed stream is not stored, and
 // at the end it stores what it kept.
-func (f *cacheFill) committed(*responseWriter, http.Header, facts) bool { return false }
-func (f *cacheFill) plain([]byte) bool                                  { return false }
-func (f *cacheFill) flushed()                                           { f.drop() }
+func (f *cacheFill) committed(http.Header, facts) bool { return false }
+func (f *cacheFill) plain([]byte) bool                 { return false }
+func (f *cacheFill) flushed()                          { f.drop() }
 
 // ended stores the stream the fill kept if the response completed and its
 // stream ended whole, and otherwise drops it. The entry keeps an exact
 // copy, not the fill's buffer with its spare capacity, and its weight takes
 // over what the fill claimed.
-func (f *cacheFill) ended(cw *responseWriter, completed bool) {
-	if !completed || !cw.closed || !f.leading {
+func (f *cacheFill) ended(end responseEnd) {
+	if !end.completed || !end.closed || !f.leading {
 		f.drop()
 		return
 	}

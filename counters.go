@@ -260,7 +260,7 @@ func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).S
 //
 // shared_store counts the calls to the store of [WithSharedStore] by
 // [SharedResult]; breaker_open is 1 while its breaker is open.
-// learned_dictionary counts the [LearnedResult]s of [WithLearnedDictionary];
+// learned_dictionary counts each [LearnedResult] of [WithLearnedDictionary];
 // bytes_saved is the estimate [LearnedDelta] reports. The totals are the sums over "codings" and "reasons"; a coding appears
 // once it has been counted, every reason always.
 func (c *Counters) String() string {

@@ -116,6 +116,9 @@ type dictStore struct {
 
 	standalone map[string]*standaloneDictionary // by path
 	links      []string                         // Link values for text/html
+	// linkHook follows the responses to paths that match no pattern,
+	// adding links; nil when there are none.
+	linkHook *dictLinks
 	// standaloneMatch holds the match patterns of the standalone
 	// dictionaries: their responses vary on Available-Dictionary too.
 	standaloneMatch []string
@@ -197,7 +200,6 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		training:   semaphore.NewWeighted(1),
 		observe:    c.observe,
 	}
-	s.learned = newLearnedRoutes(s, c.learned)
 	for _, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))
 	}
@@ -214,6 +216,10 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		}
 		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
 		s.standaloneMatch = append(s.standaloneMatch, sd.match)
+	}
+	s.learned = newLearnedRoutes(s, c.learned)
+	if len(s.links) > 0 || len(s.learned) > 0 {
+		s.linkHook = &dictLinks{links: s.links, s: s}
 	}
 	return s, nil
 }
@@ -441,11 +447,14 @@ func (e *framedEncoder) Reset(w io.Writer) {
 // matches a pattern, and the hook that follows it.
 type dictResponse struct {
 	s *dictStore
+	// req is the request the response answers.
+	req *http.Request
 	// pattern is the index of the WithDictionaryMatch pattern the path
 	// matched, plus one; 0 when the path matches only the pattern of a
 	// standalone dictionary. Either way the response varies on
-	// Available-Dictionary.
-	pattern int
+	// Available-Dictionary. An int32, so that it and remember share a
+	// word: the struct fits the 48-byte size class.
+	pattern int32
 	// remember is set when the response carries Use-As-Dictionary from
 	// squeeze and is a GET: its plain body is collected in body.
 	remember bool
@@ -454,20 +463,23 @@ type dictResponse struct {
 
 // follow returns the dictionary offer the client of r may get, or nil, and
 // the hook that follows the response: a dictResponse on a path that matches
-// a pattern, allocated only there, and s itself on any other (it adds the
-// Link to standalone dictionaries). A delta needs all of: a dictionary
+// a pattern, allocated only there; on any other, s.linkHook (which adds the
+// Link to standalone dictionaries), nil without standalone dictionaries. A
+// delta needs all of: a dictionary
 // coding named explicitly in Accept-Encoding ("*" does not count), a valid
 // Available-Dictionary naming a held dictionary, a path matching that
 // dictionary's pattern, and a same-origin (or direct) request (RFC 9842 §9).
 func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) {
 	path := r.URL.EscapedPath()
 	o, pattern, varies := s.begin(r, path, ranged)
-	var hook responseHook = s
+	var hook responseHook
 	if varies {
-		hook = &dictResponse{s: s, pattern: pattern}
+		hook = &dictResponse{s: s, req: r, pattern: int32(pattern)}
+	} else if s.linkHook != nil {
+		hook = s.linkHook
 	}
 	if lr := s.learnedFor(path); lr != nil {
-		hook = lr.follow(hook)
+		hook = lr.follow(hook, r, o)
 	}
 	return o, hook
 }
@@ -567,11 +579,11 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // 200 of an eligible type, not encoded by the handler, not a range, without
 // a Use-As-Dictionary of the handler's own), and the Link to standalone
 // dictionaries on text/html. It asks for the body of a GET to remember.
-func (d *dictResponse) committed(cw *responseWriter, h http.Header, f facts) bool {
+func (d *dictResponse) committed(h http.Header, f facts) bool {
 	s := d.s
 	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
 	if p := d.pattern; p > 0 {
-		method := cw.req.Method
+		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
 			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 {
 			h["Use-As-Dictionary"] = []string{s.useAs[p-1]}
@@ -581,7 +593,8 @@ func (d *dictResponse) committed(cw *responseWriter, h http.Header, f facts) boo
 			}
 		}
 	}
-	s.committed(cw, h, f)
+	addDictionaryLinks(h, &f, s.links)
+	s.addLearnedLinks(h, &f)
 	return d.remember
 }
 
@@ -602,44 +615,55 @@ func (d *dictResponse) flushed() {}
 // Use-As-Dictionary, unless it did not match its declared length. A whole
 // body encoded from the buffer is still there; any other was collected by
 // plain.
-func (d *dictResponse) ended(cw *responseWriter, completed bool) {
-	if !completed || !d.remember || cw.why == ReasonLength {
+func (d *dictResponse) ended(end responseEnd) {
+	if !end.completed || !d.remember || end.lengthMismatch {
 		return
 	}
 	body, owned := d.body, true
-	if whole, ok := cw.sentWhole(); ok {
-		body, owned = whole, false
+	if end.wentWhole {
+		body, owned = end.whole, false
 	}
-	if cw.hdr.declared >= 0 && int64(len(body)) != cw.hdr.declared {
+	if end.declared >= 0 && int64(len(body)) != end.declared {
 		return
 	}
 	d.s.remember(body, d.s.patterns[d.pattern-1], owned)
 	d.body = nil
 }
 
-// committed adds the Link to standalone dictionaries on text/html, on a
-// response to a path that matches no pattern; s is then the response's
-// hook, which wants no body and keeps nothing.
-func (s *dictStore) committed(_ *responseWriter, h http.Header, f facts) bool {
-	if (len(s.links) > 0 || len(s.learned) > 0) && f.typed && matchTypes(htmlTypes, f.contentType) {
+// addDictionaryLinks adds links, the Link to each standalone dictionary, to
+// the header h of a text/html response.
+func addDictionaryLinks(h http.Header, f *facts, links []string) {
+	if len(links) > 0 && f.typed && matchTypes(htmlTypes, f.contentType) {
 		v := h["Link"]
-		v = s.learnedLinks(append(v[:len(v):len(v)], s.links...))
-		if len(v) > 0 {
-			h["Link"] = v
-		}
+		h["Link"] = append(v[:len(v):len(v)], links...)
 	}
+}
+
+// dictLinks is the hook of a response to a path that matches no pattern,
+// when there are standalone or learned dictionaries: it adds the Link to
+// them on text/html, wants no body and keeps nothing. One serves every such
+// response (dictStore.linkHook).
+type dictLinks struct {
+	links []string
+	s     *dictStore // for the links to learned dictionaries
+}
+
+func (l *dictLinks) committed(h http.Header, f facts) bool {
+	addDictionaryLinks(h, &f, l.links)
+	l.s.addLearnedLinks(h, &f)
 	return false
 }
 
-func (s *dictStore) plain([]byte) bool           { return false }
-func (s *dictStore) flushed()                    {}
-func (s *dictStore) ended(*responseWriter, bool) {}
+func (l *dictLinks) plain([]byte) bool { return false }
+func (l *dictLinks) flushed()          {}
+func (l *dictLinks) ended(responseEnd) {}
 
 // dictVary is the Vary of a response on a dictionary path: whether it is a
 // delta depends on Available-Dictionary, and on Sec-Fetch-Site too, since a
 // cross-site request never gets one (RFC 9842 §9); without it a shared
-// cache could hand a same-origin delta to a cross-site request.
-// dictionaryHeaders adds the same tokens to a handler's Vary.
+// cache could hand a same-origin delta to a cross-site request. The file
+// server sends it as it is; dictResponse.committed adds the same tokens to
+// a handler's Vary.
 const dictVary = "Accept-Encoding, Available-Dictionary, Sec-Fetch-Site"
 
 // addVaryTokens adds each token to Vary unless it, or "*", is there.
@@ -659,7 +683,7 @@ func addVaryTokens(h http.Header, tokens ...string) {
 	}
 }
 
-// serveStandalone answers a GET or HEAD for a WithDictionary path, through
+// ServeHTTP answers a GET or HEAD for a WithDictionary path, through
 // the middleware like any response, with the dictionary's strong ETag, a
 // Cache-Control that keeps it a day (a client revalidates with the ETag
 // after that) and Use-As-Dictionary.

@@ -288,10 +288,10 @@ type learnedRoute struct {
 
 	// live holds the route's dictionaries, newest first.
 	live atomic.Pointer[learnedSet]
-	// ratio is the last measured size of a delta over the size without a
-	// dictionary (math.Float64bits), 0 until measured: it estimates the
-	// bytes deltas save.
-	ratio atomic.Uint64
+	// saved is the bytes a delta saved per plain byte, as the last round
+	// measured (math.Float64bits), 0 until measured: it estimates what
+	// deltas save.
+	saved atomic.Uint64
 }
 
 const (
@@ -369,15 +369,22 @@ func (s *dictStore) learnedServer(path string) http.Handler {
 	return nil
 }
 
-// learnedLinks appends to v the Link value of each route's newest
-// dictionary.
-func (s *dictStore) learnedLinks(v []string) []string {
+// addLearnedLinks adds the Link to each route's newest dictionary to the
+// header h of a text/html response.
+func (s *dictStore) addLearnedLinks(h http.Header, f *facts) {
+	if len(s.learned) == 0 || !f.typed || !matchTypes(htmlTypes, f.contentType) {
+		return
+	}
+	v := h["Link"]
+	n := len(v)
 	for _, r := range s.learned {
 		if l := r.live.Load().link; l != "" {
-			v = append(v, l)
+			v = append(v[:len(v):len(v)], l)
 		}
 	}
-	return v
+	if len(v) > n {
+		h["Link"] = v
+	}
 }
 
 // holds reports whether d is one of the route's live dictionaries.
@@ -448,13 +455,14 @@ func (r *learnedRoute) publish(ld *learnedDict) bool {
 	return true
 }
 
-// measured records the ratio of delta to plain coded bytes a round found.
-func (r *learnedRoute) measured(ratio float64) {
-	r.ratio.Store(math.Float64bits(ratio))
+// measured records what a round found.
+func (r *learnedRoute) measured(m learnedMeasure) {
+	r.saved.Store(math.Float64bits(m.savedPerByte))
 }
 
-// ratioNow returns the ratio measured last, 0 before the first.
-func (r *learnedRoute) ratioNow() float64 { return math.Float64frombits(r.ratio.Load()) }
+// savedPerByte returns the bytes a delta saved per plain byte, as
+// measured last; 0 before the first measure.
+func (r *learnedRoute) savedPerByte() float64 { return math.Float64frombits(r.saved.Load()) }
 
 // --- sampling -------------------------------------------------------------
 
@@ -517,36 +525,53 @@ func (r *learnedRoute) addSample(body []byte, n int64) {
 
 // learnedResponse follows one response on a learned route: it wraps the
 // hook of the dictionary store (the Vary and Link edits, and remembering
-// bodies where WithDictionaryMatch applies too) and samples the body.
+// bodies where WithDictionaryMatch applies too), samples the body, and
+// reports what a delta against one of the route's dictionaries saved.
 type learnedResponse struct {
-	inner responseHook
+	inner responseHook // nil when the store has none for the path
 	r     *learnedRoute
+	req   *http.Request
+	// delta is the coding of the offer of a delta against one of the
+	// route's dictionaries the response may go out in, "" for none; h is
+	// the header, kept to tell at the end whether it did.
+	delta string
+	h     http.Header
 	// innerWants is what inner's committed answered; sampling is set
-	// while the body is sampled, whose reserved bytes are reserved.
+	// while the body is sampled, whose reserved bytes are reserved; n
+	// counts the plain bytes of a possible delta.
 	innerWants, sampling bool
 	body                 []byte
-	reserved             int64
+	reserved, n          int64
 }
 
-// follow returns the hook of a response on the route, wrapping inner, and
-// with a SharedStore looks for the fleet's newer dictionary now and then.
-func (r *learnedRoute) follow(inner responseHook) responseHook {
+// follow returns the hook of the response to req on the route, wrapping
+// inner (nil for none), which may go out in offer o; with a SharedStore it
+// looks for the fleet's newer dictionary now and then.
+func (r *learnedRoute) follow(inner responseHook, req *http.Request, o *offer) responseHook {
 	if r.s.shared != nil {
 		r.maybePoll()
 	}
-	return &learnedResponse{inner: inner, r: r}
+	l := &learnedResponse{inner: inner, r: r, req: req}
+	if o != nil && o.dict != nil && r.holds(o.dict) {
+		l.delta = o.coding
+	}
+	return l
 }
 
 // committed adds Vary for the dictionaries, lets the inner hook make its
 // edits, and starts sampling a body squeeze may learn from: a GET 200 of
 // an eligible type, not encoded by the handler nor a range, that
 // publicResponse allows to be shared, while the route collects.
-func (l *learnedResponse) committed(cw *responseWriter, h http.Header, f facts) bool {
+func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
-	l.innerWants = l.inner.committed(cw, h, f)
+	if l.inner != nil {
+		l.innerWants = l.inner.committed(h, f)
+	} else {
+		l.r.s.addLearnedLinks(h, &f)
+	}
 	r := l.r
-	if cw.req.Method == http.MethodGet && f.status == http.StatusOK && f.eligible && !f.encoded && !f.ranged &&
-		f.declared <= r.maxSample() && r.collecting() && publicResponse(cw.req.Header, h) {
+	if l.req.Method == http.MethodGet && f.status == http.StatusOK && f.eligible && !f.encoded && !f.ranged &&
+		f.declared <= r.maxSample() && r.collecting() && publicResponse(l.req.Header, h) {
 		l.sampling = true
 		if f.declared > 0 {
 			if !r.reserve(f.declared) {
@@ -557,28 +582,32 @@ func (l *learnedResponse) committed(cw *responseWriter, h http.Header, f facts) 
 			}
 		}
 	}
-	return l.innerWants || l.sampling
+	if l.delta != "" {
+		l.h = h
+	}
+	return l.innerWants || l.sampling || l.delta != ""
 }
 
-// plain passes p on to the inner hook while it wants it, and collects it
-// while sampling, reserving what the body grows by; past the longest
-// sample or the budget it gives up.
+// plain passes p on to the inner hook while it wants it, counts it for a
+// possible delta, and collects it while sampling, reserving what the body
+// grows by; past the longest sample or the budget it gives up.
 func (l *learnedResponse) plain(p []byte) bool {
 	if l.innerWants {
 		l.innerWants = l.inner.plain(p)
 	}
+	l.n += int64(len(p))
 	if l.sampling {
 		need := int64(len(l.body) + len(p))
 		if grow := need - l.reserved; grow > 0 {
 			if need > l.r.maxSample() || !l.r.reserve(grow) {
 				l.stopSampling()
-				return l.innerWants
+				return l.innerWants || l.delta != ""
 			}
 			l.reserved = need
 		}
 		l.body = append(l.body, p...)
 	}
-	return l.innerWants || l.sampling
+	return l.innerWants || l.sampling || l.delta != ""
 }
 
 // stopSampling drops the body collected and its reservation.
@@ -587,26 +616,36 @@ func (l *learnedResponse) stopSampling() {
 	l.sampling, l.body, l.reserved = false, nil, 0
 }
 
-func (l *learnedResponse) flushed() { l.inner.flushed() }
-
-// ended ends the inner hook, keeps the sample of a completed response
-// whose body matched its declared length, and reports the bytes a delta
-// against one of the route's dictionaries saved.
-func (l *learnedResponse) ended(cw *responseWriter, completed bool) {
-	l.inner.ended(cw, completed)
-	r := l.r
-	if o := cw.offer; o != nil && o.dict != nil && cw.encodedAs == o.coding && r.holds(o.dict) {
-		r.s.reportDelta(r, cw.written, cw.sent)
+func (l *learnedResponse) flushed() {
+	if l.inner != nil {
+		l.inner.flushed()
 	}
+}
+
+// ended ends the inner hook, reports the bytes a delta saved, and keeps
+// the sample of a completed response whose body matched its declared
+// length.
+func (l *learnedResponse) ended(end responseEnd) {
+	if l.inner != nil {
+		l.inner.ended(end)
+	}
+	r := l.r
+	if end.wentWhole {
+		l.n = int64(len(end.whole))
+	}
+	if l.delta != "" && end.completed && !end.lengthMismatch && headerHasToken(l.h["Content-Encoding"], l.delta) {
+		r.s.reportDelta(r, l.n)
+	}
+	l.h = nil
 	if !l.sampling {
 		return
 	}
 	body, owned := l.body, true
-	if whole, ok := cw.sentWhole(); ok {
-		body, owned = whole, false
+	if end.wentWhole {
+		body, owned = end.whole, false
 	}
 	n := int64(len(body))
-	if !completed || cw.why == ReasonLength || n == 0 || cw.hdr.declared >= 0 && n != cw.hdr.declared ||
+	if !end.completed || end.lengthMismatch || n == 0 || end.declared >= 0 && n != end.declared ||
 		n > r.maxSample() || n > l.reserved && !r.reserve(n-l.reserved) {
 		l.stopSampling()
 		return

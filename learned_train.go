@@ -60,11 +60,11 @@ func (r *learnedRoute) round(samples [][]byte, cost int64) {
 		r.poll()
 	}
 	if ld := r.newest(); ld != nil {
-		ratio := r.s.measure(ld.sd.d.data, samples)
-		if ratio > 0 {
-			r.measured(ratio)
+		m := r.s.measure(ld.sd.d.data, samples)
+		if m.ratio > 0 {
+			r.measured(m)
 		}
-		if ratio <= 0 || 1-ratio >= r.cfg.retrain {
+		if m.ratio <= 0 || 1-m.ratio >= r.cfg.retrain {
 			return
 		}
 	}
@@ -99,15 +99,15 @@ func (r *learnedRoute) train(samples [][]byte) {
 	if len(data) == 0 {
 		return
 	}
-	ratio := s.measure(data, held)
-	if ratio <= 0 || ratio >= 1 {
+	m := s.measure(data, held)
+	if m.ratio <= 0 || m.ratio >= 1 {
 		return
 	}
 	ld := r.newLearnedDict(data, gen)
 	if !r.publish(ld) {
 		return
 	}
-	r.measured(ratio)
+	r.measured(m)
 	var in int64
 	for _, b := range input {
 		in += int64(len(b))
@@ -169,48 +169,56 @@ func buildLearned(input [][]byte, size int) []byte {
 	return append(append(out, frag...), rep...)
 }
 
-// measure returns the bytes of samples encoded as dcz against data over
-// those encoded with zstd without it, at the middleware's zstd level, or 0
-// when it could not tell.
-func (s *dictStore) measure(data []byte, samples [][]byte) float64 {
+// learnedMeasure is what a dictionary did to a set of samples, encoded
+// with zstd at the middleware's level: the bytes of the deltas over the
+// bytes without the dictionary, and the bytes saved per plain byte. Zero
+// when it could not be told.
+type learnedMeasure struct {
+	ratio, savedPerByte float64
+}
+
+// measure encodes samples with zstd at the middleware's zstd level, as dcz
+// against data and without a dictionary, and returns what the dictionary
+// did.
+func (s *dictStore) measure(data []byte, samples [][]byte) learnedMeasure {
 	level := zstd.EncoderLevelFromZstd(s.zstdLevel)
 	plain, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
 		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(0)))
 	if err != nil {
-		return 0
+		return learnedMeasure{}
 	}
 	defer plain.Close()
 	delta, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
 		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(data))), zstd.WithEncoderDictRaw(0, data))
 	if err != nil {
-		return 0
+		return learnedMeasure{}
 	}
 	defer delta.Close()
-	var a, b int
+	var a, b, n int
 	var buf []byte
 	for _, p := range samples {
 		buf = plain.EncodeAll(p, buf[:0])
 		a += len(buf)
 		buf = delta.EncodeAll(p, buf[:0])
 		b += len(buf)
+		n += len(p)
 	}
-	if a == 0 {
-		return 0
+	if a == 0 || n == 0 {
+		return learnedMeasure{}
 	}
-	return float64(b) / float64(a)
+	return learnedMeasure{ratio: float64(b) / float64(a), savedPerByte: float64(a-b) / float64(n)}
 }
 
-// reportDelta reports the bytes a response of written plain bytes, sent
-// in sent bytes as a delta against one of r's dictionaries, saved: an
-// estimate, from the ratio r last measured, of what zstd without the
-// dictionary would have sent.
-func (s *dictStore) reportDelta(r *learnedRoute, written, sent int64) {
-	ratio := r.ratioNow()
-	if s.observe == nil || ratio <= 0 || sent <= 0 {
+// reportDelta reports the bytes a response of plain bytes, sent as a
+// delta against one of r's dictionaries, saved: an estimate, from what the
+// last round measured per plain byte, of what zstd without the dictionary
+// would have sent less what the delta did.
+func (s *dictStore) reportDelta(r *learnedRoute, plain int64) {
+	per := r.savedPerByte()
+	if s.observe == nil || per <= 0 || plain <= 0 {
 		return
 	}
-	saved := int64(float64(sent)/ratio) - sent
-	s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedDelta, In: written, Out: max(saved, 0)})
+	s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedDelta, In: plain, Out: int64(float64(plain) * per)})
 }
 
 // report sends e to the observer, if any.
