@@ -72,6 +72,7 @@ type config struct {
 	dictMatch           []string
 	dictStoreSize       int64
 	standalone          []standaloneConfig
+	learned             []learnedConfig // WithLearnedDictionary
 	levels              map[string]int
 	minSize             int
 	bufferSize          int
