@@ -939,7 +939,7 @@ func (m *Middleware) cacheable(h http.Header, f *facts) (cacheFields, bool) {
 // place, not returned, which would copy the key twice on every response,
 // with or without a cache. r is the request, o the response's offer.
 func (m *Middleware) cachedWhole(r *http.Request, o *offer, h http.Header, f *facts, body []byte, k *cacheKey) (stored []byte, store bool) {
-	if _, ok := m.cacheable(h, f); !ok {
+	if _, ok := m.cacheable(h, f); !ok || m.hiding.skipsCache(o.coding) {
 		return nil, false
 	}
 	*k = cacheKey{sum: maphash.Bytes(m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
@@ -1023,7 +1023,7 @@ func hasAuthorization(h http.Header) bool {
 // a response it may store, it returns a fill that tees the stream, on its
 // way to dst, into the cache, and that follows the response as its hook.
 func (m *Middleware) cachedStream(r *http.Request, o *offer, h http.Header, f *facts, dst io.Writer) ([]byte, *cacheFill) {
-	if !m.trustETags {
+	if !m.trustETags || m.hiding.skipsCache(o.coding) {
 		return nil, nil
 	}
 	cf, ok := m.cacheable(h, f)

@@ -10,7 +10,8 @@ import "net/http"
 // used for a delta. A day; the client revalidates with the ETag after
 // that. Set a Cache-Control in the handler (or in front of the file
 // server) to choose another (a year and immutable for names that carry a
-// version). Only a public response is marked (publicResponse), so the
+// version). Only a public response is marked (not private, no-store, nor
+// setting a cookie or answering credentials unless public), so the
 // freshness added never lets a shared cache keep what is one client's.
 const DictionaryCacheControl = "max-age=86400"
 

@@ -56,7 +56,11 @@ import (
 //     delta, computed once and kept. Such a file goes out with
 //     Cache-Control: [DictionaryCacheControl] unless the handler in front
 //     of the file server set a Cache-Control: a browser keeps a dictionary
-//     only while it is fresh.
+//     only while it is fresh. A response the handler in front made
+//     private (Cache-Control private or no-store, Set-Cookie), or one to a
+//     request with Authorization or Cookie unless the handler in front
+//     set Cache-Control: public, is neither a dictionary nor a delta, and
+//     none of its encodings is written to a [WithSharedStore].
 //
 // A file that may be encoded, has a sibling or is a dictionary is hashed
 // once per version (concurrent requests sharing one read), and its

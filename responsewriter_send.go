@@ -34,7 +34,7 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	if stored != nil {
 		rw.fromCache = true
 		rw.written = int64(len(body))
-		rw.sendEncodedBody(h, o.coding, stored, stateSent)
+		rw.sendEncodedBody(h, o.coding, stored, stateSent, -1)
 		return true
 	}
 	// Anything not smaller than the input is no gain: cap the output there
@@ -53,6 +53,13 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 		return false
 	}
 	_, err = enc.Write(body)
+	split := -1
+	if err == nil && rw.m.hiding != nil && deltaCodec(o.coding) == Brotli {
+		// Length hiding pads br and dcb before the last meta-block: a
+		// Flush ends the data on a byte boundary (writers.AppendPadding).
+		err = enc.Flush()
+		split = len(rw.out.b)
+	}
 	if err == nil {
 		err = enc.Close()
 	}
@@ -67,14 +74,21 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	}
 	rw.m.storeWhole(rw.req, h, &key, store, body, out)
 	rw.written = int64(len(body))
-	rw.sendEncodedBody(h, o.coding, out, stateSent)
+	rw.sendEncodedBody(h, o.coding, out, stateSent, split)
 	return true
 }
 
 // sendEncodedBody sends a whole encoded body, freshly encoded or stored,
-// with its Content-Length, and moves to state.
-func (rw *responseWriter) sendEncodedBody(h http.Header, coding string, out []byte, state writerState) {
+// with its Content-Length, and moves to state. Under WithLengthHiding the
+// body is padded on its way out, by the amount the plain bytes held back
+// decide (the whole body, or the start of a stream); split is where a br
+// or dcb body's data ends, -1 for other codings (lengthhiding.go).
+func (rw *responseWriter) sendEncodedBody(h http.Header, coding string, out []byte, state writerState, split int) {
 	rw.setEncoded(h, coding)
+	if rw.m.hiding != nil {
+		rw.sendPadded(h, coding, out, state, split)
+		return
+	}
 	rw.setLength(h, len(out))
 	rw.state = state
 	rw.sendHeader(h)
