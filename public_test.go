@@ -101,6 +101,9 @@ func TestPrivateResponseNeverBecomesADictionary(t *testing.T) {
 			if got := storeHolds(store, secret); got != tc.public {
 				t.Errorf("the fleet's store holds the page: %v, want %v (keys %q)", got, tc.public, store.keys())
 			}
+			if n := store.sets.Load() + store.claims.Load(); !tc.public && n != 0 {
+				t.Errorf("%d writes to the fleet's store after private responses and a page sent once; want none", n)
+			}
 		})
 	}
 }
