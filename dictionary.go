@@ -477,7 +477,7 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	}
 	d := s.lookup(hash)
 	if d == nil && pattern > 0 && s.shared != nil {
-		d = s.fetch(r.Context(), hash, path)
+		d = s.fetch(r.Context(), hash)
 	}
 	if d == nil || !cdt.MatchPath(d.pattern, path) {
 		return nil, pattern, varies

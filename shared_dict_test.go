@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -197,7 +198,6 @@ func TestSharedDictionaryRejectsWhatFailsVerification(t *testing.T) {
 		{"a byte of the body flipped", func(v []byte) []byte { v[len(v)-1] ^= 1; return v }},
 		{"the body cut short", func(v []byte) []byte { return v[:len(v)-1] }},
 		{"a pattern this replica does not use", func([]byte) []byte { return dictValue("/*", v1) }},
-		{"one of its patterns not matching the path", func([]byte) []byte { return dictValue("/css/*", v1) }},
 		{"another framing", func(v []byte) []byte { v[4] = '2'; return v }},
 		{"a pattern length past the value", func([]byte) []byte { return dictValue("/js/app.*.js", nil)[:7] }},
 		{"garbage", func([]byte) []byte { return randomBody(3, 5000) }},
@@ -524,4 +524,84 @@ func TestSharedStoreNotAskedOffDictionaryPaths(t *testing.T) {
 	if got := store.gets.Load(); got != 0 {
 		t.Errorf("store asked %d times for requests that could use no dictionary", got)
 	}
+}
+
+// A request names a real dictionary of the fleet on a path of another of
+// the replica's patterns: it gets no delta, but it neither marks the
+// value bad nor counts against the store, so however many such requests
+// come, the clients the dictionaries belong to get their deltas. Values
+// that are truly bad are refused and counted apart, and do not open the
+// breaker either: only calls that fail do.
+func TestSharedDictionaryOnAnotherPatternsPathKeepsSharing(t *testing.T) {
+	const n = 6 // dictionaries: more than the breaker's failures in a row
+	v1, v2 := versions(20 << 10)
+	dicts := make([][]byte, n)
+	files := map[string][]byte{}
+	for i := range dicts {
+		dicts[i] = append(bytes.Clone(v1), fmt.Sprintf("// build %d\n", i)...)
+		files["/js/app.b"+strconv.Itoa(i)+".js"] = dicts[i]
+	}
+	store := newMemStore()
+	a := newReplica(t, store, files)
+	for path := range files {
+		if rec := serveAt(a.h, path, chromeAE); rec.Header().Get("Use-As-Dictionary") == "" {
+			t.Fatalf("%s: no Use-As-Dictionary", path)
+		}
+	}
+	squeeze.WaitSharedStore(a.m)
+
+	b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2, "/css/site.css": v2},
+		squeeze.WithDictionaryMatch(fleetPattern, "/css/*"))
+	for round := range 3 {
+		for i, d := range dicts {
+			rec := serveAt(b.h, "/css/site.css", chromeAE, "Available-Dictionary", availableFor(d))
+			if ce := rec.Header().Get("Content-Encoding"); ce == squeeze.DCZ || ce == squeeze.DCB {
+				t.Fatalf("round %d, dictionary %d: %s against a dictionary whose pattern does not match /css/site.css", round, i, ce)
+			}
+			checkBody(t, rec.Header(), rec.Body.Bytes(), v2)
+		}
+	}
+	deltas := 0
+	for i, d := range dicts {
+		for range 2 {
+			rec := serveAt(b.h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(d))
+			if rec.Header().Get("Content-Encoding") == squeeze.DCZ {
+				decodeDelta(t, rec.Header(), rec.Body.Bytes(), dicts[i], v2)
+				deltas++
+			}
+		}
+	}
+	s := b.shared(t)
+	t.Logf("%d of %d requests got deltas after %d requests on another pattern's path; shared counters %+v", deltas, 2*n, 3*n, s)
+	if deltas != 2*n || s.BreakerOpened != 0 || s.VerificationsFailed != 0 || s.Hits != n {
+		t.Errorf("%d of %d deltas, shared counters %+v: want every request a delta, one hit per dictionary, nothing failed and the breaker never opened", deltas, 2*n, s)
+	}
+
+	// Values that fail verification: refused and counted, the breaker closed.
+	bad := make([][]byte, n)
+	for i := range bad {
+		bad[i] = append(bytes.Clone(v1), fmt.Sprintf("// corrupted %d\n", i)...)
+		if err := store.Set(t.Context(), "dict:"+availableKey(bad[i]), dictValue(fleetPattern, append(bytes.Clone(bad[i]), 'x')), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		for _, d := range bad {
+			rec := serveAt(b.h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(d))
+			if ce := rec.Header().Get("Content-Encoding"); ce == squeeze.DCZ || ce == squeeze.DCB {
+				t.Fatalf("%s against a value that fails verification", ce)
+			}
+			checkBody(t, rec.Header(), rec.Body.Bytes(), v2)
+		}
+	}
+	if s := b.shared(t); s.VerificationsFailed != n || s.BreakerOpened != 0 || s.BreakerOpen != 0 {
+		t.Errorf("after %d corrupted values: shared counters %+v, want %d verifications failed and the breaker never opened", n, s, n)
+	}
+}
+
+// availableKey returns the unpadded base64url SHA-256 of dict, as the keys
+// of dictionaries hold it.
+func availableKey(dict []byte) string {
+	h := sha256.Sum256(dict)
+	return base64.RawURLEncoding.EncodeToString(h[:])
 }
