@@ -331,13 +331,9 @@ func (s *shared) read(ctx context.Context, key string, limit int) (r sharedRead)
 		r.held = int64(size)
 		value, size, found, err = sizer.GetOrSize(ctx, key, size)
 	}
-	r.value, r.err = value, err
-	// A value over what was asked (grown since its length was told, or
-	// over the limit) was not brought: a miss, as for Get.
-	r.found = found && size <= int(r.held)
-	if !r.found {
-		r.value = nil
-	}
+	// A value told longer than what was asked (over the limit, or grown
+	// since its length was told) was not brought: a miss, as for Get.
+	r.value, r.found, r.err = value, found && (value != nil || size <= int(r.held)), err
 	return r
 }
 

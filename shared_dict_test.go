@@ -7,11 +7,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -604,4 +606,103 @@ func TestSharedDictionaryOnAnotherPatternsPathKeepsSharing(t *testing.T) {
 func availableKey(dict []byte) string {
 	h := sha256.Sum256(dict)
 	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// plainStore hides a store's GetOrSize: a SharedStore that cannot tell a
+// value's length, read in one call that holds the whole limit.
+type plainStore struct{ squeeze.SharedStore }
+
+// Requests naming hashes no replica ever stored, from many clients at
+// once, cost few reads of the store and hold little while they are read,
+// so a client naming the dictionary the fleet holds still gets its deltas:
+// the flood's reads take the places of keys asked for the first time, the
+// client's second request (its key asked again) one of the others, and
+// after that fetch the replica holds the dictionary itself. The client's
+// requests come one after another, amid the flood.
+func TestSharedDictionaryUnknownHashesLeaveRoomForKnownOnes(t *testing.T) {
+	const (
+		attackers = 16
+		requests  = 20
+		warm      = 200 // attacker requests before the client's first
+		// minDeltas is the bound: the client's first request may find the
+		// places full, and its second read may miss the timeout on a
+		// loaded machine; every later request is served from the
+		// replica's own copy.
+		minDeltas = requests - 5
+	)
+	v1, v2 := versions(20 << 10)
+	for _, tc := range []struct {
+		name  string
+		plain bool
+	}{{"store telling lengths", false}, {"plain store", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newMemStore()
+			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
+			learnV1(t, a)
+			store.latency = 10 * time.Millisecond
+			var s squeeze.SharedStore = store
+			if tc.plain {
+				s = plainStore{store}
+			}
+			// The attackers ask for a short script, not compressed: their
+			// requests cost the replica little but the lookup.
+			b := newReplica(t, s, map[string][]byte{"/js/app.v2.js": v2, "/js/app.x.js": []byte("x")},
+				squeeze.WithSharedStoreTimeout(100*time.Millisecond))
+			reads0 := store.gets.Load()
+
+			var attacks atomic.Int64
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range attackers {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(i), 1))
+					var hash [32]byte
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						for j := range hash {
+							hash[j] = byte(rng.Uint32())
+						}
+						avail := ":" + base64.StdEncoding.EncodeToString(hash[:]) + ":"
+						if rec := serveAt(b.h, "/js/app.x.js", chromeAE, "Available-Dictionary", avail); rec.Code != http.StatusOK {
+							t.Errorf("attacker's request: %d", rec.Code)
+							return
+						}
+						attacks.Add(1)
+					}
+				})
+			}
+			for attacks.Load() < warm {
+				time.Sleep(100 * time.Microsecond)
+			}
+			deltas := 0
+			for range requests {
+				rec := serveAt(b.h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(v1))
+				if rec.Header().Get("Content-Encoding") == squeeze.DCZ {
+					decodeDelta(t, rec.Header(), rec.Body.Bytes(), v1, v2)
+					deltas++
+					continue
+				}
+				checkBody(t, rec.Header(), rec.Body.Bytes(), v2)
+			}
+			close(stop)
+			wg.Wait()
+			reads, n, peak := store.gets.Load()-reads0, attacks.Load(), store.peak.Load()
+			t.Logf("%d of %d requests got deltas; the store was read %d times for %d attacker requests, at most %d at once; shared counters %+v",
+				deltas, requests, reads, n, peak, b.shared(t))
+			if deltas < minDeltas {
+				t.Errorf("%d of %d requests got deltas under a flood of unknown hashes, want at least %d", deltas, requests, minDeltas)
+			}
+			// 4 reads of keys asked for the first time, and the client's.
+			if peak > 5 {
+				t.Errorf("%d reads in flight at once, want at most 5", peak)
+			}
+			if reads*4 > n {
+				t.Errorf("the store was read %d times for %d requests naming unknown hashes, want at most a quarter", reads, n)
+			}
+		})
+	}
 }
