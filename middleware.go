@@ -34,7 +34,7 @@ type Middleware struct {
 	trustETags bool
 	// slots pools the per-response state (slot.go).
 	slots sync.Pool
-	// dotfiles is WithFileServerDotfiles (fileserver.go).
+	// dotfiles is WithFileServerDotfiles (fileserver_request.go).
 	dotfiles bool
 	// shared is the store of WithSharedStore, nil without one (shared.go).
 	shared *shared

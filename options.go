@@ -72,6 +72,7 @@ type config struct {
 	dictMatch           []string
 	dictStoreSize       int64
 	standalone          []standaloneConfig
+	learned             []learnedConfig // WithLearnedDictionary
 	levels              map[string]int
 	minSize             int
 	bufferSize          int
@@ -89,6 +90,7 @@ type config struct {
 	sharedMaxValue      int           // WithSharedStoreMaxValue
 	sharedWrites        int           // WithSharedStoreWriteBudget: writes a minute
 	sharedWriteBytes    int64         // WithSharedStoreWriteBudget: bytes a minute
+	sharedAdmitAfter    int           // WithSharedStoreAdmitAfter
 	lengthHiding        int           // WithLengthHiding; 0 when off
 }
 

@@ -78,7 +78,7 @@ func TestPrivateResponseNeverBecomesADictionary(t *testing.T) {
 			m := newMiddleware(t, squeeze.WithDictionaryMatch("/app/*"), squeeze.WithSharedStore(store))
 			forEachProtocol(t, m.Handler(privacyHandler(tc)), func(t *testing.T, srv *httptest.Server, c *http.Client) {
 				// Served often enough to earn a write, were it public.
-				for range squeeze.SharedAdmitAfter + 1 {
+				for range squeeze.DefaultSharedStoreAdmitAfter + 1 {
 					res, raw := fetch(t, c, srv.URL+"/app/account", chromeAE, tc.reqHeader...)
 					checkBody(t, res.Header, raw, privatePage)
 					if got := res.Header.Get("Use-As-Dictionary") != ""; got != tc.public {
@@ -113,8 +113,9 @@ func TestPrivateResponseNeverBecomesADictionary(t *testing.T) {
 // right. A dictionary of WithDictionary, which the operator chose, still
 // serves private responses.
 func TestPrivateResponseIsNoDeltaAgainstARememberedDictionary(t *testing.T) {
-	guess := append(bytes.Clone(privatePage[:12<<10]), "/app/guess"...) // what /app/guess serves
-	trained := textBody(31, 12<<10)                                  // the operator's own dictionary
+	// What /app/guess serves, and the operator's own dictionary.
+	guess := append(bytes.Clone(privatePage[:12<<10]), "/app/guess"...)
+	trained := textBody(31, 12<<10)
 	for _, tc := range privacyCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMiddleware(t, squeeze.WithDictionaryMatch("/app/*"),

@@ -16,8 +16,8 @@ package squeeze
 // through an encoder (sendWhole for a body that ended within the buffer, in
 // responsewriter_send.go; a stream, teed by the cache's fill, otherwise),
 // or plain (pass). Every byte reaches the client through wire. finish ends
-// the response as the handler returns: each hook's ended, then the
-// observer's reporter (observe.go).
+// the response as the handler returns: each hook's ended, told how it
+// ended (responseEnd), then the observer's reporter (observe.go).
 
 import (
 	"bufio"

@@ -37,8 +37,11 @@ type shared struct {
 	inflight *semaphore.Weighted
 	flights  singleflight.Group
 	breaker  breaker
-	// budget bounds what this Middleware writes (shared_admission.go).
-	budget *writeBudget
+	// budget bounds what this Middleware writes, and admitAfter is how
+	// often a dictionary is sent before it is written unasked
+	// (shared_admission.go).
+	budget     *writeBudget
+	admitAfter int
 	// rejected holds the keys whose value failed verification lately:
 	// they are not asked again for sharedRejectedFor, so one bad value
 	// named by many requests costs one fetch per period and does not trip
@@ -86,6 +89,10 @@ func newShared(c *config, observe func(Event)) *shared {
 		bytes = max(DefaultSharedStoreWriteBytes, int64(s.maxValue))
 	}
 	s.budget = newWriteBudget(writes, bytes)
+	s.admitAfter = c.sharedAdmitAfter
+	if s.admitAfter == 0 {
+		s.admitAfter = DefaultSharedStoreAdmitAfter
+	}
 	s.rejected = otter.Must(&otter.Options[string, struct{}]{
 		MaximumSize:      sharedRejectedKeys,
 		ExpiryCalculator: otter.ExpiryWriting[string, struct{}](sharedRejectedFor),

@@ -85,7 +85,7 @@ func balancer(replicas ...*replica) http.Handler {
 // write.
 func learnV1(t *testing.T, a *replica) {
 	t.Helper()
-	for range squeeze.SharedAdmitAfter {
+	for range squeeze.DefaultSharedStoreAdmitAfter {
 		rec := serveAt(a.h, "/js/app.v1.js", chromeAE)
 		if rec.Code != http.StatusOK || rec.Header().Get("Use-As-Dictionary") == "" {
 			t.Fatalf("v1 from the first replica: %d, Use-As-Dictionary %q", rec.Code, rec.Header().Get("Use-As-Dictionary"))
@@ -97,7 +97,7 @@ func learnV1(t *testing.T, a *replica) {
 // serveToEarn serves path from h as often as a dictionary takes to earn
 // its write to the fleet's store.
 func serveToEarn(h http.Handler, path string) {
-	for range squeeze.SharedAdmitAfter {
+	for range squeeze.DefaultSharedStoreAdmitAfter {
 		serveAt(h, path, chromeAE)
 	}
 }
@@ -123,7 +123,7 @@ func TestSharedDictionaryServesDeltaFromAnotherReplica(t *testing.T) {
 			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1}, tc.opts...)
 			b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, tc.opts...)
 			forEachProtocol(t, balancer(a, b), func(t *testing.T, srv *httptest.Server, c *http.Client) {
-				for range squeeze.SharedAdmitAfter { // earning the write
+				for range squeeze.DefaultSharedStoreAdmitAfter { // earning the write
 					res, raw := fetch(t, c, srv.URL+"/js/app.v1.js", chromeAE, "X-Replica", "0")
 					checkBody(t, res.Header, raw, v1)
 				}
@@ -474,7 +474,7 @@ func TestSharedStoreDownLeavesResponsesAlone(t *testing.T) {
 	store.down.Store(true)
 	v1, _ := versions(4 << 10)
 	a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
-	for range squeeze.SharedAdmitAfter {
+	for range squeeze.DefaultSharedStoreAdmitAfter {
 		rec := serveAt(a.h, "/js/app.v1.js", chromeAE)
 		checkBody(t, rec.Header(), rec.Body.Bytes(), v1)
 	}

@@ -75,7 +75,11 @@ const maxSharedTimeout = 10 * time.Second
 //
 //   - A body remembered as a dictionary ([WithDictionaryMatch]), and a
 //     [Middleware.FileServer] file used as one, is written to s under its
-//     SHA-256, with the pattern it was stored under. A replica asked for a
+//     SHA-256, with the pattern it was stored under, once it has earned
+//     it: a body sent in a public response that a client named in
+//     Available-Dictionary or that was sent twice
+//     ([WithSharedStoreAdmitAfter]), a file once sent in a public
+//     response. A replica asked for a
 //     delta against a dictionary it does not hold fetches it from s,
 //     checks its SHA-256 and that its pattern is one of this Middleware's
 //     own WithDictionaryMatch patterns matching the request's path, keeps it
@@ -86,11 +90,18 @@ const maxSharedTimeout = 10 * time.Second
 //   - A best-level encoding that a [Cache]'s upgrade or a FileServer's
 //     makes, of a plain coding or a delta, is written to s under the
 //     SHA-256 of the plain body, the coding, the level and the
-//     dictionary's SHA-256. Before it upgrades, a replica looks there; it
+//     dictionary's SHA-256, once it went out in a public response (and,
+//     for a Cache's entry, after three hits). Before it upgrades, a
+//     replica looks there; it
 //     keeps what it finds only after decoding it once and checking the
 //     SHA-256 of the result. On a miss it claims the work, so that each
 //     encoding is made once per fleet; a claim its owner never fulfils
 //     expires after a minute.
+//
+// Nothing private is written: a response that is private, no-store, sets
+// a cookie or answers Authorization or Cookie without Cache-Control:
+// public is no dictionary and its encodings stay local. Each Middleware
+// writes at most [WithSharedStoreWriteBudget] a minute, claims included.
 //
 // Local stores stay in front: s is asked only on a local miss, at most
 // once at a time per key per Middleware, and every call ends at the per-call
