@@ -435,6 +435,10 @@ type dictResponse struct {
 	// squeeze and is a GET: its plain body is collected in body.
 	remember bool
 	body     []byte
+	// origin is the Origin of a same-site CORS request offered a delta:
+	// the delta stands only if the response is readable there (see
+	// corsReadable), which its header tells at the verdict.
+	origin string
 }
 
 // follow returns the dictionary offer the client of r may get, or nil, and
@@ -443,44 +447,53 @@ type dictResponse struct {
 // Link to standalone dictionaries). A delta needs all of: a dictionary
 // coding named explicitly in Accept-Encoding ("*" does not count), a valid
 // Available-Dictionary naming a held dictionary, a path matching that
-// dictionary's pattern, and a same-origin (or direct) request (RFC 9842 §9).
+// dictionary's pattern, and a request from the same origin, a direct one,
+// or a same-site CORS request whose response its origin may read (RFC 9842
+// §9: see corsOrigin). The last is known only from the response's header:
+// the hook then checks it at the verdict and drops the delta if not.
 func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) {
-	o, pattern, varies := s.begin(r, r.URL.EscapedPath(), ranged)
+	o, pattern, varies, origin := s.begin(r, r.URL.EscapedPath(), ranged)
 	if varies {
-		return o, &dictResponse{s: s, pattern: pattern}
+		return o, &dictResponse{s: s, pattern: pattern, origin: origin}
 	}
 	return o, s
 }
 
 // begin is follow for a request to path (escaped): it returns the
 // dictionary offer the client may get, or nil, the index plus one of the
-// WithDictionaryMatch pattern path matches (0 for none), and whether the
-// response varies on Available-Dictionary. The file server calls it with
-// the path the request arrived with, before any prefix was stripped.
-func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, pattern int, varies bool) {
+// WithDictionaryMatch pattern path matches (0 for none), whether the
+// response varies on Available-Dictionary, and, for a same-site CORS
+// request, its Origin: the offer then stands only if the response is
+// readable there (corsReadable). The file server calls it with the path
+// the request arrived with, before any prefix was stripped.
+func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, pattern int, varies bool, origin string) {
 	pattern = s.matchIndex(path) + 1
 	varies = pattern > 0
 	for _, p := range s.standaloneMatch {
 		varies = varies || cdt.MatchPath(p, path)
 	}
 	avail := r.Header["Available-Dictionary"]
-	if ranged || len(avail) == 0 || len(s.codings) == 0 || !sameSite(r.Header["Sec-Fetch-Site"]) {
-		return nil, pattern, varies
+	if ranged || len(avail) == 0 || len(s.codings) == 0 {
+		return nil, pattern, varies, ""
+	}
+	origin, ok := deltaSite(r.Header)
+	if !ok {
+		return nil, pattern, varies, ""
 	}
 	coding := explicitCoding(r.Header["Accept-Encoding"], s.codings)
 	if coding == "" {
-		return nil, pattern, varies
+		return nil, pattern, varies, ""
 	}
 	hash, ok := cdt.ParseAvailableDictionary(avail)
 	if !ok {
-		return nil, pattern, varies
+		return nil, pattern, varies, ""
 	}
 	d := s.lookup(hash)
 	if d == nil && pattern > 0 && s.shared != nil {
 		d = s.fetch(r.Context(), hash, path)
 	}
 	if d == nil || !cdt.MatchPath(d.pattern, path) {
-		return nil, pattern, varies
+		return nil, pattern, varies, ""
 	}
 	if o = s.offerFor(d, coding); o == nil && len(s.codings) == 2 {
 		// The other dictionary coding, if the client names it too: dcb
@@ -493,21 +506,65 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 			o = s.offerFor(d, other)
 		}
 	}
-	return o, pattern, varies
+	if o == nil {
+		origin = ""
+	}
+	return o, pattern, varies, origin
 }
 
-// sameSite reports whether Sec-Fetch-Site allows a dictionary: absent (not
-// a browser, or an old one), same-origin, or none (the user's own
-// navigation).
-func sameSite(lines []string) bool {
-	if len(lines) == 0 {
-		return true
+// deltaSite reports whether the request's Sec-Fetch-Site allows a delta,
+// and returns the Origin whose reading of the response it then depends
+// on, "" for none. A delta's size tells how much of the response the
+// dictionary holds, so it goes only where the page that asked may read
+// both (RFC 9842 §9):
+//   - no Sec-Fetch-Site (not a browser, or an old one), same-origin, or
+//     none (the user's own navigation): yes;
+//   - same-site, another origin of the site (a static or CDN subdomain,
+//     another port): only for a CORS request (Sec-Fetch-Mode: cors) with
+//     one Origin, and then only if the response turns out readable there
+//     (corsReadable); the browser itself keeps a no-cors response's
+//     dictionary out of such requests;
+//   - cross-site, or anything else: never, whatever the response allows.
+func deltaSite(h http.Header) (origin string, ok bool) {
+	site := h["Sec-Fetch-Site"]
+	if len(site) == 0 {
+		return "", true
 	}
-	if len(lines) > 1 {
+	if len(site) > 1 {
+		return "", false
+	}
+	switch v := trimOWS(site[0]); {
+	case equalFold(v, "same-origin") || equalFold(v, "none"):
+		return "", true
+	case !equalFold(v, "same-site"):
+		return "", false
+	}
+	mode, from := h["Sec-Fetch-Mode"], h["Origin"]
+	if len(mode) != 1 || !equalFold(trimOWS(mode[0]), "cors") || len(from) != 1 {
+		return "", false
+	}
+	origin = trimOWS(from[0])
+	if origin == "" || origin == "null" {
+		return "", false
+	}
+	return origin, true
+}
+
+// corsReadable reports whether a response with header h passes the CORS
+// check of a request from origin: its one Access-Control-Allow-Origin is
+// that origin, byte for byte, or "*". "*" counts because a response any
+// page may read hides nothing a delta's size could tell: the page could
+// read the response, and the dictionary (a response the browser kept only
+// because that page could read it). A request with credentials does not
+// pass the browser's check with "*", so its page reads neither the body
+// nor, with it, the size.
+func corsReadable(h http.Header, origin string) bool {
+	v := h["Access-Control-Allow-Origin"]
+	if len(v) != 1 {
 		return false
 	}
-	v := trimOWS(lines[0])
-	return equalFold(v, "same-origin") || equalFold(v, "none")
+	allow := trimOWS(v[0])
+	return allow == "*" || allow == origin
 }
 
 // explicitCoding returns the one of codings that Accept-Encoding names
@@ -545,6 +602,9 @@ var htmlTypes = compileTypes([]string{"text/html"})
 func (d *dictResponse) committed(cw *responseWriter, h http.Header, f facts) bool {
 	s := d.s
 	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
+	if d.origin != "" && !corsReadable(h, d.origin) {
+		cw.dropDelta()
+	}
 	if p := d.pattern; p > 0 {
 		method := cw.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
@@ -611,7 +671,16 @@ func (s *dictStore) ended(*responseWriter, bool) {}
 // delta depends on Available-Dictionary, and on Sec-Fetch-Site too, since a
 // cross-site request never gets one (RFC 9842 §9); without it a shared
 // cache could hand a same-origin delta to a cross-site request.
-// dictionaryHeaders adds the same tokens to a handler's Vary.
+// dictResponse.committed adds the same tokens to a handler's Vary.
+//
+// A same-site request's delta depends on Sec-Fetch-Mode and Origin as well
+// (deltaSite), which Vary need not name: a browser sends
+// Available-Dictionary only in CORS mode, so a no-cors request never
+// matches a stored delta; and a delta stored for one origin carries the
+// Access-Control-Allow-Origin that allowed it, which fails the CORS check
+// of any origin it does not name, as the response without a delta would.
+// A handler that writes that field from Origin varies on Origin already,
+// as CORS asks.
 const dictVary = "Accept-Encoding, Available-Dictionary, Sec-Fetch-Site"
 
 // addVaryTokens adds each token to Vary unless it, or "*", is there.

@@ -561,11 +561,14 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 			o = &offers[i]
 		}
 	}
-	dictPattern, dictVaries := 0, false
+	dictPattern, dictVaries, dictOrigin := 0, false, ""
 	if d := m.dicts; d != nil {
 		fr.primeDictionary(d)
 		var delta *offer
-		delta, dictPattern, dictVaries = d.begin(fr.r, fr.upath, ranged)
+		delta, dictPattern, dictVaries, dictOrigin = d.begin(fr.r, fr.upath, ranged)
+		if delta != nil && dictOrigin != "" && !corsReadable(fr.w.Header(), dictOrigin) {
+			delta = nil // the CORS headers of a handler around it say no
+		}
 		if delta != nil && encodable {
 			fallback, o = o, delta
 		}

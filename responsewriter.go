@@ -86,6 +86,12 @@ type responseWriter struct {
 	// offer is the negotiated coding (one of m.offers, or a dictionary
 	// coding's offer), or nil for identity.
 	offer *offer
+	// held points to the bytes of the string a WriteString gave while
+	// the verdict waited, when the buffer holds that one write and
+	// nothing else (see writeString): a plain body then goes on to the
+	// underlying writer's WriteString, as if squeeze were not there. Its
+	// length is the buffer's.
+	held *byte
 
 	// after is set when the handler asked for the header after choosing
 	// the status (see restoreHeader).
@@ -137,6 +143,10 @@ type responseWriter struct {
 	nhooks uint8
 	// teeing has bit i set while hooks[i] wants the plain body.
 	teeing uint8
+	// fallback is the index plus one in m.offers of the offer negotiated
+	// without the dictionary when a delta's offer replaced it, 0 when
+	// none did or nothing else was acceptable (see fallbackOffer).
+	fallback uint8
 	// report is the observer's part (observe.go).
 	report reporter
 	// onlyContentType is set when the header held only Content-Type as
@@ -164,18 +174,39 @@ func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r
 	cw.hdr.declared = -1
 	cw.head = r.Method == http.MethodHead
 	cw.ranged = len(rh.ranges) > 0
+	i := -1
 	if !cw.ranged {
-		if i := s.negotiate(rh.acceptEncoding, m.offers); i >= 0 {
+		if i = s.negotiate(rh.acceptEncoding, m.offers); i >= 0 {
 			cw.offer = &m.offers[i]
 		}
 	}
 	if m.dicts != nil {
-		// A dictionary the client holds may replace the offer.
+		// A dictionary the client holds may replace the offer; the one
+		// it replaces stays at hand (fallbackOffer).
 		o, hook := m.dicts.follow(r, cw.ranged)
 		if o != nil {
-			cw.offer = o
+			cw.offer, cw.fallback = o, uint8(i+1)
 		}
 		cw.attach(hook)
+	}
+}
+
+// fallbackOffer returns the offer negotiated without the dictionary when a
+// delta's offer replaced it, or nil.
+func (cw *responseWriter) fallbackOffer() *offer {
+	if cw.fallback == 0 {
+		return nil
+	}
+	return &cw.m.offers[cw.fallback-1]
+}
+
+// dropDelta gives up the delta's offer for the one negotiated without the
+// dictionary (nil: identity). A hook calls it at the verdict, when the
+// response is not one its client may get as a delta: commit then goes on
+// with that offer, or decides again without one.
+func (cw *responseWriter) dropDelta() {
+	if cw.offer != nil && cw.offer.dict != nil {
+		cw.offer, cw.fallback = cw.fallbackOffer(), 0
 	}
 }
 
@@ -449,6 +480,11 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		if k.committed(cw, h, *f) { // the dictionaries': Vary, Use-As-Dictionary, Link
 			cw.teeing |= 1 << i
 		}
+	}
+	if v == sendEncoded && cw.offer == nil {
+		// A hook dropped a delta and nothing else was acceptable.
+		f.offered = false
+		v, why, _ = cw.m.decide(f)
 	}
 	if _, ok := h["Content-Type"]; ok && len(h) == 1 {
 		cw.onlyContentType = true
