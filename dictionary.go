@@ -743,8 +743,11 @@ type standaloneConfig struct {
 // [WithContentTypes] allows, carries Use-As-Dictionary: match="<pattern>",
 // and its plain body is remembered (see [WithDictionaryStoreSize]). A later
 // request whose path matches the same pattern, naming that body in
-// Available-Dictionary and [DCZ] or [DCB] in Accept-Encoding, from the same
-// site, gets the response as a delta against it. Every response to a
+// Available-Dictionary and [DCZ] or [DCB] in Accept-Encoding, gets the
+// response as a delta against it when it comes from the same origin, or
+// from another origin of the same site in CORS mode and the response's
+// Access-Control-Allow-Origin names that origin or is "*" (a script on a
+// static subdomain loaded with crossorigin); never from another site. Every response to a
 // matching path carries Vary: Accept-Encoding, Available-Dictionary.
 //
 // Do not use it for responses that mix secrets with input an attacker can
