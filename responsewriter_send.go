@@ -12,7 +12,8 @@ import (
 
 // sendWhole encodes a body that ended within the buffer into a second
 // pooled buffer no larger than the body, and sends it with its encoded
-// Content-Length if it came out smaller. It reports whether it sent it; if
+// Content-Length if it came out smaller; a delta goes out only if it is
+// smaller than the coding it replaced too. It reports whether it sent it; if
 // not, it records why in f (noEncoder, noGain) for decide to name. A HEAD
 // handler's declared but unwritten body sends the encoded header without a
 // length, which only the body could give (RFC 9110 §9.3.2). decide sends
@@ -44,13 +45,47 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	// second buffer's Get and Put (docs/internals.md#what-a-response-costs).
 	outBuf := cw.getBuffer()
 	defer cw.keepBuffer(outBuf)
-	cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
+	out, ok, noEncoder := cw.encodeWhole(o, body, (*outBuf)[:0:len(body)-1])
+	if fb := cw.fallbackOffer(); o.dict != nil && fb != nil {
+		// A delta never goes out larger than the coding it replaces:
+		// its header alone takes 36 or 40 bytes, more than a dictionary
+		// that shares little with a small body saves. The coding is
+		// tried capped below the delta, so it wins only when smaller.
+		limit := len(body) - 1
+		if ok {
+			limit = len(out) - 1
+		}
+		fbBuf := cw.getBuffer()
+		defer cw.keepBuffer(fbBuf)
+		if fbOut, fbOK, _ := cw.encodeWhole(fb, body, (*fbBuf)[:0:max(limit, 0)]); fbOK {
+			cw.m.storeWhole(&key, store, body, nil) // the delta, not kept
+			cw.offer, cw.fallback = fb, 0
+			cw.written = int64(len(body))
+			cw.sendEncodedBody(h, fb.coding, fbOut, stateSent)
+			return true
+		}
+	}
+	if !ok {
+		cw.m.storeWhole(&key, store, body, nil)
+		f.noEncoder, f.noGain = noEncoder, !noEncoder
+		return false
+	}
+	cw.m.storeWhole(&key, store, body, out)
+	cw.written = int64(len(body))
+	cw.sendEncodedBody(h, o.coding, out, stateSent)
+	return true
+}
+
+// encodeWhole encodes body with o into dst, whose capacity is the most the
+// encoding may take. ok is false when it would take more (no gain), or
+// when no encoder could be had (noEncoder).
+func (cw *responseWriter) encodeWhole(o *offer, body, dst []byte) (out []byte, ok, noEncoder bool) {
+	cw.out = cappedBuffer{b: dst}
 	t0 := cw.clock()
 	enc, err := cw.slot.encoder(o, &cw.out)
 	if err != nil {
-		cw.m.storeWhole(&key, store, body, nil)
-		f.noEncoder = true
-		return false
+		cw.out = cappedBuffer{}
+		return nil, false, true
 	}
 	_, err = enc.Write(body)
 	if err == nil {
@@ -58,17 +93,9 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	}
 	cw.slot.keepEncoder(o, enc)
 	cw.spent(t0)
-	out := cw.out.b
+	out = cw.out.b
 	cw.out = cappedBuffer{}
-	if err != nil {
-		cw.m.storeWhole(&key, store, body, nil)
-		f.noGain = true
-		return false
-	}
-	cw.m.storeWhole(&key, store, body, out)
-	cw.written = int64(len(body))
-	cw.sendEncodedBody(h, o.coding, out, stateSent)
-	return true
+	return out, err == nil, false
 }
 
 // sendEncodedBody sends a whole encoded body, freshly encoded or stored,
