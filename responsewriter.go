@@ -314,6 +314,7 @@ func (cw *responseWriter) implicitHeader() {
 // write holds p back while the verdict waits, then passes the body on.
 func (cw *responseWriter) write(p []byte) (int, error) {
 	if cw.state == stateWaiting {
+		cw.held = nil // the buffer holds more than one string now
 		held, err := cw.hold(p)
 		if err != nil {
 			return 0, err
@@ -328,10 +329,15 @@ func (cw *responseWriter) write(p []byte) (int, error) {
 // writeString is write for a string, which it does not copy: the held
 // back buffer, the dictionary being collected and the encoders copy or
 // only read its bytes, and a plain body goes to the underlying writer's
-// own WriteString (io.WriteString), which is given the string itself.
+// own WriteString (io.WriteString), which is given the string itself: a
+// body held back whole as one string too (see held and sendHeld).
 func (cw *responseWriter) writeString(s string) (int, error) {
 	p := unsafe.Slice(unsafe.StringData(s), len(s))
 	if cw.state == stateWaiting {
+		cw.held = nil
+		if len(cw.buffered()) == 0 && len(s) > 0 {
+			cw.held = unsafe.StringData(s)
+		}
 		held, err := cw.hold(p)
 		if err != nil {
 			return 0, err
@@ -547,12 +553,24 @@ func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 // calls pass, never write, so that the flow from a write through the
 // verdict to the client goes one way and never back into hold.
 func (cw *responseWriter) sendHeld() error {
+	held := cw.held
+	cw.held = nil
 	if cw.buf == nil {
 		return nil
 	}
 	var err error
-	if len(*cw.buf) > 0 {
-		_, err = cw.pass(*cw.buf)
+	switch b := *cw.buf; {
+	case len(b) > 0 && held != nil && cw.state == statePlain:
+		// The one string a WriteString gave, to the underlying
+		// writer's WriteString, as without squeeze.
+		if cw.teeing != 0 {
+			cw.tee(b)
+		}
+		var n int
+		n, err = io.WriteString(cw.w, unsafe.String(held, len(b)))
+		cw.sent += int64(n)
+	case len(b) > 0:
+		_, err = cw.pass(b)
 	}
 	cw.releaseBuffer()
 	return err
@@ -651,6 +669,7 @@ func hijackerOf(w http.ResponseWriter) http.Hijacker {
 // with net/http's own ReadFrom, an empty src writes nothing: the status is
 // set (200 unless WriteHeader came first) by the first byte, not the call.
 func (cw *responseWriter) holdFrom(src io.Reader) (int64, error) {
+	cw.held = nil // what src gives joins the buffer
 	var total int64
 	if cw.state == stateWaiting && cw.status == 0 {
 		m, err := readSome(src, cw.first[:])
