@@ -89,7 +89,28 @@ type dictionary struct {
 	static  bool   // registered with WithDictionary: never evicted
 
 	dcz, dcb lazyOffer
+	// fleet is what a remembered dictionary has earned of the fleet's
+	// store (shared_admission.go); unused without one.
+	fleet sharedCandidate
 }
+
+// dictOrigin says how a dictionary came to be remembered, or seen again:
+// what it earns of the fleet's store (see dictStore.seen).
+type dictOrigin uint8
+
+const (
+	// fromResponse: the body of a public response sent with
+	// Use-As-Dictionary; it earns its place in the store by being sent
+	// again, or asked for by hash.
+	fromResponse dictOrigin = iota
+	// fromFile: a FileServer's file sent in a public response with
+	// Use-As-Dictionary: the operator's own, which has earned its place.
+	fromFile
+	// byHash: a client named it in Available-Dictionary (a file the
+	// FileServer found by that hash, or one held already): earned, but
+	// public only once it goes out in a public response.
+	byHash
+)
 
 // lazyOffer is the offer of one dictionary coding for one dictionary, built
 // the first time a client asks for it. o is nil if it could not be built.
@@ -115,6 +136,9 @@ type dictStore struct {
 
 	standalone map[string]*standaloneDictionary // by path
 	links      []string                         // Link values for text/html
+	// linkHook follows the responses to paths that match no pattern,
+	// adding links; nil when there are none.
+	linkHook *dictLinks
 	// standaloneMatch holds the match patterns of the standalone
 	// dictionaries: their responses vary on Available-Dictionary too.
 	standaloneMatch []string
@@ -203,6 +227,9 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
 		s.standaloneMatch = append(s.standaloneMatch, sd.match)
 	}
+	if len(s.links) > 0 {
+		s.linkHook = &dictLinks{links: s.links}
+	}
 	return s, nil
 }
 
@@ -219,24 +246,47 @@ func (s *dictStore) lookup(hash [32]byte) *dictionary {
 
 // remember stores body as a dictionary for pattern, unless it is empty,
 // larger than a quarter of the budget, or held already (then it only counts
-// as used). owned says body may be kept as it is; otherwise it is copied.
-// It costs the budget the capacity of the slice kept, which is what the
-// heap holds, and dictEntryBytes.
-func (s *dictStore) remember(body []byte, pattern string, owned bool) {
+// as seen again). owned says body may be kept as it is; otherwise it is
+// copied. It costs the budget the capacity of the slice kept, which is
+// what the heap holds, and dictEntryBytes. from says where body came from:
+// a body that is not public is never remembered, except a FileServer's
+// file found by hash (byHash), which is shared only once it goes out in a
+// public response.
+func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictOrigin) {
 	if len(body) == 0 || int64(len(body)) > s.maxBody {
 		return
 	}
 	hash := sha256.Sum256(body)
-	if s.lookup(hash) != nil {
+	if held := s.lookup(hash); held != nil {
+		s.seen(held, from)
 		return
 	}
 	if !owned {
 		body = bytes.Clone(body)
 	}
 	d := &dictionary{hash: hash, data: body, pattern: pattern}
-	if s.insert(d, int64(cap(body))+dictEntryBytes) == d && s.shared != nil {
-		s.publish(d)
+	s.seen(s.insert(d, int64(cap(body))+dictEntryBytes), from)
+}
+
+// seen records that d, a dictionary held, went out again or was named as
+// from says, and writes it to the fleet's store once it has earned it
+// (shared_admission.go): public, and asked for by hash, sent
+// sharedAdmitAfter times, or a FileServer's file.
+func (s *dictStore) seen(d *dictionary, from dictOrigin) {
+	if s.shared == nil || d.static {
+		return
 	}
+	switch from {
+	case fromResponse:
+		d.fleet.markPublic()
+		d.fleet.served()
+	case fromFile:
+		d.fleet.markPublic()
+		d.fleet.earn()
+	case byHash:
+		d.fleet.earn()
+	}
+	s.share(d)
 }
 
 // insert adds d, a remembered dictionary costing weight, to the store and
@@ -426,75 +476,72 @@ func (e *framedEncoder) Reset(w io.Writer) {
 // matches a pattern, and the hook that follows it.
 type dictResponse struct {
 	s *dictStore
+	// req is the request the response answers.
+	req *http.Request
 	// pattern is the index of the WithDictionaryMatch pattern the path
 	// matched, plus one; 0 when the path matches only the pattern of a
 	// standalone dictionary. Either way the response varies on
-	// Available-Dictionary.
-	pattern int
+	// Available-Dictionary. An int32, so that it and remember share a
+	// word: the struct fits the 48-byte size class.
+	pattern int32
 	// remember is set when the response carries Use-As-Dictionary from
 	// squeeze and is a GET: its plain body is collected in body.
 	remember bool
 	body     []byte
-	// origin is the Origin of a same-site CORS request offered a delta:
-	// the delta stands only if the response is readable there (see
-	// corsReadable), which its header tells at the verdict.
-	origin string
 }
 
 // follow returns the dictionary offer the client of r may get, or nil, and
 // the hook that follows the response: a dictResponse on a path that matches
-// a pattern, allocated only there, and s itself on any other (it adds the
-// Link to standalone dictionaries). A delta needs all of: a dictionary
+// a pattern, allocated only there; on any other, s.linkHook (which adds the
+// Link to standalone dictionaries), nil without standalone dictionaries. A
+// delta needs all of: a dictionary
 // coding named explicitly in Accept-Encoding ("*" does not count), a valid
 // Available-Dictionary naming a held dictionary, a path matching that
 // dictionary's pattern, and a request from the same origin, a direct one,
-// or a same-site CORS request whose response its origin may read (RFC 9842
-// §9: see corsOrigin). The last is known only from the response's header:
-// the hook then checks it at the verdict and drops the delta if not.
+// or a same-site CORS request (RFC 9842 §9: see deltaSite); at the verdict,
+// deltaAllowed may still refuse it for what the response's header says.
 func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) {
-	o, pattern, varies, origin := s.begin(r, r.URL.EscapedPath(), ranged)
+	o, pattern, varies := s.begin(r, r.URL.EscapedPath(), ranged)
 	if varies {
-		return o, &dictResponse{s: s, pattern: pattern, origin: origin}
+		return o, &dictResponse{s: s, req: r, pattern: int32(pattern)}
 	}
-	return o, s
+	if s.linkHook == nil {
+		return o, nil // not an interface holding a nil pointer
+	}
+	return o, s.linkHook
 }
 
 // begin is follow for a request to path (escaped): it returns the
 // dictionary offer the client may get, or nil, the index plus one of the
-// WithDictionaryMatch pattern path matches (0 for none), whether the
-// response varies on Available-Dictionary, and, for a same-site CORS
-// request, its Origin: the offer then stands only if the response is
-// readable there (corsReadable). The file server calls it with the path
-// the request arrived with, before any prefix was stripped.
-func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, pattern int, varies bool, origin string) {
+// WithDictionaryMatch pattern path matches (0 for none), and whether the
+// response varies on Available-Dictionary. The file server calls it with
+// the path the request arrived with, before any prefix was stripped.
+func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, pattern int, varies bool) {
 	pattern = s.matchIndex(path) + 1
 	varies = pattern > 0
 	for _, p := range s.standaloneMatch {
 		varies = varies || cdt.MatchPath(p, path)
 	}
 	avail := r.Header["Available-Dictionary"]
-	if ranged || len(avail) == 0 || len(s.codings) == 0 {
-		return nil, pattern, varies, ""
-	}
-	origin, ok := deltaSite(r.Header)
-	if !ok {
-		return nil, pattern, varies, ""
+	if _, ok := deltaSite(r.Header); ranged || len(avail) == 0 || len(s.codings) == 0 || !ok {
+		return nil, pattern, varies
 	}
 	coding := explicitCoding(r.Header["Accept-Encoding"], s.codings)
 	if coding == "" {
-		return nil, pattern, varies, ""
+		return nil, pattern, varies
 	}
 	hash, ok := cdt.ParseAvailableDictionary(avail)
 	if !ok {
-		return nil, pattern, varies, ""
+		return nil, pattern, varies
 	}
 	d := s.lookup(hash)
 	if d == nil && pattern > 0 && s.shared != nil {
 		d = s.fetch(r.Context(), hash, path)
 	}
 	if d == nil || !cdt.MatchPath(d.pattern, path) {
-		return nil, pattern, varies, ""
+		return nil, pattern, varies
 	}
+	s.seen(d, byHash) // a client holds it: it has earned the fleet's store
 	if o = s.offerFor(d, coding); o == nil && len(s.codings) == 2 {
 		// The other dictionary coding, if the client names it too: dcb
 		// is refused for a dictionary whose tables do not fit the budget.
@@ -506,10 +553,30 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 			o = s.offerFor(d, other)
 		}
 	}
-	if o == nil {
-		origin = ""
+	return o, pattern, varies
+}
+
+// deltaAllowed reports whether a response whose header is resp, to a
+// request whose header is req, may go out as a delta against d: always
+// against a dictionary of WithDictionary, whose bytes the operator chose;
+// against one remembered from a response (a body whose content a client
+// may have chosen, such as a page that reflects its query) only when the
+// response is public (publicResponse). A delta's size tells how much of
+// the response the dictionary holds: a client that had a guess of another
+// user's private page remembered as a dictionary, and that can see the
+// size of that user's response, would learn whether the guess was right.
+// Refusing such deltas also makes the answer to a private request the same
+// whether or not the dictionary it names is held: no private page confirms
+// a guess by coming back as dcz rather than zstd.
+//
+// A request from another origin of the site (deltaSite) gets a delta only
+// if the response is readable by that origin (corsReadable), which its
+// header says only now: the handler sets Access-Control-Allow-Origin.
+func deltaAllowed(req, resp http.Header, d *dictionary) bool {
+	if origin, _ := deltaSite(req); origin != "" && !corsReadable(resp, origin) {
+		return false
 	}
-	return o, pattern, varies, origin
+	return d.static || publicResponse(req, resp)
 }
 
 // deltaSite reports whether the request's Sec-Fetch-Site allows a delta,
@@ -522,8 +589,8 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 //   - same-site, another origin of the site (a static or CDN subdomain,
 //     another port): only for a CORS request (Sec-Fetch-Mode: cors) with
 //     one Origin, and then only if the response turns out readable there
-//     (corsReadable); the browser itself keeps a no-cors response's
-//     dictionary out of such requests;
+//     (corsReadable, in deltaAllowed); a browser names no dictionary in a
+//     no-cors request anyway;
 //   - cross-site, or anything else: never, whatever the response allows.
 func deltaSite(h http.Header) (origin string, ok bool) {
 	site := h["Sec-Fetch-Site"]
@@ -597,18 +664,17 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // committed makes the header edits of dictionaries on a path that matches
 // a pattern: Vary, Use-As-Dictionary on a body to remember (a GET or HEAD
 // 200 of an eligible type, not encoded by the handler, not a range, without
-// a Use-As-Dictionary of the handler's own), and the Link to standalone
-// dictionaries on text/html. It asks for the body of a GET to remember.
-func (d *dictResponse) committed(cw *responseWriter, h http.Header, f facts) bool {
+// a Use-As-Dictionary of the handler's own, and public: see
+// publicResponse), and the Link to standalone dictionaries on text/html.
+// It asks for the body of a GET to remember.
+func (d *dictResponse) committed(h http.Header, f facts) bool {
 	s := d.s
 	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
-	if d.origin != "" && !corsReadable(h, d.origin) {
-		cw.dropDelta()
-	}
 	if p := d.pattern; p > 0 {
-		method := cw.req.Method
+		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
-			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 {
+			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 &&
+			publicResponse(d.req.Header, h) {
 			h["Use-As-Dictionary"] = []string{s.useAs[p-1]}
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
@@ -616,7 +682,7 @@ func (d *dictResponse) committed(cw *responseWriter, h http.Header, f facts) boo
 			}
 		}
 	}
-	s.committed(cw, h, f)
+	addDictionaryLinks(h, &f, s.links)
 	return d.remember
 }
 
@@ -637,41 +703,51 @@ func (d *dictResponse) flushed() {}
 // Use-As-Dictionary, unless it did not match its declared length. A whole
 // body encoded from the buffer is still there; any other was collected by
 // plain.
-func (d *dictResponse) ended(cw *responseWriter, completed bool) {
-	if !completed || !d.remember || cw.why == ReasonLength {
+func (d *dictResponse) ended(end responseEnd) {
+	if !end.completed || !d.remember || end.lengthMismatch {
 		return
 	}
 	body, owned := d.body, true
-	if whole, ok := cw.sentWhole(); ok {
-		body, owned = whole, false
+	if end.wentWhole {
+		body, owned = end.whole, false
 	}
-	if cw.hdr.declared >= 0 && int64(len(body)) != cw.hdr.declared {
+	if end.declared >= 0 && int64(len(body)) != end.declared {
 		return
 	}
-	d.s.remember(body, d.s.patterns[d.pattern-1], owned)
+	d.s.remember(body, d.s.patterns[d.pattern-1], owned, fromResponse)
 	d.body = nil
 }
 
-// committed adds the Link to standalone dictionaries on text/html, on a
-// response to a path that matches no pattern; s is then the response's
-// hook, which wants no body and keeps nothing.
-func (s *dictStore) committed(_ *responseWriter, h http.Header, f facts) bool {
-	if len(s.links) > 0 && f.typed && matchTypes(htmlTypes, f.contentType) {
+// addDictionaryLinks adds links, the Link to each standalone dictionary, to
+// the header h of a text/html response.
+func addDictionaryLinks(h http.Header, f *facts, links []string) {
+	if len(links) > 0 && f.typed && matchTypes(htmlTypes, f.contentType) {
 		v := h["Link"]
-		h["Link"] = append(v[:len(v):len(v)], s.links...)
+		h["Link"] = append(v[:len(v):len(v)], links...)
 	}
+}
+
+// dictLinks is the hook of a response to a path that matches no pattern,
+// when there are standalone dictionaries: it adds the Link to them on
+// text/html, wants no body and keeps nothing. One serves every such
+// response (dictStore.linkHook).
+type dictLinks struct{ links []string }
+
+func (l *dictLinks) committed(h http.Header, f facts) bool {
+	addDictionaryLinks(h, &f, l.links)
 	return false
 }
 
-func (s *dictStore) plain([]byte) bool           { return false }
-func (s *dictStore) flushed()                    {}
-func (s *dictStore) ended(*responseWriter, bool) {}
+func (l *dictLinks) plain([]byte) bool { return false }
+func (l *dictLinks) flushed()          {}
+func (l *dictLinks) ended(responseEnd) {}
 
 // dictVary is the Vary of a response on a dictionary path: whether it is a
 // delta depends on Available-Dictionary, and on Sec-Fetch-Site too, since a
 // cross-site request never gets one (RFC 9842 §9); without it a shared
-// cache could hand a same-origin delta to a cross-site request.
-// dictResponse.committed adds the same tokens to a handler's Vary.
+// cache could hand a same-origin delta to a cross-site request. The file
+// server sends it as it is; dictResponse.committed adds the same tokens to
+// a handler's Vary.
 //
 // A same-site request's delta depends on Sec-Fetch-Mode and Origin as well
 // (deltaSite), which Vary need not name: a browser sends
@@ -700,7 +776,7 @@ func addVaryTokens(h http.Header, tokens ...string) {
 	}
 }
 
-// serveStandalone answers a GET or HEAD for a WithDictionary path, through
+// ServeHTTP answers a GET or HEAD for a WithDictionary path, through
 // the middleware like any response, with the dictionary's strong ETag, a
 // Cache-Control that keeps it a day (a client revalidates with the ETag
 // after that) and Use-As-Dictionary.

@@ -73,3 +73,7 @@ func SetSharedBreakerCooldown(m *Middleware, d time.Duration) {
 	}
 	m.shared.breaker.mu.Unlock()
 }
+
+// SharedAdmitAfter is how many times a body is served with
+// Use-As-Dictionary before it is written to the fleet's store unasked.
+const SharedAdmitAfter = sharedAdmitAfter

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"log"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -237,10 +239,16 @@ type siblingKey struct {
 	plain   [32]byte
 }
 
-// siblingOK is the verdict on a sibling, reached once.
+// siblingOK is the verdict on a sibling, reached once, from the handle of
+// the request that reached it.
 type siblingOK struct {
 	once sync.Once
 	ok   bool
+	// raw is the SHA-256 of the size bytes that were decoded and found to
+	// be the file: a response sends a sibling only when the bytes it sent
+	// hash to it (hashedSection.complete).
+	raw  [32]byte
+	size int64
 }
 
 // fileRequest is what one request to the file server needs as it goes.
@@ -255,6 +263,9 @@ type fileRequest struct {
 	upath string
 	meta  *fileMeta
 	ev    Event
+	// public is set when the response may be shared beyond its client
+	// (publicResponse), as serveFile finds it.
+	public bool
 }
 
 func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -544,13 +555,16 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 	// can be encoded, else those with a good sibling.
 	var offersBuf [8]offer
 	offers := offersBuf[:0]
-	siblings := map[string]string{}
+	siblings := map[string]*sibling{}
+	defer closeSiblings(siblings)
 	for _, o := range m.offers {
 		if !hashed {
 			break
 		}
-		if name := s.goodSibling(fr.fsys, fr.name, meta, o.coding); name != "" {
-			siblings[o.coding] = name
+		if _, dup := siblings[o.coding]; dup {
+			offers = append(offers, o)
+		} else if sb := s.goodSibling(fr.fsys, fr.name, meta, o.coding); sb != nil {
+			siblings[o.coding] = sb
 			offers = append(offers, o)
 		} else if encodable {
 			offers = append(offers, o)
@@ -564,26 +578,29 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 			o = &offers[i]
 		}
 	}
-	dictPattern, dictVaries, dictOrigin := 0, false, ""
+	h := fr.w.Header()
+	// public is what the header set in front of the file server and the
+	// request say of sharing the response (publicResponse): a file that
+	// goes out in one that is not public becomes no dictionary, is no
+	// delta against a remembered one, and none of its encodings is
+	// written to the fleet's store.
+	fr.public = publicResponse(fr.r.Header, h)
+	dictPattern, dictVaries := 0, false
 	if d := m.dicts; d != nil {
 		fr.primeDictionary(d)
 		var delta *offer
-		delta, dictPattern, dictVaries, dictOrigin = d.begin(fr.r, fr.upath, ranged)
-		if delta != nil && dictOrigin != "" && !corsReadable(fr.w.Header(), dictOrigin) {
-			delta = nil // the CORS headers of a handler around it say no
-		}
-		if delta != nil && encodable {
+		delta, dictPattern, dictVaries = d.begin(fr.r, fr.upath, ranged)
+		if delta != nil && encodable && deltaAllowed(fr.r.Header, h, delta.dict) {
 			fallback, o = o, delta
 		}
 	}
 
-	h := fr.w.Header()
 	h["Vary"] = []string{"Accept-Encoding"}
 	if dictVaries {
 		h["Vary"] = []string{dictVary}
 	}
 	h["Content-Type"] = []string{meta.ctype}
-	if dictPattern > 0 && eligible {
+	if dictPattern > 0 && eligible && fr.public {
 		h["Use-As-Dictionary"] = []string{m.dicts.useAs[dictPattern-1]}
 		if !hasField(h, "Cache-Control") {
 			// A browser keeps a dictionary only while it is fresh.
@@ -599,7 +616,7 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 
 	ff := fr.fileFacts(meta, eligible, ranged)
 	ff.siblings = len(siblings) > 0
-	ff.precoded = o != nil && o.dict == nil && siblings[o.coding] != ""
+	ff.precoded = o != nil && o.dict == nil && siblings[o.coding] != nil
 	// A file that may not be encoded and has no siblings has nothing on
 	// offer: whether the client accepts a coding is then whether it
 	// accepts one of the Middleware's, as for a response.
@@ -612,12 +629,12 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 		fr.ev.Skipped = why
 		fr.servePlain(f, meta)
 	case ff.precoded:
-		fr.serveSibling(siblings[o.coding], o.coding, meta)
+		fr.serveSibling(siblings[o.coding], meta)
 	default:
 		data, err := fr.encodedRep(f, o)
 		if errors.Is(err, errNoRoom) {
-			if o.dict != nil && fallback != nil && siblings[fallback.coding] != "" {
-				fr.serveSibling(siblings[fallback.coding], fallback.coding, meta)
+			if o.dict != nil && fallback != nil && siblings[fallback.coding] != nil {
+				fr.serveSibling(siblings[fallback.coding], meta)
 				return
 			}
 			if err := rewind(f); err != nil {
@@ -634,11 +651,11 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 			fileError(fr.w, "500 internal server error", http.StatusInternalServerError)
 			return
 		}
-		if o.dict != nil && fallback != nil && fr.siblingNoLarger(siblings[fallback.coding], data) {
+		if o.dict != nil && fallback != nil && siblings[fallback.coding].noLarger(data) {
 			// A delta is made at the Middleware's level, a sibling at
 			// the best: against a dictionary that shares little with
 			// the file, the sibling is the smaller.
-			fr.serveSibling(siblings[fallback.coding], fallback.coding, meta)
+			fr.serveSibling(siblings[fallback.coding], meta)
 			return
 		}
 		if data == nil {
@@ -684,18 +701,13 @@ func (fr *fileRequest) sentFacts() facts {
 	return f
 }
 
-// siblingNoLarger reports whether the sibling file name, when there is
-// one, is no larger than the encoding data (nil: the plain file, which
-// the sibling is smaller than).
-func (fr *fileRequest) siblingNoLarger(name string, data []byte) bool {
-	if name == "" {
+// noLarger reports whether sb, when there is one, is no larger than the
+// encoding data (nil: the plain file, which the sibling is smaller than).
+func (sb *sibling) noLarger(data []byte) bool {
+	if sb == nil {
 		return false
 	}
-	if data == nil {
-		return true
-	}
-	st, err := fs.Stat(fr.fsys, name)
-	return err == nil && st.Size() <= int64(len(data))
+	return data == nil || sb.size <= int64(len(data))
 }
 
 // servePlain serves the plain bytes of f through http.ServeContent, which
@@ -761,22 +773,36 @@ func hasField(h http.Header, name string) bool {
 // immutable for names that carry a version).
 const DictionaryCacheControl = "max-age=86400"
 
-// serveSibling sends the sibling name, encoded with coding, byte for byte.
-func (fr *fileRequest) serveSibling(name, coding string, meta *fileMeta) {
-	f, err := fr.fsys.Open(name)
-	if err != nil {
-		fr.fail(err)
-		return
-	}
-	defer func() { _ = f.Close() }()
-	st, err := f.Stat()
-	rs, ok := f.(io.ReadSeeker)
-	if err != nil || !ok {
-		fileError(fr.w, "500 internal server error", http.StatusInternalServerError)
-		return
-	}
+// serveSibling sends sb, a sibling that decodes to version meta of the
+// file, byte for byte from the handle it was verified on. The last byte
+// goes out only once the bytes before it and it hash to those verified
+// (fileWriter.verify): a sibling rewritten in place while it is sent cuts
+// the response short.
+func (fr *fileRequest) serveSibling(sb *sibling, meta *fileMeta) {
+	body := newHashedSection(sb.rs, sb.size)
 	fr.ev.Cached = true
-	fr.serveEncoded(rs, st.Size(), coding, meta)
+	fr.w.verify = func() bool { return body.complete(sb.raw) }
+	fr.serveEncoded(body, sb.size, sb.coding, meta)
+	fr.endVerified(sb.name)
+}
+
+// endVerified ends a response whose body was checked as it went out
+// (fileWriter.verify): one whose check failed, or that went out shorter
+// than its Content-Length, is aborted, so that the client sees an error
+// rather than a complete body; a failed check is logged. A client that
+// left is not.
+func (fr *fileRequest) endVerified(name string) {
+	w := fr.w
+	if w.verify == nil {
+		return
+	}
+	if w.cut {
+		fr.s.logf("squeeze: FileServer: %s changed while it was sent; the response was cut short", name)
+		panic(http.ErrAbortHandler)
+	}
+	if w.left > 0 && fr.r.Method != http.MethodHead {
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // serveBytes sends data, the file encoded with coding.
@@ -847,7 +873,7 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 	if r, ok := s.reps.load(k); ok {
 		fr.ev.Cached = true
 		if !r.best {
-			s.startBest(fr.fsys, fr.name, fr.meta, k, r.data, o.dict)
+			s.startBest(fr.fsys, fr.name, fr.meta, k, r.data, o.dict, fr.public)
 		}
 		return r.data, nil
 	}
@@ -880,7 +906,7 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 		// the others are encoded at the best level.
 		best := o.dict == nil && BestLevel(o.coding) == o.encoders.Level()
 		if e.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
-			s.startBest(fr.fsys, fr.name, fr.meta, k, data, o.dict)
+			s.startBest(fr.fsys, fr.name, fr.meta, k, data, o.dict, fr.public)
 		}
 		return data, nil
 	})
@@ -1071,8 +1097,10 @@ func BestLevel(coding string) int {
 // again. The goroutine ends with the encoding. old is the representation
 // stored now, which the new encoding replaces only if it is smaller: passed
 // in rather than looked up again, so a store that counts its look-ups (a
-// Cache) counts only the requests'.
-func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte, d *dictionary) {
+// Cache) counts only the requests'. public says the request that started
+// it got a public response: only then is the encoding written to the
+// fleet's store (bestEncoding).
+func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte, d *dictionary, public bool) {
 	select {
 	case s.bestToken <- struct{}{}:
 	default:
@@ -1115,7 +1143,7 @@ func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey
 			e.release()
 			return // changed or gone: the next request sees the new version
 		}
-		data, wait, err := s.bestEncoding(k, plain, old, d, level)
+		data, wait, err := s.bestEncoding(k, plain, old, d, level, public)
 		if err != nil || wait {
 			e.release()
 			return
@@ -1127,19 +1155,74 @@ func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey
 	}()
 }
 
-// goodSibling returns the name of the sibling of name for coding if there
-// is one that decodes to version meta of the file, else "".
-func (s *fileServer) goodSibling(fsys fs.FS, name string, meta *fileMeta, coding string) string {
+// sibling is a precompressed sibling of a file, open for one request: it
+// is verified and sent from this handle, and never opened by its name
+// again, so that a sibling renamed into place meanwhile is neither sent
+// under the verdict on the one it replaced nor judged in its place.
+type sibling struct {
+	name, coding string
+	f            fs.File
+	rs           io.ReadSeeker
+	st           fs.FileInfo
+	size         int64 // as the handle's stat tells it: what is sent
+	// raw is the SHA-256 of the size bytes found to decode to the file,
+	// once goodSibling or decodedMeta has judged it.
+	raw [32]byte
+}
+
+// openSibling opens the regular file name, a sibling in coding, or
+// returns nil.
+func openSibling(fsys fs.FS, name, coding string) *sibling {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil
+	}
+	st, err := f.Stat()
+	rs, ok := f.(io.ReadSeeker)
+	if err != nil || !ok || !st.Mode().IsRegular() {
+		_ = f.Close()
+		return nil
+	}
+	return &sibling{name: name, coding: coding, f: f, rs: rs, st: st, size: st.Size()}
+}
+
+func (sb *sibling) close() { _ = sb.f.Close() }
+
+// closeSiblings closes the siblings a request opened.
+func closeSiblings(sibs map[string]*sibling) {
+	for _, sb := range sibs {
+		sb.close()
+	}
+}
+
+// goodSibling returns the sibling of name for coding, open, if there is one
+// that decodes to version meta of the file, else nil. The caller closes it.
+func (s *fileServer) goodSibling(fsys fs.FS, name string, meta *fileMeta, coding string) *sibling {
 	ext := siblingExt(coding)
 	if ext == "" {
-		return ""
+		return nil
 	}
-	sib := name + ext
-	st, err := fs.Stat(fsys, sib)
-	if err != nil || !st.Mode().IsRegular() {
-		return ""
+	sb := openSibling(fsys, name+ext, coding)
+	if sb == nil {
+		return nil
 	}
-	k := siblingKey{name: sib, modtime: st.ModTime(), size: st.Size(), id: idOf(st), plain: meta.hash}
+	if !s.judgeSibling(sb, name, meta) {
+		sb.close()
+		return nil
+	}
+	return sb
+}
+
+// judgeSibling reports whether sb, open, decodes to version meta of the
+// file name, and sets sb.raw. The verdict is reached once per version of
+// the sibling, as its handle's stat tells it (size, modification time and
+// fileID), by decoding it from the handle of the request that reaches it.
+// A sibling rewritten in place within the resolution of its change time
+// keeps its stat, so the verdict holds the hash of the bytes it was
+// reached on, and a response sends them only when they are what it sent
+// (serveSibling).
+func (s *fileServer) judgeSibling(sb *sibling, name string, meta *fileMeta) bool {
+	k := siblingKey{name: sb.name, modtime: sb.st.ModTime(), size: sb.size, id: idOf(sb.st), plain: meta.hash}
 	s.mu.Lock()
 	v := s.verdicts[k]
 	if v == nil {
@@ -1148,20 +1231,22 @@ func (s *fileServer) goodSibling(fsys fs.FS, name string, meta *fileMeta, coding
 	}
 	s.mu.Unlock()
 	v.once.Do(func() {
-		sum, n, err := decodedHash(fsys, sib, coding, meta.size+1)
+		sum, n, raw, err := sb.decodedHash(meta.size + 1)
 		v.ok = err == nil && n == meta.size && sum == meta.hash
+		v.raw, v.size = raw, sb.size
 		if !v.ok {
 			why := "decodes to other bytes than " + name
 			if err != nil {
 				why = "does not decode (" + err.Error() + ")"
 			}
-			s.logf("squeeze: FileServer: %s %s; serving %s without it", sib, why, name)
+			s.logf("squeeze: FileServer: %s %s; serving %s without it", sb.name, why, name)
 		}
 	})
-	if !v.ok {
-		return ""
+	if !v.ok || v.size != sb.size {
+		return false
 	}
-	return sib
+	sb.raw = v.raw
+	return true
 }
 
 // siblingExt returns the extension of coding's siblings, or "".
@@ -1174,28 +1259,104 @@ func siblingExt(coding string) string {
 	return ""
 }
 
-// decodedHash decodes the file name with coding and returns the SHA-256
-// and length of what it decodes to, reading at most limit bytes of it.
-func decodedHash(fsys fs.FS, name, coding string, limit int64) (sum [32]byte, n int64, err error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return sum, 0, err
+// decodedHash decodes the sibling from its start and returns the SHA-256
+// and length of what it decodes to, reading at most limit bytes of it, and
+// the SHA-256 of all its bytes. It leaves the handle at the sibling's end.
+func (sb *sibling) decodedHash(limit int64) (sum [32]byte, n int64, raw [32]byte, err error) {
+	sec := newHashedSection(sb.rs, sb.size)
+	if _, err := sec.Seek(0, io.SeekStart); err != nil {
+		return sum, 0, raw, err
 	}
-	defer func() { _ = f.Close() }()
-	dec, err := writers.NewDecoder(coding)
+	dec, err := writers.NewDecoder(sb.coding)
 	if err != nil {
-		return sum, 0, err
+		return sum, 0, raw, err
 	}
-	if err := dec.Reset(f); err != nil {
-		return sum, 0, err
+	if err := dec.Reset(sec); err != nil {
+		return sum, 0, raw, err
 	}
 	h := sha256.New()
 	n, err = io.Copy(h, io.LimitReader(dec, limit))
+	if err == nil {
+		err = sec.drain()
+	}
 	if err != nil {
-		return sum, n, err
+		return sum, n, raw, err
 	}
 	h.Sum(sum[:0])
-	return sum, n, nil
+	return sum, n, sec.sum(), nil
+}
+
+// hashedSection reads the first size bytes of a file open as rs and hashes
+// what it reads, so that what a response sends of it, or decodes from it,
+// can be checked to be the bytes that were verified (complete). It seeks
+// to its start only, and to its end to tell its size, as
+// http.ServeContent does: a sibling is never sent in ranges, and a
+// decoded one is decoded from its start.
+type hashedSection struct {
+	rs        io.ReadSeeker
+	size, pos int64
+	h         hash.Hash
+}
+
+func newHashedSection(rs io.ReadSeeker, size int64) *hashedSection {
+	return &hashedSection{rs: rs, size: size, h: sha256.New()}
+}
+
+func (s *hashedSection) Read(p []byte) (int, error) {
+	if s.pos >= s.size {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > s.size-s.pos {
+		p = p[:s.size-s.pos]
+	}
+	n, err := s.rs.Read(p)
+	s.h.Write(p[:n])
+	s.pos += int64(n)
+	if err == io.EOF && s.pos < s.size {
+		err = io.ErrUnexpectedEOF // shortened since its stat
+	}
+	return n, err
+}
+
+// Seek goes back to the start, which starts the hash over, or reports the
+// size, after which nothing is read until the next seek to the start.
+func (s *hashedSection) Seek(offset int64, whence int) (int64, error) {
+	switch {
+	case whence == io.SeekStart && offset == 0, whence == io.SeekCurrent && offset == -s.pos:
+		if _, err := s.rs.Seek(0, io.SeekStart); err != nil {
+			return 0, err
+		}
+		s.pos = 0
+		s.h.Reset()
+		return 0, nil
+	case whence == io.SeekEnd && offset == 0:
+		s.pos = s.size
+		s.h.Reset() // what is read next is not the file from its start
+		s.h.Write([]byte("squeeze: not from the start"))
+		return s.size, nil
+	case whence == io.SeekCurrent && offset == 0:
+		return s.pos, nil
+	}
+	return 0, errors.New("squeeze: FileServer: a sibling is read from its start")
+}
+
+// drain reads the rest of the section, hashing it.
+func (s *hashedSection) drain() error {
+	_, err := io.Copy(io.Discard, s)
+	return err
+}
+
+// sum returns the SHA-256 of what was read since the start.
+func (s *hashedSection) sum() (sum [32]byte) {
+	s.h.Sum(sum[:0])
+	return sum
+}
+
+// complete reports whether the section, read from its start to its end,
+// reading the rest now, hashes to raw: then whatever was sent or decoded
+// from it came from bytes that hash to raw.
+func (s *hashedSection) complete(raw [32]byte) bool {
+	return s.drain() == nil && s.pos == s.size && s.sum() == raw
 }
 
 // serveOrphan serves a file that is missing but has siblings: the first
@@ -1203,26 +1364,25 @@ func decodedHash(fsys fs.FS, name, coding string, limit int64) (sum [32]byte, n 
 // for clients that accept none of them.
 func (fr *fileRequest) serveOrphan() {
 	s, m := fr.s, fr.s.m
-	type found struct {
-		name, coding string
-		st           fs.FileInfo
-	}
-	var sibs []found
+	// Each sibling is opened once, and judged, sent or decoded from that
+	// handle (see sibling).
+	sibs := map[string]*sibling{}
+	defer closeSiblings(sibs)
 	for _, se := range siblingExts {
-		if st, err := fs.Stat(fr.fsys, fr.name+se.ext); err == nil && st.Mode().IsRegular() {
-			sibs = append(sibs, found{fr.name + se.ext, se.coding, st})
+		if sb := openSibling(fr.fsys, fr.name+se.ext, se.coding); sb != nil {
+			sibs[se.coding] = sb
 		}
-	}
-	if len(sibs) == 0 {
-		fr.fail(fs.ErrNotExist)
-		return
 	}
 	// The reference: the metadata of what the first decodable sibling
 	// decodes to, kept like a file's under the sibling's name.
 	var meta *fileMeta
-	var ref found
-	for _, sb := range sibs {
-		mt, err := s.decodedMeta(fr.fsys, sb.name, sb.coding, sb.st)
+	var ref *sibling
+	for _, se := range siblingExts {
+		sb := sibs[se.coding]
+		if sb == nil {
+			continue
+		}
+		mt, err := s.decodedMeta(sb)
 		if err == nil {
 			meta, ref = mt, sb
 			break
@@ -1237,15 +1397,13 @@ func (fr *fileRequest) serveOrphan() {
 	fr.ev.In = meta.size
 	var offersBuf [8]offer
 	offers := offersBuf[:0]
-	names := map[string]string{}
+	good := map[string]*sibling{}
 	for _, o := range m.offers {
-		if o.coding == ref.coding {
-			names[o.coding] = ref.name
-		} else if sib := s.goodSibling(fr.fsys, fr.name, meta, o.coding); sib != "" {
-			names[o.coding] = sib
-		} else {
+		sb := sibs[o.coding]
+		if sb == nil || sb != ref && !s.judgeSibling(sb, fr.name, meta) {
 			continue
 		}
+		good[o.coding] = sb
 		offers = append(offers, o)
 	}
 	h := fr.w.Header()
@@ -1261,7 +1419,7 @@ func (fr *fileRequest) serveOrphan() {
 	ff.siblings, ff.precoded, ff.offered = true, i >= 0, i >= 0
 	v, why, _ := m.decide(&ff)
 	if v == sendEncoded && i >= 0 {
-		fr.serveSibling(names[offers[i].coding], offers[i].coding, meta)
+		fr.serveSibling(good[offers[i].coding], meta)
 		return
 	}
 	fr.ev.Skipped = why
@@ -1278,9 +1436,10 @@ func (fr *fileRequest) serveOrphan() {
 		delete(r2.Header, "Range")
 		fr.r = r2
 	}
-	rs := &decodingReader{fsys: fr.fsys, name: ref.name, coding: ref.coding, size: meta.size}
-	defer rs.close()
+	rs := &decodingReader{sb: ref, size: meta.size}
+	fr.w.verify = rs.complete
 	http.ServeContent(fr.w, fr.r, fr.name, meta.modtime, rs)
+	fr.endVerified(ref.name)
 }
 
 // severalRanges reports whether the Range header value v names more than
@@ -1305,21 +1464,25 @@ type orphanMeta struct {
 	modtime time.Time
 	size    int64 // the sibling's
 	id      fileID
+	raw     [32]byte // the SHA-256 of the sibling's bytes that decode to it
 	decoded *fileMeta
 }
 
-// decodedMeta returns the metadata of what the sibling name of a missing
-// file decodes to, decoding it once per version of it.
-func (s *fileServer) decodedMeta(fsys fs.FS, name, coding string, st fs.FileInfo) (*fileMeta, error) {
-	id := idOf(st)
+// decodedMeta returns the metadata of what sb, a sibling of a missing file,
+// decodes to, decoding it from its handle once per version of it (as its
+// handle's stat tells it), and sets sb.raw: what is sent or decoded from sb
+// is checked against it, since a sibling rewritten in place may keep its
+// stat.
+func (s *fileServer) decodedMeta(sb *sibling) (*fileMeta, error) {
+	st, id := sb.st, idOf(sb.st)
 	s.mu.Lock()
-	o := s.orphans[name]
+	o := s.orphans[sb.name]
 	s.mu.Unlock()
-	if o != nil && o.modtime.Equal(st.ModTime()) && o.size == st.Size() && o.id == id {
+	if o != nil && o.modtime.Equal(st.ModTime()) && o.size == sb.size && o.id == id {
+		sb.raw = o.raw
 		return o.decoded, nil
 	}
-	rs := &decodingReader{fsys: fsys, name: name, coding: coding, size: -1}
-	defer rs.close()
+	rs := &decodingReader{sb: sb, size: -1}
 	var head [512]byte
 	h := sha256.New()
 	n, err := io.ReadFull(rs, head[:])
@@ -1334,12 +1497,23 @@ func (s *fileServer) decodedMeta(fsys fs.FS, name, coding string, st fs.FileInfo
 	if rest == s.maxDecoded {
 		return nil, fmt.Errorf("decodes to more than %d bytes", s.maxDecoded)
 	}
-	plainName := strings.TrimSuffix(name, path.Ext(name))
+	if err := rs.sec.drain(); err != nil {
+		return nil, err
+	}
+	// A sibling rewritten while it was read may decode all the same (br
+	// has no checksum) to bytes no version had: when its modification time
+	// or size shows the change, it is not kept. (Not its change time,
+	// which a rename over the file sets too, leaving its bytes alone.)
+	if now, err := sb.f.Stat(); err != nil || !now.ModTime().Equal(st.ModTime()) || now.Size() != sb.size {
+		return nil, errors.New("changed while read")
+	}
+	plainName := strings.TrimSuffix(sb.name, path.Ext(sb.name))
 	d := &fileMeta{modtime: st.ModTime(), size: int64(n) + rest, ctype: typeOf(plainName, head[:n])}
 	h.Sum(d.hash[:0])
 	d.etag = `"` + hex.EncodeToString(d.hash[:16]) + `"`
+	sb.raw = rs.sec.sum()
 	s.mu.Lock()
-	s.orphans[name] = &orphanMeta{modtime: st.ModTime(), size: st.Size(), id: id, decoded: d}
+	s.orphans[sb.name] = &orphanMeta{modtime: st.ModTime(), size: sb.size, id: id, raw: sb.raw, decoded: d}
 	s.mu.Unlock()
 	return d, nil
 }
@@ -1355,48 +1529,47 @@ func (s *fileServer) logOnce(key, format string, args ...any) {
 	}
 }
 
-// decodingReader reads the decoded bytes of the file name, and seeks by
-// decoding again, for http.ServeContent to answer ranges of a file that
-// exists only encoded. size is the decoded size, or -1 when unknown. A
-// seek backward decodes from the start again: serveOrphan gives it one
-// range at most, which http.ServeContent reaches by seeking to the end (no
-// decoding), back to the start and forward to the range, one decode.
+// decodingReader reads the decoded bytes of sb, a sibling of a missing
+// file, from its handle, and seeks by decoding again, for
+// http.ServeContent to answer ranges of a file that exists only encoded.
+// size is the decoded size, or -1 when unknown. A seek backward decodes
+// from the start again: serveOrphan gives it one range at most, which
+// http.ServeContent reaches by seeking to the end (no decoding), back to
+// the start and forward to the range, one decode. What it decodes comes
+// from the sibling's bytes as they are read (sec), which complete checks
+// against those that were verified.
 type decodingReader struct {
-	fsys         fs.FS
-	name, coding string
-	size, pos    int64
+	sb        *sibling
+	size, pos int64
 
-	f   fs.File
+	sec *hashedSection
 	dec writers.Decoder
 }
 
+// open starts decoding from the start of the sibling.
 func (d *decodingReader) open() error {
-	d.close()
-	f, err := d.fsys.Open(d.name)
-	if err != nil {
+	if d.sec == nil {
+		d.sec = newHashedSection(d.sb.rs, d.sb.size)
+	}
+	if _, err := d.sec.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	dec, err := writers.NewDecoder(d.coding)
-	if err == nil {
-		err = dec.Reset(f)
+	if d.dec == nil {
+		dec, err := writers.NewDecoder(d.sb.coding)
+		if err != nil {
+			return err
+		}
+		d.dec = dec
 	}
-	if err != nil {
-		_ = f.Close()
+	if err := d.dec.Reset(d.sec); err != nil {
 		return err
 	}
-	d.f, d.dec, d.pos = f, dec, 0
+	d.pos = 0
 	return nil
 }
 
-func (d *decodingReader) close() {
-	if d.f != nil {
-		_ = d.f.Close()
-		d.f, d.dec = nil, nil
-	}
-}
-
 func (d *decodingReader) Read(p []byte) (int, error) {
-	if d.f == nil {
+	if d.sec == nil {
 		if err := d.open(); err != nil {
 			return 0, err
 		}
@@ -1421,11 +1594,11 @@ func (d *decodingReader) Seek(offset int64, whence int) (int64, error) {
 	}
 	if whence == io.SeekEnd && offset == d.size {
 		// http.ServeContent asks for the size; the next read starts over.
-		d.close()
+		d.sec = nil
 		d.pos = offset
 		return offset, nil
 	}
-	if d.f == nil || offset < d.pos {
+	if d.sec == nil || offset < d.pos {
 		if err := d.open(); err != nil {
 			return 0, err
 		}
@@ -1434,6 +1607,12 @@ func (d *decodingReader) Seek(offset int64, whence int) (int64, error) {
 		return 0, err
 	}
 	return offset, nil
+}
+
+// complete reports whether what was decoded came from the bytes of the
+// sibling that were verified, reading the rest of them.
+func (d *decodingReader) complete() bool {
+	return d.sec != nil && d.sec.complete(d.sb.raw)
 }
 
 // fileWriter is the ResponseWriter of one file response: it counts the
@@ -1445,11 +1624,32 @@ type fileWriter struct {
 	encoded bool
 	status  int
 	n       int64
+	// verify, when set, is asked before the last byte of a 200 or 206
+	// body goes out whether the bytes sent came from those that were
+	// verified (serveSibling, serveOrphan). The last byte is held back
+	// until it says so; when it does not, the body stops there (cut), one
+	// byte short of its Content-Length, and the response is aborted
+	// (endVerified), so no client gets a complete body that was not
+	// verified. left is what the body has yet to send.
+	verify func() bool
+	left   int64
+	cut    bool
 }
+
+// errCut is what a fileWriter's Write answers once its verify has failed.
+var errCut = errors.New("squeeze: FileServer: the body changed while it was sent")
 
 func (w *fileWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		if w.verify != nil {
+			w.left = -1 // no Content-Length: nothing goes out
+			if code != http.StatusOK && code != http.StatusPartialContent {
+				w.verify = nil // no body of the file
+			} else if n, err := strconv.ParseInt(w.Header().Get("Content-Length"), 10, 64); err == nil {
+				w.left = n
+			}
+		}
 	}
 	if w.encoded {
 		h := w.Header()
@@ -1469,15 +1669,51 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
+	if w.verify != nil {
+		return w.writeVerified(p)
+	}
+	return w.write(p)
+}
+
+func (w *fileWriter) write(p []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(p)
 	w.n += int64(n)
 	return n, err
+}
+
+// writeVerified writes p, holding back the body's last byte until verify
+// says the bytes sent came from those that were verified.
+func (w *fileWriter) writeVerified(p []byte) (int, error) {
+	if w.cut || w.left <= 0 {
+		w.cut = true
+		return 0, errCut
+	}
+	if int64(len(p)) < w.left {
+		n, err := w.write(p)
+		w.left -= int64(n)
+		return n, err
+	}
+	n, err := w.write(p[:w.left-1])
+	w.left -= int64(n)
+	if err != nil {
+		return n, err
+	}
+	if !w.verify() {
+		w.cut = true
+		return n, errCut
+	}
+	k, err := w.write(p[n:])
+	w.left -= int64(k)
+	return n + k, err
 }
 
 // ReadFrom keeps sendfile for plain files.
 func (w *fileWriter) ReadFrom(src io.Reader) (int64, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
+	}
+	if w.verify != nil {
+		return io.Copy(writeOnly{w}, src)
 	}
 	var n int64
 	var err error
@@ -1578,7 +1814,7 @@ func (fr *fileRequest) primeDictionary(d *dictStore) {
 	}
 	data, err := fs.ReadFile(fr.fsys, name)
 	if err == nil && sha256.Sum256(data) == hash {
-		d.remember(data, pattern, true)
+		d.remember(data, pattern, true, byHash)
 	}
 }
 
@@ -1677,17 +1913,22 @@ func siblingCoding(name string) string {
 }
 
 // rememberFileDictionary stores the plain bytes of f, version fr.meta, as a
-// dictionary on pattern, unless the store holds them already.
+// dictionary on pattern, unless the store holds them already (then they
+// only count as sent again). The response is public.
 func (fr *fileRequest) rememberFileDictionary(f fs.File, pattern string) {
 	d := fr.s.m.dicts
-	if fr.meta.size == 0 || fr.meta.size > d.maxBody || d.lookup(fr.meta.hash) != nil {
+	if fr.meta.size == 0 || fr.meta.size > d.maxBody {
+		return
+	}
+	if held := d.lookup(fr.meta.hash); held != nil {
+		d.seen(held, fromFile)
 		return
 	}
 	data, err := io.ReadAll(f)
 	if rewind(f) != nil || err != nil || sha256.Sum256(data) != fr.meta.hash {
 		return
 	}
-	d.remember(data, pattern, true)
+	d.remember(data, pattern, true, fromFile)
 }
 
 // fileError answers with an error status as http.Error does, first

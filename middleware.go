@@ -69,6 +69,9 @@ func New(opts ...Option) (*Middleware, error) {
 		dotfiles: c.dotfiles,
 		shared:   newShared(&c, c.observe),
 	}
+	if err := checkWriteBudget(&c); err != nil {
+		return nil, err
+	}
 	if c.trustETags {
 		if c.cache == nil {
 			return nil, errors.New("squeeze: WithTrustedETags needs WithCache: without a Cache there is nothing to serve by ETag")
@@ -155,7 +158,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			r, rh.ranges = withoutRange(r), nil
 		}
 		s, hw := m.open(w, r, &rh)
-		r = withPlainTags(r, rh.ifNoneMatch, rh.ifMatch, s.cw.coding(), m.offers)
+		r = withPlainTags(r, rh.ifNoneMatch, rh.ifMatch, s.rw.coding(), m.offers)
 		completed := false
 		defer func() { m.close(s, hw, completed) }()
 		if sd := m.dicts.standaloneFor(r); sd != nil {

@@ -119,16 +119,21 @@ const (
 	SharedBreakerOpened
 	// SharedBreakerClosed: a call succeeded after the breaker opened.
 	SharedBreakerClosed
+	// SharedRefused: a write or a claim was not made because this
+	// Middleware's write budget had no room for it
+	// ([WithSharedStoreWriteBudget]).
+	SharedRefused
 	sharedResultCount
 )
 
 var sharedResultNames = [sharedResultCount]string{
 	"none", "hit", "miss", "error", "rejected", "skipped", "written", "claim_lost", "breaker_opened", "breaker_closed",
+	"refused",
 }
 
 // String returns the result's name in snake case: "hit", "miss", "error",
 // "rejected", "skipped", "written", "claim_lost", "breaker_opened",
-// "breaker_closed" or "none".
+// "breaker_closed", "refused" or "none".
 func (r SharedResult) String() string {
 	if r >= sharedResultCount {
 		return "SharedResult(" + strconv.Itoa(int(r)) + ")"
@@ -158,20 +163,20 @@ type reporter struct {
 	byFileServer bool
 }
 
-// send sends the Event of cw's response to the observer.
-func (r *reporter) send(cw *responseWriter) {
+// send sends the Event of rw's response to the observer.
+func (r *reporter) send(rw *responseWriter) {
 	if r.byFileServer {
 		return
 	}
-	e := Event{Kind: ResponseEvent, Coding: cw.encodedAs, Skipped: cw.why, Out: cw.sent, Elapsed: cw.elapsed}
+	e := Event{Kind: ResponseEvent, Coding: rw.encodedAs, Skipped: rw.why, Out: rw.sent, Elapsed: rw.elapsed}
 	if e.Coding == "" && e.Skipped == ReasonNone {
 		return // never decided: the handler panicked first
 	}
-	e.In = cw.written
+	e.In = rw.written
 	if e.Coding == "" {
 		e.In = e.Out
 	}
-	e.Dictionary = e.Coding != "" && cw.offer != nil && cw.offer.dict != nil
-	e.Cached = cw.fromCache
-	cw.m.observe(e)
+	e.Dictionary = e.Coding != "" && rw.offer != nil && rw.offer.dict != nil
+	e.Cached = rw.fromCache
+	rw.m.observe(e)
 }

@@ -13,29 +13,29 @@ import (
 // sendWhole encodes a body that ended within the buffer into a second
 // pooled buffer no larger than the body, and sends it with its encoded
 // Content-Length if it came out smaller; a delta goes out only if it is
-// smaller than the coding it replaced too. It reports whether it sent it; if
+// smaller than the coding it replaces too. It reports whether it sent it; if
 // not, it records why in f (noEncoder, noGain) for decide to name. A HEAD
 // handler's declared but unwritten body sends the encoded header without a
 // length, which only the body could give (RFC 9110 §9.3.2). decide sends
 // here no body shorter than two bytes, and no empty one but HEAD's.
-func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
-	o := cw.offer
+func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
+	o := rw.offer
 	if len(body) == 0 {
 		// HEAD: the GET's body would have been long enough to encode.
-		cw.setEncoded(h, o.coding)
+		rw.setEncoded(h, o.coding)
 		delete(h, "Content-Length")
-		cw.state = stateSent
-		cw.sendHeader(h)
+		rw.state = stateSent
+		rw.sendHeader(h)
 		return true
 	}
 	// The cache, if any, may hold this body's encoding; on a miss, key
 	// says where to store it (cache.go).
 	var key cacheKey
-	stored, store := cw.m.cachedWhole(cw.req, o, h, f, body, &key)
+	stored, store := rw.m.cachedWhole(rw.req, o, h, f, body, &key)
 	if stored != nil {
-		cw.fromCache = true
-		cw.written = int64(len(body))
-		cw.sendEncodedBody(h, o.coding, stored, stateSent)
+		rw.fromCache = true
+		rw.written = int64(len(body))
+		rw.sendEncodedBody(h, o.coding, stored, stateSent)
 		return true
 	}
 	// Anything not smaller than the input is no gain: cap the output there
@@ -43,10 +43,10 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	// goes to a second pooled buffer, not the free tail of the first:
 	// input and output in one buffer cost the encoders more than the
 	// second buffer's Get and Put (docs/internals.md#what-a-response-costs).
-	outBuf := cw.getBuffer()
-	defer cw.keepBuffer(outBuf)
-	out, ok, noEncoder := cw.encodeWhole(o, body, (*outBuf)[:0:len(body)-1])
-	if fb := cw.fallbackOffer(); o.dict != nil && fb != nil {
+	outBuf := rw.getBuffer()
+	defer rw.keepBuffer(outBuf)
+	out, ok, noEncoder := rw.encodeWhole(o, body, (*outBuf)[:0:len(body)-1])
+	if fb := rw.withoutDictionary(); o.dict != nil && fb != nil {
 		// A delta never goes out larger than the coding it replaces:
 		// its header alone takes 36 or 40 bytes, more than a dictionary
 		// that shares little with a small body saves. The coding is
@@ -55,65 +55,74 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 		if ok {
 			limit = len(out) - 1
 		}
-		fbBuf := cw.getBuffer()
-		defer cw.keepBuffer(fbBuf)
-		if fbOut, fbOK, _ := cw.encodeWhole(fb, body, (*fbBuf)[:0:max(limit, 0)]); fbOK {
-			cw.m.storeWhole(&key, store, body, nil) // the delta, not kept
-			cw.offer, cw.fallback = fb, 0
-			cw.written = int64(len(body))
-			cw.sendEncodedBody(h, fb.coding, fbOut, stateSent)
+		fbBuf := rw.getBuffer()
+		defer rw.keepBuffer(fbBuf)
+		if fbOut, fbOK, _ := rw.encodeWhole(fb, body, (*fbBuf)[:0:max(limit, 0)]); fbOK {
+			rw.m.storeWhole(rw.req, h, &key, store, body, nil) // the delta, not kept
+			rw.offer = fb
+			rw.written = int64(len(body))
+			rw.sendEncodedBody(h, fb.coding, fbOut, stateSent)
 			return true
 		}
 	}
 	if !ok {
-		cw.m.storeWhole(&key, store, body, nil)
+		rw.m.storeWhole(rw.req, h, &key, store, body, nil)
 		f.noEncoder, f.noGain = noEncoder, !noEncoder
 		return false
 	}
-	cw.m.storeWhole(&key, store, body, out)
-	cw.written = int64(len(body))
-	cw.sendEncodedBody(h, o.coding, out, stateSent)
+	rw.m.storeWhole(rw.req, h, &key, store, body, out)
+	rw.written = int64(len(body))
+	rw.sendEncodedBody(h, o.coding, out, stateSent)
 	return true
+}
+
+// withoutDictionary returns the offer the client's Accept-Encoding gets
+// without a dictionary, or nil.
+func (rw *responseWriter) withoutDictionary() *offer {
+	if i := rw.slot.negotiate(rw.req.Header["Accept-Encoding"], rw.m.offers); i >= 0 {
+		return &rw.m.offers[i]
+	}
+	return nil
 }
 
 // encodeWhole encodes body with o into dst, whose capacity is the most the
 // encoding may take. ok is false when it would take more (no gain), or
 // when no encoder could be had (noEncoder).
-func (cw *responseWriter) encodeWhole(o *offer, body, dst []byte) (out []byte, ok, noEncoder bool) {
-	cw.out = cappedBuffer{b: dst}
-	t0 := cw.clock()
-	enc, err := cw.slot.encoder(o, &cw.out)
+func (rw *responseWriter) encodeWhole(o *offer, body, dst []byte) (out []byte, ok, noEncoder bool) {
+	rw.out = cappedBuffer{b: dst}
+	t0 := rw.clock()
+	enc, err := rw.slot.encoder(o, &rw.out)
 	if err != nil {
-		cw.out = cappedBuffer{}
+		rw.out = cappedBuffer{}
 		return nil, false, true
 	}
 	_, err = enc.Write(body)
 	if err == nil {
 		err = enc.Close()
 	}
-	cw.slot.keepEncoder(o, enc)
-	cw.spent(t0)
-	out = cw.out.b
-	cw.out = cappedBuffer{}
+	rw.slot.keepEncoder(o, enc)
+	rw.spent(t0)
+	out = rw.out.b
+	rw.out = cappedBuffer{}
 	return out, err == nil, false
 }
 
 // sendEncodedBody sends a whole encoded body, freshly encoded or stored,
 // with its Content-Length, and moves to state.
-func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []byte, state writerState) {
-	cw.setEncoded(h, coding)
-	cw.setLength(h, len(out))
-	cw.state = state
-	cw.sendHeader(h)
-	_, _ = (*wire)(cw).Write(out)
+func (rw *responseWriter) sendEncodedBody(h http.Header, coding string, out []byte, state writerState) {
+	rw.setEncoded(h, coding)
+	rw.setLength(h, len(out))
+	rw.state = state
+	rw.sendHeader(h)
+	_, _ = (*wire)(rw).Write(out)
 }
 
 // setEncoded sets the headers every encoded response carries.
-func (cw *responseWriter) setEncoded(h http.Header, coding string) {
-	cw.encodedAs = coding
-	cw.values.encoding[0] = coding
-	h["Content-Encoding"] = cw.values.encoding[:]
-	if cw.onlyContentType {
+func (rw *responseWriter) setEncoded(h http.Header, coding string) {
+	rw.encodedAs = coding
+	rw.values.encoding[0] = coding
+	h["Content-Encoding"] = rw.values.encoding[:]
+	if rw.onlyContentType {
 		return
 	}
 	// Byte ranges would refer to the encoded bytes, which differ from one
@@ -123,22 +132,22 @@ func (cw *responseWriter) setEncoded(h http.Header, coding string) {
 }
 
 // setLength sets Content-Length to n.
-func (cw *responseWriter) setLength(h http.Header, n int) {
-	cw.values.length[0] = cw.slot.lengthString(n)
-	h["Content-Length"] = cw.values.length[:]
+func (rw *responseWriter) setLength(h http.Header, n int) {
+	rw.values.length[0] = rw.slot.lengthString(n)
+	h["Content-Length"] = rw.values.length[:]
 }
 
 // addVary adds Accept-Encoding to Vary unless it, or "*", is there already.
-func (cw *responseWriter) addVary(h http.Header) {
+func (rw *responseWriter) addVary(h http.Header) {
 	var v []string
-	if !cw.onlyContentType {
+	if !rw.onlyContentType {
 		v = h["Vary"]
 	}
 	switch {
 	case headerHasToken(v, "accept-encoding") || headerHasToken(v, "*"):
 	case len(v) == 0:
-		cw.values.vary[0] = "Accept-Encoding"
-		h["Vary"] = cw.values.vary[:]
+		rw.values.vary[0] = "Accept-Encoding"
+		h["Vary"] = rw.values.vary[:]
 	default:
 		// A full slice forces append to copy: the handler may share its
 		// header values between responses.
@@ -166,8 +175,8 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 // body by design: keys with [http.TrailerPrefix] stay, and the values of
 // trailers declared in the Trailer field wait in late until sendHeader has
 // sent the header without them.
-func (cw *responseWriter) restoreHeader(h http.Header) {
-	a := cw.after
+func (rw *responseWriter) restoreHeader(h http.Header) {
+	a := rw.after
 	if a == nil || a.snapshot == nil {
 		return
 	}
@@ -195,14 +204,14 @@ func (cw *responseWriter) restoreHeader(h http.Header) {
 // sendHeader sends the status and the header, then puts back the declared
 // trailers that restoreHeader held out, for net/http to send after the
 // body.
-func (cw *responseWriter) sendHeader(h http.Header) {
-	if !cw.untouched {
-		cw.w.WriteHeader(cw.status)
+func (rw *responseWriter) sendHeader(h http.Header) {
+	if !rw.untouched {
+		rw.w.WriteHeader(rw.status)
 	}
-	if cw.after != nil {
-		for k, v := range cw.after.late {
+	if rw.after != nil {
+		for k, v := range rw.after.late {
 			h[k] = v
 		}
-		cw.after.late = nil
+		rw.after.late = nil
 	}
 }
