@@ -37,17 +37,7 @@ func TestFileServerDeltaToAnotherOriginOfTheSiteNeedsCORS(t *testing.T) {
 				site := []string{"Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", tt.mode, "Origin", tt.origin}
 				fetch(t, c, srv.URL+"/app.v1.js", chromeAE, site...)
 				res, raw := fetch(t, c, srv.URL+"/app.v2.js", chromeAE, append([]string{"Available-Dictionary", availableFor(v1)}, site...)...)
-				ce := res.Header.Get("Content-Encoding")
-				switch {
-				case tt.delta && ce != squeeze.DCZ:
-					t.Fatalf("Content-Encoding %q, want dcz", ce)
-				case tt.delta:
-					decodeDelta(t, res.Header, raw, v1, v2)
-				case ce == squeeze.DCZ || ce == squeeze.DCB:
-					t.Fatalf("Content-Encoding %q, want no delta", ce)
-				default:
-					checkBody(t, res.Header, raw, v2)
-				}
+				wantDeltaOrNot(t, res.Header, raw, v1, v2, tt.delta)
 			})
 		})
 	}
