@@ -2,6 +2,8 @@ package squeezecaddy_test
 
 import (
 	"encoding/json"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -114,6 +116,29 @@ func TestCaddyfileDirectiveErrors(t *testing.T) {
 		_, err := adapt(t, "http://example.com {\n"+tc.block+"\n}")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one with %q", tc.block, err, tc.want)
+		}
+	}
+}
+
+// The README's Caddyfile recipe, in a site block, is a valid config with
+// squeeze in it.
+func TestReadmeCaddyfileRecipeAdapts(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```caddyfile\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no ```caddyfile block")
+	}
+	for _, block := range blocks {
+		out, err := adapt(t, "http://example.com {\n"+block[1]+"}\n")
+		if err != nil {
+			t.Errorf("the README's Caddyfile:\n%s\n%v", block[1], err)
+			continue
+		}
+		if !strings.Contains(string(out), `"handler":"squeeze"`) {
+			t.Errorf("the README's Caddyfile has no squeeze handler: %s", out)
 		}
 	}
 }
