@@ -555,7 +555,7 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	}
 	d := s.lookup(hash)
 	if d == nil && pattern > 0 && s.shared != nil {
-		d = s.fetch(r.Context(), hash, path)
+		d = s.fetch(r.Context(), hash)
 	}
 	if d == nil && lr != nil && s.shared != nil {
 		d = lr.fetchForClient(r.Context(), hash)
