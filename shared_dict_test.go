@@ -564,6 +564,7 @@ func TestSharedDictionaryOnAnotherPatternsPathKeepsSharing(t *testing.T) {
 		if rec := serveAt(a.h, path, chromeAE); rec.Header().Get("Use-As-Dictionary") == "" {
 			t.Fatalf("%s: no Use-As-Dictionary", path)
 		}
+		serveToEarn(a.h, path)
 	}
 	squeeze.WaitSharedStore(a.m)
 
