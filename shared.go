@@ -380,9 +380,10 @@ func (s *shared) read(ctx context.Context, key string, limit int) (r sharedRead)
 // it is over the size limit, the breaker is open, the values in flight
 // leave no room for it or the write budget has none (shared_admission.go):
 // a write only saves another replica work, so none waits for it. It
-// reports whether the write was started. value must not be modified
+// reports whether the write was started; failed, if not nil, is called
+// if the store then does not take it. value must not be modified
 // afterwards.
-func (s *shared) setAsync(key string, value []byte, lifetime time.Duration) bool {
+func (s *shared) setAsync(key string, value []byte, lifetime time.Duration, failed func()) bool {
 	if len(value) > s.maxValue {
 		return false
 	}
@@ -398,7 +399,9 @@ func (s *shared) setAsync(key string, value []byte, lifetime time.Duration) bool
 	go func() {
 		defer s.writes.Done()
 		defer s.inflight.Release(int64(len(value)))
-		_ = s.set(context.Background(), key, value, lifetime)
+		if !s.set(context.Background(), key, value, lifetime) && failed != nil {
+			failed()
+		}
 	}()
 	return true
 }

@@ -61,8 +61,9 @@ func parseSharedDict(v []byte) (pattern string, data []byte, ok bool) {
 
 // share writes d to the shared store if it is due (public, earned, not
 // written yet: see sharedCandidate). A write the store's wrapper did not
-// start (the budget, the breaker or the values in flight had no room) is
-// given back, to be made when d earns again.
+// start (the budget, the breaker or the values in flight had no room), or
+// that the store did not take, is given back, to be made when d earns
+// again.
 func (s *dictStore) share(d *dictionary) {
 	if d.fleet.start() && !s.publish(d) {
 		d.fleet.abort()
@@ -82,7 +83,7 @@ func (s *dictStore) publish(d *dictionary) bool {
 	if s.shared.breaker.blocked() {
 		return false
 	}
-	return s.shared.setAsync(sharedDictKey(d.hash), sharedDictValue(d), 0)
+	return s.shared.setAsync(sharedDictKey(d.hash), sharedDictValue(d), 0, d.fleet.abort)
 }
 
 // fetch returns the dictionary with this hash from the shared store, kept
