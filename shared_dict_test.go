@@ -566,6 +566,7 @@ func TestSharedDictionaryOnAnotherPatternsPathKeepsSharing(t *testing.T) {
 				t.Fatalf("%s: no Use-As-Dictionary", path)
 			}
 		}
+		serveToEarn(a.h, path)
 	}
 	squeeze.WaitSharedStore(a.m)
 
