@@ -334,6 +334,10 @@ type cacheEntry struct {
 	// is to improve (see fileReps).
 	final bool
 	hits  atomic.Int32
+	// public is set once the body went out in a public response
+	// (publicResponse): only then is its upgrade claimed in, or written
+	// to, the fleet's store (shared_encodings.go).
+	public atomic.Bool
 }
 
 func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
@@ -445,18 +449,21 @@ func (c *cacheCore) wait(r *http.Request, f *flight, deadline time.Time) bool {
 }
 
 // end ends the flight for k that lookup made the caller lead, storing body
-// and plain (which the cache then owns) unless body is nil.
-func (c *cacheCore) end(k *cacheKey, body, plain []byte, level int) {
-	c.endHeld(k, body, plain, level, 0)
+// and plain (which the cache then owns) unless body is nil; public says
+// the body went out in a public response.
+func (c *cacheCore) end(k *cacheKey, body, plain []byte, level int, public bool) {
+	c.endHeld(k, body, plain, level, 0, public)
 }
 
 // endHeld is end for a caller that holds held bytes of the budget, claimed
 // for body as it grew: the entry's weight takes them over, and what it does
 // not need, or all of them if nothing is stored, goes back.
-func (c *cacheCore) endHeld(k *cacheKey, body, plain []byte, level int, held int64) {
+func (c *cacheCore) endHeld(k *cacheKey, body, plain []byte, level int, held int64, public bool) {
 	stored := false
 	if body != nil {
-		stored = c.add(k, newEntry(k, body, plain, level), held)
+		e := newEntry(k, body, plain, level)
+		e.public.Store(public)
+		stored = c.add(k, e, held)
 	} else {
 		c.bytes.Add(-held)
 	}
@@ -717,6 +724,7 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	}
 	body := bytes.Clone(out.b)
 	e := newEntry(&j.key, body, j.entry.plain, level)
+	e.public.Store(j.entry.public.Load())
 	// The new entry's weight takes over what the work held (the old
 	// entry's goes back when it is replaced), and claims the rest: the
 	// plain bytes both entries keep are counted twice until then.
@@ -842,7 +850,7 @@ func (f *cacheFill) drop() {
 	if f != nil && f.leading {
 		held := f.held
 		f.leading, f.buf, f.held = false, nil, 0
-		f.c.endHeld(&f.key, nil, nil, 0, held)
+		f.c.endHeld(&f.key, nil, nil, 0, held, false)
 	}
 }
 
@@ -978,6 +986,9 @@ func (m *Middleware) cachedWhole(r *http.Request, o *offer, h http.Header, f *fa
 	*k = cacheKey{sum: maphash.Bytes(m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
 	e, leader := m.cache.lookup(r, k, body, upgradeLevel(k.coding), 0, upgradeSource{o.dict, m.shared})
 	if e != nil {
+		if m.shared != nil && !e.public.Load() && publicResponse(r.Header, h) {
+			e.public.Store(true) // its upgrade may be shared now
+		}
 		return e.body, false
 	}
 	return nil, leader
@@ -986,8 +997,9 @@ func (m *Middleware) cachedWhole(r *http.Request, o *offer, h http.Header, f *fa
 // storeWhole stores out, the encoding of body looked up as k, with a copy
 // of body for later hits to compare, or only ends the flight when out is
 // nil (no gain). Both are copied: they live in pooled buffers. It does
-// nothing unless store is set.
-func (m *Middleware) storeWhole(k *cacheKey, store bool, body, out []byte) {
+// nothing unless store is set. r and h are the request and the response's
+// header, which say whether the entry may be shared (publicResponse).
+func (m *Middleware) storeWhole(r *http.Request, h http.Header, k *cacheKey, store bool, body, out []byte) {
 	if !store {
 		return
 	}
@@ -997,7 +1009,7 @@ func (m *Middleware) storeWhole(k *cacheKey, store bool, body, out []byte) {
 	} else {
 		out = nil
 	}
-	m.cache.end(k, out, plain, k.level)
+	m.cache.end(k, out, plain, k.level, out != nil && m.shared != nil && publicResponse(r.Header, h))
 }
 
 // validatorKey returns the key of a streamed response by its strong ETag,
@@ -1095,7 +1107,7 @@ func (f *cacheFill) ended(end responseEnd) {
 		copy(body, f.buf)
 	}
 	f.leading, f.buf = false, nil
-	f.c.endHeld(&f.key, body, nil, f.level, f.held)
+	f.c.endHeld(&f.key, body, nil, f.level, f.held, false)
 }
 
 // upgradeLevel is the level upgrades encode at: the coding's highest (br 11,

@@ -159,6 +159,7 @@ type (
 		Skipped             int64 `json:"skipped"`
 		Writes              int64 `json:"writes"`
 		ClaimsLost          int64 `json:"claims_lost"`
+		WritesRefused       int64 `json:"writes_refused"`
 		BytesRead           int64 `json:"bytes_read"`
 		BytesWritten        int64 `json:"bytes_written"`
 		BreakerOpened       int64 `json:"breaker_opened"`
@@ -223,6 +224,7 @@ func (c *Counters) stats() counterStats {
 		Skipped:             c.shared[SharedSkipped].Load(),
 		Writes:              c.shared[SharedWritten].Load(),
 		ClaimsLost:          c.shared[SharedClaimLost].Load(),
+		WritesRefused:       c.shared[SharedRefused].Load(),
 		BytesRead:           c.sharedRead.Load(),
 		BytesWritten:        c.sharedWritten.Load(),
 		BreakerOpened:       c.shared[SharedBreakerOpened].Load(),
@@ -253,7 +255,7 @@ func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).S
 //	    "codings": {"gzip": {...}}},
 //	 "shared_store": {"hits": 4, "misses": 1, "errors": 0,
 //	    "verifications_failed": 0, "skipped": 0, "writes": 2, "claims_lost": 0,
-//	    "bytes_read": 81920, "bytes_written": 40960,
+//	    "writes_refused": 0, "bytes_read": 81920, "bytes_written": 40960,
 //	    "breaker_opened": 0, "breaker_open": 0},
 //	 "learned_dictionary": {"trained": 1, "adopted": 0, "refused_budget": 0,
 //	    "deltas": 40, "bytes_saved": 120000}}
@@ -315,6 +317,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"skipped", "Calls to the shared store not made: breaker open, values in flight at their budget, or a key whose value failed verification lately.", ss.Skipped},
 		{"writes", "Values written to the shared store, claims won included.", ss.Writes},
 		{"claims_lost", "Claims that found the key taken by another replica.", ss.ClaimsLost},
+		{"writes_refused", "Writes and claims not made because the write budget had no room for them.", ss.WritesRefused},
 		{"read_bytes", "Bytes of the values read from the shared store.", ss.BytesRead},
 		{"written_bytes", "Bytes of the values written to the shared store.", ss.BytesWritten},
 		{"breaker_opened", "Times the shared store's breaker opened.", ss.BreakerOpened},

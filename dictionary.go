@@ -88,9 +88,36 @@ type dictionary struct {
 	data    []byte
 	pattern string // the match pattern it was stored or registered under
 	static  bool   // registered with WithDictionary: never evicted
+	// learned is set on a dictionary of WithLearnedDictionary (learned.go):
+	// the fleet's store has it from the replica that trained it, and, as
+	// for a remembered one, only public responses go out as deltas
+	// against it. One of a route's live dictionaries is outside the
+	// remembered store and not charged to its budget.
+	learned bool
 
 	dcz, dcb lazyOffer
+	// fleet is what a remembered dictionary has earned of the fleet's
+	// store (shared_admission.go); unused without one.
+	fleet sharedCandidate
 }
+
+// dictOrigin says how a dictionary came to be remembered, or seen again:
+// what it earns of the fleet's store (see dictStore.seen).
+type dictOrigin uint8
+
+const (
+	// fromResponse: the body of a public response sent with
+	// Use-As-Dictionary; it earns its place in the store by being sent
+	// again, or asked for by hash.
+	fromResponse dictOrigin = iota
+	// fromFile: a FileServer's file sent in a public response with
+	// Use-As-Dictionary: the operator's own, which has earned its place.
+	fromFile
+	// byHash: a client named it in Available-Dictionary (a file the
+	// FileServer found by that hash, or one held already): earned, but
+	// public only once it goes out in a public response.
+	byHash
+)
 
 // lazyOffer is the offer of one dictionary coding for one dictionary, built
 // the first time a client asks for it. o is nil if it could not be built.
@@ -240,24 +267,47 @@ func (s *dictStore) lookup(hash [32]byte) *dictionary {
 
 // remember stores body as a dictionary for pattern, unless it is empty,
 // larger than a quarter of the budget, or held already (then it only counts
-// as used). owned says body may be kept as it is; otherwise it is copied.
-// It costs the budget the capacity of the slice kept, which is what the
-// heap holds, and dictEntryBytes.
-func (s *dictStore) remember(body []byte, pattern string, owned bool) {
+// as seen again). owned says body may be kept as it is; otherwise it is
+// copied. It costs the budget the capacity of the slice kept, which is
+// what the heap holds, and dictEntryBytes. from says where body came from:
+// a body that is not public is never remembered, except a FileServer's
+// file found by hash (byHash), which is shared only once it goes out in a
+// public response.
+func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictOrigin) {
 	if len(body) == 0 || int64(len(body)) > s.maxBody {
 		return
 	}
 	hash := sha256.Sum256(body)
-	if s.lookup(hash) != nil {
+	if held := s.lookup(hash); held != nil {
+		s.seen(held, from)
 		return
 	}
 	if !owned {
 		body = bytes.Clone(body)
 	}
 	d := &dictionary{hash: hash, data: body, pattern: pattern}
-	if s.insert(d, int64(cap(body))+dictEntryBytes) == d && s.shared != nil {
-		s.publish(d)
+	s.seen(s.insert(d, int64(cap(body))+dictEntryBytes), from)
+}
+
+// seen records that d, a dictionary held, went out again or was named as
+// from says, and writes it to the fleet's store once it has earned it
+// (shared_admission.go): public, and asked for by hash, sent
+// sharedAdmitAfter times, or a FileServer's file.
+func (s *dictStore) seen(d *dictionary, from dictOrigin) {
+	if s.shared == nil || d.static || d.learned {
+		return
 	}
+	switch from {
+	case fromResponse:
+		d.fleet.markPublic()
+		d.fleet.served()
+	case fromFile:
+		d.fleet.markPublic()
+		d.fleet.earn()
+	case byHash:
+		d.fleet.earn()
+	}
+	s.share(d)
 }
 
 // insert adds d, a remembered dictionary costing weight, to the store and
@@ -280,9 +330,9 @@ func (s *dictStore) insert(d *dictionary, weight int64) *dictionary {
 // budget. It reports false when d is no longer in the store, would not fit
 // the budget alone (then nothing is charged), or is itself evicted to make
 // room (its cost leaves with it): then the state is not to be built. A
-// static dictionary is not charged.
+// static dictionary, or a live learned one, is not charged.
 func (s *dictStore) charge(d *dictionary, n int64) bool {
-	if d.static {
+	if d.static || d.learned && s.liveLearned(d) {
 		return true
 	}
 	s.mu.Lock()
@@ -295,7 +345,7 @@ func (s *dictStore) charge(d *dictionary, n int64) bool {
 
 // uncharge gives back n bytes charged for d whose state could not be built.
 func (s *dictStore) uncharge(d *dictionary, n int64) {
-	if d.static {
+	if d.static || d.learned && s.liveLearned(d) {
 		return // not charged
 	}
 	s.mu.Lock()
@@ -519,6 +569,7 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	if d == nil || !cdt.MatchPath(d.pattern, path) {
 		return nil, pattern, varies
 	}
+	s.seen(d, byHash) // a client holds it: it has earned the fleet's store
 	if o = s.offerFor(d, coding); o == nil && len(s.codings) == 2 {
 		// The other dictionary coding, if the client names it too: dcb
 		// is refused for a dictionary whose tables do not fit the budget.
@@ -531,6 +582,22 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 		}
 	}
 	return o, pattern, varies
+}
+
+// deltaAllowed reports whether a response whose header is resp, to a
+// request whose header is req, may go out as a delta against d: always
+// against a dictionary of WithDictionary, whose bytes the operator chose;
+// against one remembered from a response (a body whose content a client
+// may have chosen, such as a page that reflects its query) only when the
+// response is public (publicResponse). A delta's size tells how much of
+// the response the dictionary holds: a client that had a guess of another
+// user's private page remembered as a dictionary, and that can see the
+// size of that user's response, would learn whether the guess was right.
+// Refusing such deltas also makes the answer to a private request the same
+// whether or not the dictionary it names is held: no private page confirms
+// a guess by coming back as dcz rather than zstd.
+func deltaAllowed(req, resp http.Header, d *dictionary) bool {
+	return d.static || publicResponse(req, resp)
 }
 
 // sameSite reports whether Sec-Fetch-Site allows a dictionary: absent (not
@@ -577,15 +644,17 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // committed makes the header edits of dictionaries on a path that matches
 // a pattern: Vary, Use-As-Dictionary on a body to remember (a GET or HEAD
 // 200 of an eligible type, not encoded by the handler, not a range, without
-// a Use-As-Dictionary of the handler's own), and the Link to standalone
-// dictionaries on text/html. It asks for the body of a GET to remember.
+// a Use-As-Dictionary of the handler's own, and public: see
+// publicResponse), and the Link to standalone dictionaries on text/html.
+// It asks for the body of a GET to remember.
 func (d *dictResponse) committed(h http.Header, f facts) bool {
 	s := d.s
 	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
 	if p := d.pattern; p > 0 {
 		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
-			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 {
+			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 &&
+			publicResponse(d.req.Header, h) {
 			h["Use-As-Dictionary"] = []string{s.useAs[p-1]}
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
@@ -626,7 +695,7 @@ func (d *dictResponse) ended(end responseEnd) {
 	if end.declared >= 0 && int64(len(body)) != end.declared {
 		return
 	}
-	d.s.remember(body, d.s.patterns[d.pattern-1], owned)
+	d.s.remember(body, d.s.patterns[d.pattern-1], owned, fromResponse)
 	d.body = nil
 }
 

@@ -81,3 +81,7 @@ func WaitLearned(m *Middleware) {
 		m.dicts.jobs.Wait()
 	}
 }
+
+// SharedAdmitAfter is how many times a body is served with
+// Use-As-Dictionary before it is written to the fleet's store unasked.
+const SharedAdmitAfter = sharedAdmitAfter

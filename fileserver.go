@@ -263,6 +263,9 @@ type fileRequest struct {
 	upath string
 	meta  *fileMeta
 	ev    Event
+	// public is set when the response may be shared beyond its client
+	// (publicResponse), as serveFile finds it.
+	public bool
 }
 
 func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -572,23 +575,29 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 			o = &offers[i]
 		}
 	}
+	h := fr.w.Header()
+	// public is what the header set in front of the file server and the
+	// request say of sharing the response (publicResponse): a file that
+	// goes out in one that is not public becomes no dictionary, is no
+	// delta against a remembered one, and none of its encodings is
+	// written to the fleet's store.
+	fr.public = publicResponse(fr.r.Header, h)
 	dictPattern, dictVaries := 0, false
 	if d := m.dicts; d != nil {
 		fr.primeDictionary(d)
 		var delta *offer
 		delta, dictPattern, dictVaries = d.begin(fr.r, fr.upath, ranged)
-		if delta != nil && encodable {
+		if delta != nil && encodable && deltaAllowed(fr.r.Header, h, delta.dict) {
 			fallback, o = o, delta
 		}
 	}
 
-	h := fr.w.Header()
 	h["Vary"] = []string{"Accept-Encoding"}
 	if dictVaries {
 		h["Vary"] = []string{dictVary}
 	}
 	h["Content-Type"] = []string{meta.ctype}
-	if dictPattern > 0 && eligible {
+	if dictPattern > 0 && eligible && fr.public {
 		h["Use-As-Dictionary"] = []string{m.dicts.useAs[dictPattern-1]}
 		if !hasField(h, "Cache-Control") {
 			// A browser keeps a dictionary only while it is fresh.
@@ -861,7 +870,7 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 	if r, ok := s.reps.load(k); ok {
 		fr.ev.Cached = true
 		if !r.best {
-			s.startBest(fr.fsys, fr.name, fr.meta, k, r.data, o.dict)
+			s.startBest(fr.fsys, fr.name, fr.meta, k, r.data, o.dict, fr.public)
 		}
 		return r.data, nil
 	}
@@ -894,7 +903,7 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 		// the others are encoded at the best level.
 		best := o.dict == nil && BestLevel(o.coding) == o.encoders.Level()
 		if e.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
-			s.startBest(fr.fsys, fr.name, fr.meta, k, data, o.dict)
+			s.startBest(fr.fsys, fr.name, fr.meta, k, data, o.dict, fr.public)
 		}
 		return data, nil
 	})
@@ -1085,8 +1094,10 @@ func BestLevel(coding string) int {
 // again. The goroutine ends with the encoding. old is the representation
 // stored now, which the new encoding replaces only if it is smaller: passed
 // in rather than looked up again, so a store that counts its look-ups (a
-// Cache) counts only the requests'.
-func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte, d *dictionary) {
+// Cache) counts only the requests'. public says the request that started
+// it got a public response: only then is the encoding written to the
+// fleet's store (bestEncoding).
+func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte, d *dictionary, public bool) {
 	select {
 	case s.bestToken <- struct{}{}:
 	default:
@@ -1129,7 +1140,7 @@ func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey
 			e.release()
 			return // changed or gone: the next request sees the new version
 		}
-		data, wait, err := s.bestEncoding(k, plain, old, d, level)
+		data, wait, err := s.bestEncoding(k, plain, old, d, level, public)
 		if err != nil || wait {
 			e.release()
 			return
@@ -1800,7 +1811,7 @@ func (fr *fileRequest) primeDictionary(d *dictStore) {
 	}
 	data, err := fs.ReadFile(fr.fsys, name)
 	if err == nil && sha256.Sum256(data) == hash {
-		d.remember(data, pattern, true)
+		d.remember(data, pattern, true, byHash)
 	}
 }
 
@@ -1899,17 +1910,22 @@ func siblingCoding(name string) string {
 }
 
 // rememberFileDictionary stores the plain bytes of f, version fr.meta, as a
-// dictionary on pattern, unless the store holds them already.
+// dictionary on pattern, unless the store holds them already (then they
+// only count as sent again). The response is public.
 func (fr *fileRequest) rememberFileDictionary(f fs.File, pattern string) {
 	d := fr.s.m.dicts
-	if fr.meta.size == 0 || fr.meta.size > d.maxBody || d.lookup(fr.meta.hash) != nil {
+	if fr.meta.size == 0 || fr.meta.size > d.maxBody {
+		return
+	}
+	if held := d.lookup(fr.meta.hash); held != nil {
+		d.seen(held, fromFile)
 		return
 	}
 	data, err := io.ReadAll(f)
 	if rewind(f) != nil || err != nil || sha256.Sum256(data) != fr.meta.hash {
 		return
 	}
-	d.remember(data, pattern, true)
+	d.remember(data, pattern, true, fromFile)
 }
 
 // fileError answers with an error status as http.Error does, first

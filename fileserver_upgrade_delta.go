@@ -34,7 +34,11 @@ func (s *fileServer) encodeBest(k repKey, plain []byte, d *dictionary, level int
 // representation is not looked up in the store again for fleetRetry. old
 // is the representation stored now: only a smaller one is fetched. What
 // the fetch and its verification hold is reserved in the store's budget.
-func (s *fileServer) bestEncoding(k repKey, plain, old []byte, d *dictionary, level int) (data []byte, wait bool, err error) {
+// Unless public (the request that started it got a public response), it
+// only reads the store: no claim, no write. A file is the operator's own,
+// so its encodings have earned their place in the store; the write budget
+// still applies (shared_admission.go).
+func (s *fileServer) bestEncoding(k repKey, plain, old []byte, d *dictionary, level int, public bool) (data []byte, wait bool, err error) {
 	sh := s.m.shared
 	if sh == nil {
 		data, err = s.encodeBest(k, plain, d, level)
@@ -61,11 +65,11 @@ func (s *fileServer) bestEncoding(k repKey, plain, old []byte, d *dictionary, le
 			return value, false, nil
 		}
 	}
-	if !rejected && v.claim(context.Background()) == claimLost {
+	if public && !rejected && v.claim(context.Background()) == claimLost {
 		s.fleet.wait(k)
 		return nil, true, nil
 	}
-	if data, err = s.encodeBest(k, plain, d, level); err == nil && data != nil && level == best {
+	if data, err = s.encodeBest(k, plain, d, level); err == nil && data != nil && level == best && public {
 		v.publish(data)
 	}
 	return data, false, err

@@ -387,6 +387,17 @@ func (s *dictStore) addLearnedLinks(h http.Header, f *facts) {
 	}
 }
 
+// liveLearned reports whether d is one of the live dictionaries of a
+// learned route.
+func (s *dictStore) liveLearned(d *dictionary) bool {
+	for _, r := range s.learned {
+		if r.holds(d) {
+			return true
+		}
+	}
+	return false
+}
+
 // holds reports whether d is one of the route's live dictionaries.
 func (r *learnedRoute) holds(d *dictionary) bool {
 	for _, ld := range r.live.Load().dicts {
@@ -415,7 +426,7 @@ func (r *learnedRoute) newLearnedDict(data []byte, gen uint64) *learnedDict {
 	id, _ := sfv.QuoteString(name)
 	ld := &learnedDict{
 		sd: &standaloneDictionary{
-			d:           &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, static: true},
+			d:           &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, learned: true},
 			etag:        `"` + name + `"`,
 			useAs:       useAsDictionary(r.cfg.pattern) + ", id=" + id,
 			contentType: "text/plain; charset=utf-8", // compressed on the way, as text

@@ -69,6 +69,9 @@ func New(opts ...Option) (*Middleware, error) {
 		dotfiles: c.dotfiles,
 		shared:   newShared(&c, c.observe),
 	}
+	if err := checkWriteBudget(&c); err != nil {
+		return nil, err
+	}
 	if c.trustETags {
 		if c.cache == nil {
 			return nil, errors.New("squeeze: WithTrustedETags needs WithCache: without a Cache there is nothing to serve by ETag")

@@ -165,16 +165,21 @@ const (
 	SharedBreakerOpened
 	// SharedBreakerClosed: a call succeeded after the breaker opened.
 	SharedBreakerClosed
+	// SharedRefused: a write or a claim was not made because this
+	// Middleware's write budget had no room for it
+	// ([WithSharedStoreWriteBudget]).
+	SharedRefused
 	sharedResultCount
 )
 
 var sharedResultNames = [sharedResultCount]string{
 	"none", "hit", "miss", "error", "rejected", "skipped", "written", "claim_lost", "breaker_opened", "breaker_closed",
+	"refused",
 }
 
 // String returns the result's name in snake case: "hit", "miss", "error",
 // "rejected", "skipped", "written", "claim_lost", "breaker_opened",
-// "breaker_closed" or "none".
+// "breaker_closed", "refused" or "none".
 func (r SharedResult) String() string {
 	if r >= sharedResultCount {
 		return "SharedResult(" + strconv.Itoa(int(r)) + ")"

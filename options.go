@@ -88,6 +88,8 @@ type config struct {
 	shared              SharedStore   // WithSharedStore
 	sharedTimeout       time.Duration // WithSharedStoreTimeout
 	sharedMaxValue      int           // WithSharedStoreMaxValue
+	sharedWrites        int           // WithSharedStoreWriteBudget: writes a minute
+	sharedWriteBytes    int64         // WithSharedStoreWriteBudget: bytes a minute
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.

@@ -444,6 +444,15 @@ func (rw *responseWriter) advance(ev event, next []byte) error {
 		// Keys added after the status count only as prefixed trailers.
 		rw.hdr.trailers = rw.hdr.trailers || hasPrefixedTrailers(h)
 	}
+	if o := rw.offer; o != nil && o.dict != nil && !deltaAllowed(rw.req.Header, h, o.dict) {
+		// A response that may not be shared is no delta against a
+		// remembered dictionary: it goes out as the client's
+		// Accept-Encoding allows without one (dictionary.go).
+		rw.offer = nil
+		if i := rw.slot.negotiate(rw.req.Header["Accept-Encoding"], rw.m.offers); i >= 0 {
+			rw.offer = &rw.m.offers[i]
+		}
+	}
 	f := facts{
 		responseFields: rw.hdr, status: rw.status, buffered: len(rw.buffered()), event: ev,
 		head: rw.head, ranged: rw.ranged, offered: rw.offer != nil,

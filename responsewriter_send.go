@@ -48,7 +48,7 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	t0 := rw.clock()
 	enc, err := rw.slot.encoder(o, &rw.out)
 	if err != nil {
-		rw.m.storeWhole(&key, store, body, nil)
+		rw.m.storeWhole(rw.req, h, &key, store, body, nil)
 		f.noEncoder = true
 		return false
 	}
@@ -61,11 +61,11 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	out := rw.out.b
 	rw.out = cappedBuffer{}
 	if err != nil {
-		rw.m.storeWhole(&key, store, body, nil)
+		rw.m.storeWhole(rw.req, h, &key, store, body, nil)
 		f.noGain = true
 		return false
 	}
-	rw.m.storeWhole(&key, store, body, out)
+	rw.m.storeWhole(rw.req, h, &key, store, body, out)
 	rw.written = int64(len(body))
 	rw.sendEncodedBody(h, o.coding, out, stateSent)
 	return true

@@ -37,6 +37,8 @@ type shared struct {
 	inflight *semaphore.Weighted
 	flights  singleflight.Group
 	breaker  breaker
+	// budget bounds what this Middleware writes (shared_admission.go).
+	budget *writeBudget
 	// rejected holds the keys whose value failed verification lately:
 	// they are not asked again for sharedRejectedFor, so one bad value
 	// named by many requests costs one fetch per period and does not trip
@@ -76,6 +78,14 @@ func newShared(c *config, observe func(Event)) *shared {
 		s.maxValue = DefaultSharedStoreMaxValue
 	}
 	s.inflight = semaphore.NewWeighted(int64(s.maxValue) * sharedInflightValues)
+	writes, bytes := c.sharedWrites, c.sharedWriteBytes
+	if writes == 0 {
+		writes = DefaultSharedStoreWrites
+	}
+	if bytes == 0 {
+		bytes = max(DefaultSharedStoreWriteBytes, int64(s.maxValue))
+	}
+	s.budget = newWriteBudget(writes, bytes)
 	s.rejected = otter.Must(&otter.Options[string, struct{}]{
 		MaximumSize:      sharedRejectedKeys,
 		ExpiryCalculator: otter.ExpiryWriting[string, struct{}](sharedRejectedFor),
@@ -189,16 +199,22 @@ func (s *shared) fetch(key string, limit int, use func([]byte) (any, bool)) shar
 }
 
 // setAsync writes value under key for lifetime in the background, unless
-// it is over the size limit, the breaker is open or the values in flight
-// leave no room for it: a write only saves another replica work, so none
-// waits for it. value must not be modified afterwards.
-func (s *shared) setAsync(key string, value []byte, lifetime time.Duration) {
+// it is over the size limit, the breaker is open, the values in flight
+// leave no room for it or the write budget has none (shared_admission.go):
+// a write only saves another replica work, so none waits for it. It
+// reports whether the write was started. value must not be modified
+// afterwards.
+func (s *shared) setAsync(key string, value []byte, lifetime time.Duration) bool {
 	if len(value) > s.maxValue {
-		return
+		return false
 	}
 	if s.breaker.blocked() || !s.inflight.TryAcquire(int64(len(value))) {
 		s.report(SharedSkipped, 0, 0, 0)
-		return
+		return false
+	}
+	if !s.admit(len(value)) {
+		s.inflight.Release(int64(len(value)))
+		return false
 	}
 	s.writes.Add(1)
 	go func() {
@@ -206,11 +222,13 @@ func (s *shared) setAsync(key string, value []byte, lifetime time.Duration) {
 		defer s.inflight.Release(int64(len(value)))
 		_ = s.set(context.Background(), key, value, lifetime)
 	}()
+	return true
 }
 
 // set writes value under key for lifetime within the timeout (or ctx),
 // unless it is over the size limit or the breaker is open; it reports
-// whether the store took it.
+// whether the store took it. The caller has taken the write from the
+// budget (setAsync).
 func (s *shared) set(ctx context.Context, key string, value []byte, lifetime time.Duration) bool {
 	ctx, cancel, ok := s.writeCall(ctx, len(value))
 	if !ok {
@@ -229,9 +247,20 @@ func (s *shared) set(ctx context.Context, key string, value []byte, lifetime tim
 // claim stores value under key for lifetime if key holds none, within the
 // timeout: claimWon when this replica won the claim, claimLost when another
 // holds it, and claimUnknown when the store could not answer, the breaker
-// is open or value is over the size limit: then the caller does the work
-// itself (or not at all), never waits for another replica.
+// is open, value is over the size limit or the write budget has no room
+// for it: then the caller does the work itself (or not at all), never
+// waits for another replica. A claim is a write, taken from the budget.
 func (s *shared) claim(ctx context.Context, key string, value []byte, lifetime time.Duration) claimOutcome {
+	if len(value) > s.maxValue {
+		return claimUnknown
+	}
+	if s.breaker.blocked() {
+		s.report(SharedSkipped, 0, 0, 0)
+		return claimUnknown
+	}
+	if !s.admit(len(value)) {
+		return claimUnknown
+	}
 	ctx, cancel, ok := s.writeCall(ctx, len(value))
 	if !ok {
 		return claimUnknown

@@ -12,8 +12,9 @@ import (
 
 // This file holds the dictionaries a fleet shares through its SharedStore
 // (see WithSharedStore and shared.go). The dictionary store calls in at two
-// points: remember publishes a body it stored for the first time, and
-// begin fetches a dictionary a client names but the store lacks.
+// points: seen shares a dictionary it holds once it has earned its place
+// (shared_admission.go), and begin fetches a dictionary a client names but
+// the store lacks.
 //
 // A dictionary is stored under "dict:" and the unpadded base64url of its
 // SHA-256, as sharedDictMagic, the length of its pattern (two bytes, big
@@ -57,15 +58,30 @@ func parseSharedDict(v []byte) (pattern string, data []byte, ok bool) {
 	return string(rest[:n]), rest[n:], true
 }
 
-// publish writes d, just remembered, to the shared store in the background,
-// unless its value would be over the size limit. Its pattern is always one
-// of s.patterns, whose lengths parseMatchPattern does not bound: one that
-// does not fit the framing is not shared.
-func (s *dictStore) publish(d *dictionary) {
-	if len(d.pattern) > 0xffff || sharedDictHeader+len(d.pattern)+len(d.data) > s.shared.maxValue || s.shared.breaker.blocked() {
-		return
+// share writes d to the shared store if it is due (public, earned, not
+// written yet: see sharedCandidate). A write the store's wrapper did not
+// start (the budget, the breaker or the values in flight had no room) is
+// given back, to be made when d earns again.
+func (s *dictStore) share(d *dictionary) {
+	if d.fleet.start() && !s.publish(d) {
+		d.fleet.abort()
 	}
-	s.shared.setAsync(sharedDictKey(d.hash), sharedDictValue(d), 0)
+}
+
+// publish writes d to the shared store in the background, unless its value
+// would be over the size limit (then it is never shared, and publish
+// reports true: there is nothing to retry). Its pattern is always one of
+// s.patterns, whose lengths parseMatchPattern does not bound: one that
+// does not fit the framing is not shared. It reports false when the write
+// was not started for now.
+func (s *dictStore) publish(d *dictionary) bool {
+	if len(d.pattern) > 0xffff || sharedDictHeader+len(d.pattern)+len(d.data) > s.shared.maxValue {
+		return true
+	}
+	if s.shared.breaker.blocked() {
+		return false
+	}
+	return s.shared.setAsync(sharedDictKey(d.hash), sharedDictValue(d), 0)
 }
 
 // fetch returns the dictionary with this hash from the shared store, for a
@@ -78,6 +94,7 @@ func (s *dictStore) fetch(ctx context.Context, hash [32]byte, path string) *dict
 		if d == nil {
 			return nil, false
 		}
+		d.fleet.taken() // the store holds it: not written back
 		return s.insert(d, int64(cap(value))+dictEntryBytes), true
 	})
 	if !ok {

@@ -80,15 +80,26 @@ func balancer(replicas ...*replica) http.Handler {
 	})
 }
 
-// learnV1 has replica a send v1 (so that it remembers and publishes it)
-// and waits for the write.
+// learnV1 has replica a send v1 as often as it takes to earn a write to
+// the store (so that it remembers and publishes it) and waits for the
+// write.
 func learnV1(t *testing.T, a *replica) {
 	t.Helper()
-	rec := serveAt(a.h, "/js/app.v1.js", chromeAE)
-	if rec.Code != http.StatusOK || rec.Header().Get("Use-As-Dictionary") == "" {
-		t.Fatalf("v1 from the first replica: %d, Use-As-Dictionary %q", rec.Code, rec.Header().Get("Use-As-Dictionary"))
+	for range squeeze.SharedAdmitAfter {
+		rec := serveAt(a.h, "/js/app.v1.js", chromeAE)
+		if rec.Code != http.StatusOK || rec.Header().Get("Use-As-Dictionary") == "" {
+			t.Fatalf("v1 from the first replica: %d, Use-As-Dictionary %q", rec.Code, rec.Header().Get("Use-As-Dictionary"))
+		}
 	}
 	squeeze.WaitSharedStore(a.m)
+}
+
+// serveToEarn serves path from h as often as a dictionary takes to earn
+// its write to the fleet's store.
+func serveToEarn(h http.Handler, path string) {
+	for range squeeze.SharedAdmitAfter {
+		serveAt(h, path, chromeAE)
+	}
 }
 
 func TestSharedDictionaryServesDeltaFromAnotherReplica(t *testing.T) {
@@ -112,12 +123,14 @@ func TestSharedDictionaryServesDeltaFromAnotherReplica(t *testing.T) {
 			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1}, tc.opts...)
 			b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, tc.opts...)
 			forEachProtocol(t, balancer(a, b), func(t *testing.T, srv *httptest.Server, c *http.Client) {
-				res, raw := fetch(t, c, srv.URL+"/js/app.v1.js", chromeAE, "X-Replica", "0")
-				checkBody(t, res.Header, raw, v1)
+				for range squeeze.SharedAdmitAfter { // earning the write
+					res, raw := fetch(t, c, srv.URL+"/js/app.v1.js", chromeAE, "X-Replica", "0")
+					checkBody(t, res.Header, raw, v1)
+				}
 				squeeze.WaitSharedStore(a.m)
 
 				for round := range 2 { // a fetch, then the local copy
-					res, raw = fetch(t, c, srv.URL+"/js/app.v2.js", chromeAE, "X-Replica", "1", "Available-Dictionary", availableFor(v1))
+					res, raw := fetch(t, c, srv.URL+"/js/app.v2.js", chromeAE, "X-Replica", "1", "Available-Dictionary", availableFor(v1))
 					wantDictVary(t, res.Header)
 					ce := res.Header.Get("Content-Encoding")
 					t.Logf("round %d: %d bytes of v2 sent as %d bytes of %s", round, len(v2), len(raw), ce)
@@ -373,7 +386,7 @@ func TestSharedDictionaryFetchedCountsAgainstLocalBudget(t *testing.T) {
 	}
 	a := newReplica(t, store, files)
 	for name := range files {
-		serveAt(a.h, name, chromeAE)
+		serveToEarn(a.h, name)
 	}
 	squeeze.WaitSharedStore(a.m)
 	v2 := textBody(200, size)
@@ -414,7 +427,7 @@ func TestSharedStoreValueLimit(t *testing.T) {
 		store := newMemStore()
 		body := textBody(1, tc.size)
 		a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": body}, squeeze.WithSharedStoreMaxValue(4<<10))
-		serveAt(a.h, "/js/app.v1.js", chromeAE)
+		serveToEarn(a.h, "/js/app.v1.js")
 		squeeze.WaitSharedStore(a.m)
 		if got := len(store.keys()) == 1; got != tc.written {
 			t.Errorf("a %d-byte dictionary with a 4 KiB value limit: written %v, want %v", tc.size, got, tc.written)
@@ -461,8 +474,10 @@ func TestSharedStoreDownLeavesResponsesAlone(t *testing.T) {
 	store.down.Store(true)
 	v1, _ := versions(4 << 10)
 	a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
-	rec := serveAt(a.h, "/js/app.v1.js", chromeAE)
-	checkBody(t, rec.Header(), rec.Body.Bytes(), v1)
+	for range squeeze.SharedAdmitAfter {
+		rec := serveAt(a.h, "/js/app.v1.js", chromeAE)
+		checkBody(t, rec.Header(), rec.Body.Bytes(), v1)
+	}
 	squeeze.WaitSharedStore(a.m)
 	if s := a.shared(t); s.Errors != 1 || s.Writes != 0 {
 		t.Errorf("shared counters %+v, want 1 error", s)

@@ -139,7 +139,7 @@ func (v *sharedVariant) claim(ctx context.Context) claimOutcome {
 // publish writes the variant's encoding, made by this replica, in the
 // background.
 func (v *sharedVariant) publish(encoded []byte) {
-	v.s.setAsync(v.key, encoded, 0)
+	_ = v.s.setAsync(v.key, encoded, 0)
 }
 
 // upgradeFromFleet is the fleet's side of the cache's upgrade of j's entry
@@ -153,7 +153,10 @@ func (v *sharedVariant) publish(encoded []byte) {
 // the variant returned, if any, what it made at level j.best: so does a
 // replica that found a value failing verification, without a claim, which
 // replaces the bad value. The value and its verification are claimed
-// against the budget before the fetch.
+// against the budget before the fetch. An entry that never went out in a
+// public response (publicResponse) only reads the store: it is neither
+// claimed nor written. Its hits earned the write (shared_admission.go):
+// an entry is upgraded only after it was served upgradeAfter times.
 func (c *cacheCore) upgradeFromFleet(j *upgradeJob, d *dictionary) (v *sharedVariant, done bool) {
 	if j.shared == nil || j.entry.plain == nil || (d == nil && j.key.dictionary != "") {
 		return nil, false
@@ -168,6 +171,9 @@ func (c *cacheCore) upgradeFromFleet(j *upgradeJob, d *dictionary) (v *sharedVar
 	value, rejected := v.take(context.Background(), limit)
 	if value == nil {
 		c.bytes.Add(-held)
+		if !j.entry.public.Load() {
+			return nil, false // not public: no claim, no write
+		}
 		if !rejected && v.claim(context.Background()) == claimLost {
 			j.entry.hits.Store(0)
 			return v, true
@@ -175,6 +181,7 @@ func (c *cacheCore) upgradeFromFleet(j *upgradeJob, d *dictionary) (v *sharedVar
 		return v, false
 	}
 	e := newEntry(&j.key, value, plain, j.best)
+	e.public.Store(j.entry.public.Load())
 	take := min(e.weight, held)
 	c.bytes.Add(take - held)
 	if e.weight > take && !c.claim(e.weight-take) {

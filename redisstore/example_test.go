@@ -33,6 +33,9 @@ func Example() {
 	mw, err := squeeze.New(
 		squeeze.WithDictionaryMatch("/js/app.*.js"),
 		squeeze.WithSharedStore(store),
+		// What this replica may write a minute: Redis's maxmemory holds
+		// the fleet's budget for the store's lifetime.
+		squeeze.WithSharedStoreWriteBudget(120, 32<<20),
 	)
 	if err != nil {
 		log.Fatal(err)
