@@ -571,7 +571,8 @@ func (r *learnedRoute) follow(inner responseHook, req *http.Request, o *offer) r
 
 // committed adds Vary for the dictionaries, lets the inner hook make its
 // edits, and starts sampling a body squeeze may learn from: a GET 200 of
-// an eligible type, not encoded by the handler nor a range, that
+// an eligible type, not encoded by the handler nor a range nor one of the
+// learned dictionaries (a pattern may cover their path), that
 // publicResponse allows to be shared, while the route collects.
 func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
@@ -582,7 +583,8 @@ func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	}
 	r := l.r
 	if l.req.Method == http.MethodGet && f.status == http.StatusOK && f.eligible && !f.encoded && !f.ranged &&
-		f.declared <= r.maxSample() && r.collecting() && publicResponse(l.req.Header, h) {
+		f.declared <= r.maxSample() && !strings.HasPrefix(l.req.URL.Path, r.cfg.path) && // not a dictionary itself
+		r.collecting() && publicResponse(l.req.Header, h) {
 		l.sampling = true
 		if f.declared > 0 {
 			if !r.reserve(f.declared) {
