@@ -88,6 +88,12 @@ type dictionary struct {
 	data    []byte
 	pattern string // the match pattern it was stored or registered under
 	static  bool   // registered with WithDictionary: never evicted
+	// learned is set on a dictionary of WithLearnedDictionary (learned.go):
+	// the fleet's store has it from the replica that trained it, and, as
+	// for a remembered one, only public responses go out as deltas
+	// against it. One of a route's live dictionaries is outside the
+	// remembered store and not charged to its budget.
+	learned bool
 
 	dcz, dcb lazyOffer
 	// fleet is what a remembered dictionary has earned of the fleet's
@@ -288,7 +294,7 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 // (shared_admission.go): public, and asked for by hash, sent
 // WithSharedStoreAdmitAfter times, or a FileServer's file.
 func (s *dictStore) seen(d *dictionary, from dictOrigin) {
-	if s.shared == nil || d.static {
+	if s.shared == nil || d.static || d.learned {
 		return
 	}
 	switch from {
@@ -324,9 +330,9 @@ func (s *dictStore) insert(d *dictionary, weight int64) *dictionary {
 // budget. It reports false when d is no longer in the store, would not fit
 // the budget alone (then nothing is charged), or is itself evicted to make
 // room (its cost leaves with it): then the state is not to be built. A
-// static dictionary is not charged.
+// static dictionary, or a live learned one, is not charged.
 func (s *dictStore) charge(d *dictionary, n int64) bool {
-	if d.static {
+	if d.static || d.learned && s.liveLearned(d) {
 		return true
 	}
 	s.mu.Lock()
@@ -339,7 +345,7 @@ func (s *dictStore) charge(d *dictionary, n int64) bool {
 
 // uncharge gives back n bytes charged for d whose state could not be built.
 func (s *dictStore) uncharge(d *dictionary, n int64) {
-	if d.static {
+	if d.static || d.learned && s.liveLearned(d) {
 		return // not charged
 	}
 	s.mu.Lock()

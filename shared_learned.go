@@ -44,20 +44,26 @@ func (r *learnedRoute) claim(gen uint64) claimOutcome {
 }
 
 // share writes ld, just trained, to the store under its hash, then the
-// route's pointer to it.
+// route's pointer to it, within the replica's write budget
+// (shared_admission.go).
 func (r *learnedRoute) share(ld *learnedDict) {
 	sh, d := r.s.shared, ld.sd.d
 	if len(d.pattern) > 0xffff {
 		return
 	}
-	if !sh.set(context.Background(), sharedDictKey(d.hash), sharedDictValue(d), 0) {
-		return
-	}
+	value := sharedDictValue(d)
 	v := make([]byte, 0, sharedLearnedLen)
 	v = append(v, sharedLearnedMagic...)
 	v = binary.BigEndian.AppendUint64(v, ld.gen)
 	v = append(v, d.hash[:]...)
-	sh.set(context.Background(), r.pointerKey(), v, 0)
+	// Each write comes out of the replica's write budget; the pointer is
+	// written only once the dictionary is.
+	if !sh.admit(len(value)) || !sh.set(context.Background(), sharedDictKey(d.hash), value, 0) {
+		return
+	}
+	if sh.admit(len(v)) {
+		sh.set(context.Background(), r.pointerKey(), v, 0)
+	}
 }
 
 // maybePoll starts a look for the fleet's newer dictionary, unless one
@@ -136,7 +142,7 @@ func (r *learnedRoute) verifyLearned(hash [32]byte, value []byte) *dictionary {
 	if !ok || pattern != r.cfg.pattern || len(data) == 0 || len(data) > r.cfg.dictSize || sha256.Sum256(data) != hash {
 		return nil
 	}
-	return &dictionary{hash: hash, data: data, pattern: r.cfg.pattern}
+	return &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, learned: true}
 }
 
 // fetchForClient returns the route's dictionary with this hash, which a
