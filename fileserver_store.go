@@ -153,7 +153,7 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 		}
 		// A coding whose best level is the one it used stays; deltas and
 		// the others are encoded at the best level.
-		best := o.dict == nil && BestLevel(o.coding) == o.encoders.Level()
+		best := o.dict == nil && reachedBest(o.coding, o.encoders.Level())
 		if e.store(k, rep{data: data, best: best || data == nil}) && !best && data != nil {
 			s.startBest(fr.fsys, fr.name, fr.meta, k, data, o.dict, fr.public)
 		}
@@ -303,19 +303,70 @@ func (e *fileEncoding) release() {
 	e.held, e.out = 0, nil
 }
 
-// fileEncoderMemory bounds what the encoder of o holds: a dictionary
-// coding's is its codec's, with the dictionary's tables.
-func fileEncoderMemory(o *offer) int64 {
-	coding := o.coding
-	switch coding {
-	case DCZ:
-		coding = Zstd
-	case DCB:
-		coding = Brotli
+// fileReps is a Cache as the store of a file server's representations
+// (fileserver_store.go): a Middleware with a Cache keeps what its FileServer
+// encodes there, under the same budget and eviction as its responses. An
+// entry is keyed by the SHA-256 of the plain bytes in the key's file field,
+// which no response's key sets, so it never meets a response's; its level
+// is the coding's best, so the cache's own upgrades leave it to the file
+// server's.
+type fileReps struct{ c *cacheCore }
+
+func (f fileReps) key(k repKey) cacheKey {
+	ck := cacheKey{coding: k.coding, file: string(k.plain[:])}
+	if k.dict != ([32]byte{}) {
+		ck.dictionary = string(k.dict[:])
 	}
-	n := encoderMemory(coding, o.encoders.Level())
-	if o.dict != nil {
-		n += int64(len(o.dict.data))
-	}
-	return n
+	return ck
 }
+
+func (f fileReps) load(k repKey) (rep, bool) {
+	e, ok := f.c.store.GetIfPresent(f.key(k))
+	if !ok {
+		f.c.misses.Add(1)
+		return rep{}, false
+	}
+	f.c.hits.Add(1)
+	return rep{data: e.body, best: e.final}, true
+}
+
+// maxEntry is the most data an entry may hold within the cache's limit on
+// one entry, beyond the weight of its key and bookkeeping.
+func (f fileReps) maxEntry() int64 {
+	ck := f.key(repKey{coding: Zstd, dict: [32]byte{1}})
+	return f.c.entryMax - newEntry(&ck, nil, nil, 0).weight
+}
+
+// store keeps r, its weight taking over the held bytes that the work
+// claimed as add does for a response's entry: it claims the difference or
+// gives back the excess, and gives all back if r is not kept.
+func (f fileReps) store(k repKey, r rep, held int64) bool {
+	ck := f.key(k)
+	e := newEntry(&ck, r.data, nil, upgradeLevel(k.coding))
+	e.final = r.best
+	if e.weight > f.c.entryMax {
+		f.c.storesSkipped.Add(1)
+		f.c.bytes.Add(-held)
+		return false
+	}
+	if more := e.weight - held; more > 0 {
+		if !f.c.reserve(more) {
+			f.c.bytes.Add(-held)
+			return false
+		}
+	} else {
+		f.c.bytes.Add(more) // the excess goes back
+	}
+	if _, added := f.c.store.Set(ck, e); added {
+		f.c.entries.Add(1)
+		f.c.stores.Add(1) // Stores counts entries added, not replaced
+	}
+	return true
+}
+
+// reserve claims n bytes of the cache's budget for a file server's work in
+// flight, as a fill or an upgrade does: it fails, evicting nothing, when
+// the cache has no room.
+func (f fileReps) reserve(n int64) bool { return f.c.claim(n) }
+
+func (f fileReps) release(n int64) { f.c.bytes.Add(-n) }

@@ -6,34 +6,12 @@ import (
 	"io/fs"
 	"sync"
 	"time"
-
-	"github.com/squeezehttp/squeeze/writers"
 )
 
 // This file holds the file server's best-level upgrades: one goroutine at a
 // time re-encodes a stored representation at its coding's best level (or a
 // fallback the budget has room for), against its dictionary for a delta,
 // taking the fleet's encoding instead when another replica made it.
-
-// BestLevel returns the level squeeze's precompression uses for coding:
-// the highest the codec has ([writers.Levels]), except zstd at 19, as the
-// zstd command line's highest level without --ultra (klauspost/compress
-// runs 10 to 22 alike). It reads coding as [WithEncodings] and [WithLevel]
-// do: case-insensitively, "x-gzip" meaning gzip. For a coding it does not
-// know ("identity", "dcz", a typo) it returns -1, a level that no coding
-// takes, so that passing it on to [WithLevel] or [writers.NewEncoder] is
-// an error rather than a valid level of another coding.
-func BestLevel(coding string) int {
-	canonical, ok := writers.Canonical(coding)
-	if !ok {
-		return -1
-	}
-	if canonical == Zstd {
-		return 19
-	}
-	r, _ := writers.Levels(canonical)
-	return r.Max
-}
 
 // startBest encodes version meta of the file name at the best level of
 // k.coding (against d for a delta) on a goroutine of its own, unless one
@@ -62,10 +40,7 @@ func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey
 		// tens of megabytes (with a delta's dictionary tables), the file is
 		// read whole (a fleet's store is keyed and checked by its hash), and
 		// the encoding is at most limit bytes.
-		level := BestLevel(k.coding)
-		if d != nil {
-			level = upgradeLevel(k.coding)
-		}
+		level := upgradeLevel(k.coding)
 		limit := meta.size - 1
 		if old != nil {
 			limit = int64(len(old)) - 1 // an encoding no smaller is of no use
@@ -141,9 +116,6 @@ func (s *fileServer) bestEncoding(k repKey, plain, old []byte, d *dictionary, le
 		return nil, true, nil
 	}
 	best := upgradeLevel(k.coding)
-	if d == nil {
-		best = BestLevel(k.coding)
-	}
 	v := newSharedVariant(sh, k.plain, len(plain), k.coding, best, d)
 	limit := len(plain) - 1
 	if old != nil {

@@ -137,3 +137,23 @@ func TestSharedUpgradeClaimIsTakenFromTheWriteBudget(t *testing.T) {
 		t.Errorf("cache stats %+v; want both entries upgraded locally", s)
 	}
 }
+
+// A dictionary whose write the store did not take is written when it
+// earns again: a store that was down when it first earned still gets it.
+func TestSharedDictionaryWriteThatFailedIsMadeWhenItEarnsAgain(t *testing.T) {
+	store := newMemStore()
+	store.down.Store(true)
+	v1, _ := versions(8 << 10)
+	a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
+	serveToEarn(a.h, "/js/app.v1.js")
+	squeeze.WaitSharedStore(a.m)
+	if s := a.shared(t); s.Errors != 1 || len(store.keys()) != 0 {
+		t.Fatalf("with the store down: %+v, keys %q; want one failed write", s, store.keys())
+	}
+	store.down.Store(false)
+	serveAt(a.h, "/js/app.v1.js", chromeAE)
+	squeeze.WaitSharedStore(a.m)
+	if s := a.shared(t); s.Writes != 1 || len(store.keys()) != 1 {
+		t.Errorf("the store back, v1 sent again: %+v, keys %q; want it written", s, store.keys())
+	}
+}

@@ -150,7 +150,7 @@ func (v *sharedVariant) claim(ctx context.Context) claimOutcome {
 // publish writes the variant's encoding, made by this replica, in the
 // background.
 func (v *sharedVariant) publish(encoded []byte) {
-	_ = v.s.setAsync(v.key, encoded, 0)
+	_ = v.s.setAsync(v.key, encoded, 0, nil)
 }
 
 // upgradeFromFleet is the fleet's side of the cache's upgrade of j's entry
