@@ -193,7 +193,7 @@ func parsePrometheus(t *testing.T, text string) map[string]float64 {
 		t.Errorf("the exposition does not end with a line feed")
 	}
 	// Counters end in _total; the one gauge, the breaker's state, does not.
-	name := regexp.MustCompile(`^squeeze_((compressor|decompressor|shared_store)_[a-z_]+_total|shared_store_breaker_open)$`)
+	name := regexp.MustCompile(`^squeeze_((compressor|decompressor|shared_store|learned_dictionary)_[a-z_]+_total|shared_store_breaker_open)$`)
 	samples := map[string]float64{}
 	families := map[string]bool{}
 	var family string

@@ -15,6 +15,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	brrr "github.com/molecule-man/go-brrr"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/lru"
@@ -150,6 +151,14 @@ type dictStore struct {
 	// shared is the fleet's store (shared_dict.go), nil without one.
 	shared *shared
 
+	// learned holds the routes of WithLearnedDictionary (learned.go);
+	// training lets one of their trainings run at a time, jobs counts
+	// their background work, and observe is the Middleware's observer.
+	learned  []*learnedRoute
+	training *semaphore.Weighted
+	jobs     sync.WaitGroup
+	observe  func(Event)
+
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
 }
@@ -196,7 +205,7 @@ type standaloneDictionary struct {
 // no dictionary is configured, which keeps every dictionary hook off the
 // path of a response.
 func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
-	if len(c.dictMatch) == 0 && len(c.standalone) == 0 {
+	if len(c.dictMatch) == 0 && len(c.standalone) == 0 && len(c.learned) == 0 {
 		return nil, nil
 	}
 	s := &dictStore{
@@ -209,6 +218,8 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		standalone: map[string]*standaloneDictionary{},
 		static:     map[[32]byte]*dictionary{},
 		remembered: lru.New[[32]byte, *dictionary](c.dictStoreSize, nil),
+		training:   semaphore.NewWeighted(1),
+		observe:    c.observe,
 	}
 	for _, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))
@@ -227,8 +238,9 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
 		s.standaloneMatch = append(s.standaloneMatch, sd.match)
 	}
-	if len(s.links) > 0 {
-		s.linkHook = &dictLinks{links: s.links}
+	s.learned = newLearnedRoutes(s, c.learned)
+	if len(s.links) > 0 || len(s.learned) > 0 {
+		s.linkHook = &dictLinks{links: s.links, s: s}
 	}
 	return s, nil
 }
@@ -236,6 +248,9 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 // lookup returns the dictionary with this hash, marking it used, or nil.
 func (s *dictStore) lookup(hash [32]byte) *dictionary {
 	if d := s.static[hash]; d != nil {
+		return d
+	}
+	if d := s.lookupLearned(hash); d != nil {
 		return d
 	}
 	s.mu.Lock()
@@ -271,7 +286,7 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 // seen records that d, a dictionary held, went out again or was named as
 // from says, and writes it to the fleet's store once it has earned it
 // (shared_admission.go): public, and asked for by hash, sent
-// sharedAdmitAfter times, or a FileServer's file.
+// WithSharedStoreAdmitAfter times, or a FileServer's file.
 func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	if s.shared == nil || d.static {
 		return
@@ -279,7 +294,7 @@ func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	switch from {
 	case fromResponse:
 		d.fleet.markPublic()
-		d.fleet.served()
+		d.fleet.served(s.shared.admitAfter)
 	case fromFile:
 		d.fleet.markPublic()
 		d.fleet.earn()
@@ -501,14 +516,18 @@ type dictResponse struct {
 // or a same-site CORS request (RFC 9842 §9: see deltaSite); at the verdict,
 // deltaAllowed may still refuse it for what the response's header says.
 func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) {
-	o, pattern, varies := s.begin(r, r.URL.EscapedPath(), ranged)
+	path := r.URL.EscapedPath()
+	o, pattern, varies := s.begin(r, path, ranged)
+	var hook responseHook
 	if varies {
-		return o, &dictResponse{s: s, req: r, pattern: int32(pattern)}
+		hook = &dictResponse{s: s, req: r, pattern: int32(pattern)}
+	} else if s.linkHook != nil {
+		hook = s.linkHook
 	}
-	if s.linkHook == nil {
-		return o, nil // not an interface holding a nil pointer
+	if lr := s.learnedFor(path); lr != nil {
+		hook = lr.follow(hook, r, o)
 	}
-	return o, s.linkHook
+	return o, hook
 }
 
 // begin is follow for a request to path (escaped): it returns the
@@ -522,6 +541,8 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	for _, p := range s.standaloneMatch {
 		varies = varies || cdt.MatchPath(p, path)
 	}
+	lr := s.learnedFor(path)
+	varies = varies || lr != nil
 	avail := r.Header["Available-Dictionary"]
 	if _, ok := deltaSite(r.Header); ranged || len(avail) == 0 || len(s.codings) == 0 || !ok {
 		return nil, pattern, varies
@@ -536,7 +557,10 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	}
 	d := s.lookup(hash)
 	if d == nil && pattern > 0 && s.shared != nil {
-		d = s.fetch(r.Context(), hash, path)
+		d = s.fetch(r.Context(), hash)
+	}
+	if d == nil && lr != nil && s.shared != nil {
+		d = lr.fetchForClient(r.Context(), hash)
 	}
 	if d == nil || !cdt.MatchPath(d.pattern, path) {
 		return nil, pattern, varies
@@ -669,20 +693,20 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // It asks for the body of a GET to remember.
 func (d *dictResponse) committed(h http.Header, f facts) bool {
 	s := d.s
-	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
+	useAs := ""
 	if p := d.pattern; p > 0 {
 		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
 			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 &&
 			publicResponse(d.req.Header, h) {
-			h["Use-As-Dictionary"] = []string{s.useAs[p-1]}
+			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
 				d.body = make([]byte, 0, f.declared)
 			}
 		}
 	}
-	addDictionaryLinks(h, &f, s.links)
+	dictionaryHeaders(h, true, useAs, s.pageLinks(f.typed, f.contentType))
 	return d.remember
 }
 
@@ -718,23 +742,17 @@ func (d *dictResponse) ended(end responseEnd) {
 	d.body = nil
 }
 
-// addDictionaryLinks adds links, the Link to each standalone dictionary, to
-// the header h of a text/html response.
-func addDictionaryLinks(h http.Header, f *facts, links []string) {
-	if len(links) > 0 && f.typed && matchTypes(htmlTypes, f.contentType) {
-		v := h["Link"]
-		h["Link"] = append(v[:len(v):len(v)], links...)
-	}
+// dictLinks is the hook of a response to a path that matches no pattern,
+// when there are standalone or learned dictionaries: it adds the Link to
+// them on text/html, wants no body and keeps nothing. One serves every such
+// response (dictStore.linkHook).
+type dictLinks struct {
+	links []string
+	s     *dictStore // for the links to learned dictionaries
 }
 
-// dictLinks is the hook of a response to a path that matches no pattern,
-// when there are standalone dictionaries: it adds the Link to them on
-// text/html, wants no body and keeps nothing. One serves every such
-// response (dictStore.linkHook).
-type dictLinks struct{ links []string }
-
 func (l *dictLinks) committed(h http.Header, f facts) bool {
-	addDictionaryLinks(h, &f, l.links)
+	dictionaryHeaders(h, false, "", l.s.pageLinks(f.typed, f.contentType))
 	return false
 }
 
@@ -777,28 +795,26 @@ func addVaryTokens(h http.Header, tokens ...string) {
 }
 
 // ServeHTTP answers a GET or HEAD for a WithDictionary path, through
-// the middleware like any response, with the dictionary's strong ETag, a
-// Cache-Control that keeps it a day (a client revalidates with the ETag
-// after that) and Use-As-Dictionary.
+// the middleware like any response, with the dictionary's strong ETag and
+// Use-As-Dictionary, with DictionaryCacheControl (dictionaryHeaders).
 func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Content-Type"] = []string{sd.contentType}
 	h["Etag"] = []string{sd.etag}
-	h["Cache-Control"] = []string{"public, max-age=86400"}
-	h["Use-As-Dictionary"] = []string{sd.useAs}
+	dictionaryHeaders(h, false, sd.useAs, nil)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
 }
 
 // standaloneFor returns the handler of the WithDictionary dictionary at the
 // request's path, or nil. Only GET and HEAD are answered.
 func (s *dictStore) standaloneFor(r *http.Request) http.Handler {
-	if s == nil || len(s.standalone) == 0 || r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if s == nil || len(s.standalone) == 0 && len(s.learned) == 0 || r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return nil
 	}
 	if sd := s.standalone[r.URL.Path]; sd != nil {
 		return sd
 	}
-	return nil
+	return s.learnedServer(r.URL.Path)
 }
 
 // --- options ----------------------------------------------------------------
@@ -817,7 +833,12 @@ type standaloneConfig struct {
 //
 // A GET 200 response to a matching path, of a content type
 // [WithContentTypes] allows, carries Use-As-Dictionary: match="<pattern>",
-// and its plain body is remembered (see [WithDictionaryStoreSize]). A later
+// and its plain body is remembered (see [WithDictionaryStoreSize]), unless
+// it may not be shared beyond its client: Cache-Control private or
+// no-store, Set-Cookie, Vary: *, or an answer to a request with
+// Authorization or Cookie without Cache-Control: public. Such a response
+// is not sent as a delta against a remembered dictionary either, only
+// against one of [WithDictionary]. A later
 // request whose path matches the same pattern, naming that body in
 // Available-Dictionary and [DCZ] or [DCB] in Accept-Encoding, gets the
 // response as a delta against it when it comes from the same origin, or

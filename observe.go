@@ -21,9 +21,13 @@ const (
 	// [WithSharedStore], one call skipped, or a change of its breaker:
 	// see [Event].Shared.
 	SharedStoreEvent
+	// LearnedDictionaryEvent describes the work of a learned dictionary
+	// ([WithLearnedDictionary]): see [Event].Learned.
+	LearnedDictionaryEvent
 )
 
-// String returns "response", "request_body" or "shared_store".
+// String returns "response", "request_body", "shared_store" or
+// "learned_dictionary".
 func (k EventKind) String() string {
 	switch k {
 	case ResponseEvent:
@@ -32,6 +36,8 @@ func (k EventKind) String() string {
 		return "request_body"
 	case SharedStoreEvent:
 		return "shared_store"
+	case LearnedDictionaryEvent:
+		return "learned_dictionary"
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -87,6 +93,46 @@ type Event struct {
 	// read from the store, Out those written, and Elapsed the time the
 	// call took. It is [SharedNone] for the other kinds.
 	Shared SharedResult
+	// Learned is what a [LearnedDictionaryEvent] reports; In, Out and
+	// Elapsed then mean what its [LearnedResult] says. It is [LearnedNone]
+	// for the other kinds.
+	Learned LearnedResult
+}
+
+// LearnedResult is what a [LearnedDictionaryEvent] reports.
+type LearnedResult uint8
+
+const (
+	// LearnedNone is the Learned of an Event of another kind.
+	LearnedNone LearnedResult = iota
+	// LearnedTrained: a dictionary was trained and published. In is the
+	// bytes of samples it was trained on, Out its length, Elapsed the
+	// training's time.
+	LearnedTrained
+	// LearnedAdopted: a dictionary another replica trained was taken from
+	// the SharedStore, verified. Out is its length.
+	LearnedAdopted
+	// LearnedRefused: a training was due but refused for its budget:
+	// another training was running, or too few samples fit its memory
+	// budget.
+	LearnedRefused
+	// LearnedDelta: a response went out as a delta against a learned
+	// dictionary. In is its plain bytes, Out the bytes it saved, estimated
+	// from the route's last measured ratio of delta to zstd without the
+	// dictionary.
+	LearnedDelta
+	learnedResultCount
+)
+
+var learnedResultNames = [learnedResultCount]string{"none", "trained", "adopted", "refused", "delta"}
+
+// String returns the result's name: "trained", "adopted", "refused",
+// "delta" or "none".
+func (r LearnedResult) String() string {
+	if r >= learnedResultCount {
+		return "LearnedResult(" + strconv.Itoa(int(r)) + ")"
+	}
+	return learnedResultNames[r]
 }
 
 // SharedResult is the outcome of a call to the store of [WithSharedStore],
@@ -104,11 +150,13 @@ const (
 	// SharedError: the call failed or reached its timeout.
 	SharedError
 	// SharedRejected: a value was read but failed verification (its hash,
-	// its framing, its pattern or its size); it was dropped.
+	// its framing, its pattern or its size); it was dropped. The store
+	// answered: the breaker does not count it as a failure.
 	SharedRejected
 	// SharedSkipped: no call was made, because the breaker was open, the
-	// values in flight filled their budget, or the key's value failed
-	// verification within the last minute.
+	// reads or values in flight filled their places or budget, the key's
+	// value failed verification within the last minute, or the store held
+	// none for it a moment ago.
 	SharedSkipped
 	// SharedWritten: a value was written, or a claim won.
 	SharedWritten

@@ -16,8 +16,8 @@ package squeeze
 // through an encoder (sendWhole for a body that ended within the buffer, in
 // responsewriter_send.go; a stream, teed by the cache's fill, otherwise),
 // or plain (pass). Every byte reaches the client through wire. finish ends
-// the response as the handler returns: each hook's ended, then the
-// observer's reporter (observe.go).
+// the response as the handler returns: each hook's ended, told how it
+// ended (responseEnd), then the observer's reporter (observe.go).
 
 import (
 	"bufio"
@@ -153,6 +153,11 @@ type responseWriter struct {
 	// status or writing a byte: finish then makes the header edits but
 	// sends nothing, and the response is handed back (see leaveUntouched).
 	untouched bool
+	// padGzip is set while a gzip stream's header, the first bytes the
+	// wire takes, is still to be padded; padding is the amount of a
+	// stream's padding under WithLengthHiding (lengthhiding.go).
+	padGzip bool
+	padding uint16
 }
 
 // afterStatus holds the header as it was when the status was chosen, since
@@ -528,7 +533,7 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		stored, fill := rw.m.cachedStream(rw.req, o, h, f, (*wire)(rw))
 		if stored != nil {
 			rw.fromCache = true
-			rw.sendEncodedBody(h, o.coding, stored, stateDiscarding)
+			rw.sendEncodedBody(h, o.coding, stored, stateDiscarding, -1)
 			return rw.sendHeld() // counted and teed like the rest of the body
 		}
 		var dst io.Writer = (*wire)(rw)
@@ -537,6 +542,7 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		}
 		enc, err := rw.slot.encoder(o, dst)
 		if err == nil {
+			rw.streamPadding(o.coding)
 			if fill != nil {
 				rw.attach(fill)
 			}
@@ -835,6 +841,17 @@ func (rw *responseWriter) leaveUntouched() {
 	_ = rw.advance(atEnd, nil)
 }
 
+// streamPadding sets, under WithLengthHiding, the padding of a stream in
+// coding from the bytes held back (lengthhiding.go): gzip's goes out in its
+// header, the first bytes the wire takes.
+func (rw *responseWriter) streamPadding(coding string) {
+	if rw.m.hiding == nil {
+		return
+	}
+	rw.padding = uint16(rw.m.hiding.amount(rw.buffered()))
+	rw.padGzip = coding == Gzip
+}
+
 // endStream completes an encoded stream, or, when the body did not match
 // its declared length, sends what was written without the stream's end, as
 // net/http sends a short body: every decoder then reports it cut. Errors
@@ -842,12 +859,40 @@ func (rw *responseWriter) leaveUntouched() {
 func (rw *responseWriter) endStream() {
 	t0 := rw.clock()
 	if rw.hdr.declared < 0 || rw.written == rw.hdr.declared || rw.head {
-		rw.closed = rw.enc.Close() == nil
+		if rw.m.hiding != nil {
+			rw.closed = rw.closePadded()
+		} else {
+			rw.closed = rw.enc.Close() == nil
+		}
 	} else {
 		_ = rw.enc.Flush()
 	}
 	rw.spent(t0)
 	rw.releaseEncoder()
+}
+
+// closePadded completes an encoded stream with its padding under
+// WithLengthHiding, written straight to the wire so that a Cache's fill
+// keeps the stream unpadded: for br and dcb between a Flush and Close, for
+// zstd and dcz after Close (gzip's went out in its header, see wire). It
+// reports whether the stream ended whole.
+func (rw *responseWriter) closePadded() bool {
+	brotli := deltaCodec(rw.offer.coding) == Brotli
+	if brotli && rw.enc.Flush() != nil {
+		return false
+	}
+	if !brotli && rw.enc.Close() != nil {
+		return false
+	}
+	pad := rw.m.hiding.padding(rw.offer.coding, int(rw.padding))
+	if pad != nil {
+		_, err := (*wire)(rw).Write(*pad)
+		rw.m.hiding.bufs.Put(pad)
+		if err != nil {
+			return false
+		}
+	}
+	return !brotli || rw.enc.Close() == nil
 }
 
 func (rw *responseWriter) releaseEncoder() {
@@ -898,6 +943,9 @@ func (rw *responseWriter) keepBuffer(b *[]byte) {
 type wire responseWriter
 
 func (c *wire) Write(p []byte) (int, error) {
+	if c.padGzip {
+		return c.writeGzipHeader(p)
+	}
 	n, err := c.w.Write(p)
 	c.sent += int64(n)
 	return n, err
