@@ -88,7 +88,8 @@ func (rw *responseWriter) withoutDictionary() *offer {
 // encodeWhole encodes body with o into dst, whose capacity is the most the
 // encoding may take. ok is false when it would take more (no gain), or
 // when no encoder could be had (noEncoder). split is where a br or dcb
-// body's data ends under WithLengthHiding, else -1 (sendEncodedBody).
+// body's data ends under WithLengthHiding, -1 otherwise (see
+// sendEncodedBody).
 func (rw *responseWriter) encodeWhole(o *offer, body, dst []byte) (out []byte, split int, ok, noEncoder bool) {
 	rw.out = cappedBuffer{b: dst}
 	t0 := rw.clock()
