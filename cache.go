@@ -334,6 +334,10 @@ type cacheEntry struct {
 	// is to improve (see fileReps).
 	final bool
 	hits  atomic.Int32
+	// public is set once the body went out in a public response
+	// (publicResponse): only then is its upgrade claimed in, or written
+	// to, the fleet's store (shared_encodings.go).
+	public atomic.Bool
 }
 
 func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
@@ -445,18 +449,21 @@ func (c *cacheCore) wait(r *http.Request, f *flight, deadline time.Time) bool {
 }
 
 // end ends the flight for k that lookup made the caller lead, storing body
-// and plain (which the cache then owns) unless body is nil.
-func (c *cacheCore) end(k *cacheKey, body, plain []byte, level int) {
-	c.endHeld(k, body, plain, level, 0)
+// and plain (which the cache then owns) unless body is nil; public says
+// the body went out in a public response.
+func (c *cacheCore) end(k *cacheKey, body, plain []byte, level int, public bool) {
+	c.endHeld(k, body, plain, level, 0, public)
 }
 
 // endHeld is end for a caller that holds held bytes of the budget, claimed
 // for body as it grew: the entry's weight takes them over, and what it does
 // not need, or all of them if nothing is stored, goes back.
-func (c *cacheCore) endHeld(k *cacheKey, body, plain []byte, level int, held int64) {
+func (c *cacheCore) endHeld(k *cacheKey, body, plain []byte, level int, held int64, public bool) {
 	stored := false
 	if body != nil {
-		stored = c.add(k, newEntry(k, body, plain, level), held)
+		e := newEntry(k, body, plain, level)
+		e.public.Store(public)
+		stored = c.add(k, e, held)
 	} else {
 		c.bytes.Add(-held)
 	}
@@ -523,7 +530,7 @@ func (c *cacheCore) add(k *cacheKey, e *cacheEntry, held int64) bool {
 
 // upgradeJob re-encodes entry, stored under key, at level best; dict is
 // the dictionary of a delta, held weakly so that a job waiting in the queue
-// keeps no dictionary its store has dropped (cache_upgrade_delta.go).
+// keeps no dictionary its store has dropped (newUpgradeJob).
 type upgradeJob struct {
 	key   cacheKey
 	entry *cacheEntry
@@ -613,47 +620,6 @@ func (u *upgradeEncoder) release(c *cacheCore) {
 	*u = upgradeEncoder{}
 }
 
-// encoderMemory bounds the heap an encoder for coding at level allocates
-// over its life, tables and transient buffers of one encode together
-// (TestUpgradeCodecMemoryIsBounded checks it). zstd runs levels 10-22 as
-// klauspost/compress's best, with its largest tables; br 9 and over search
-// deeper hash chains, and 10-11 allocate their tables at each encode.
-func encoderMemory(coding string, level int) int64 {
-	const MiB = 1 << 20
-	switch {
-	case coding == writers.Zstd && level >= 10:
-		return 38 * MiB
-	case coding == writers.Zstd:
-		return 6 * MiB
-	case coding == writers.Brotli && level >= 9:
-		return 42 * MiB
-	case coding == writers.Brotli && level >= 8:
-		return 21 * MiB
-	case coding == writers.Brotli && level >= 7:
-		return 12 * MiB
-	case coding == writers.Brotli:
-		return 7 * MiB
-	}
-	return 2 * MiB // gzip and deflate
-}
-
-// decoderMemory bounds what a decoder of an entry allocates: the cache's
-// own encodings, whose windows NewEncoder keeps to 256 KiB at most.
-const decoderMemory = 1 << 20
-
-// upgradeLevels are the levels an upgrade tries for coding, best first:
-// when the budget has no room for a best-level encoder, a lesser one still
-// gains.
-func upgradeLevels(coding string, best int) []int {
-	switch deltaCodec(coding) {
-	case writers.Zstd:
-		return []int{best, 9}
-	case writers.Brotli:
-		return []int{best, 7, 6}
-	}
-	return []int{best}
-}
-
 // upgrade re-encodes j's entry at its best level, or the best level whose
 // encoder the budget has room for, and replaces the entry with the result
 // if it is smaller and the entry is still the one stored. Everything it
@@ -717,6 +683,7 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	}
 	body := bytes.Clone(out.b)
 	e := newEntry(&j.key, body, j.entry.plain, level)
+	e.public.Store(j.entry.public.Load())
 	// The new entry's weight takes over what the work held (the old
 	// entry's goes back when it is replaced), and claims the rest: the
 	// plain bytes both entries keep are counted twice until then.
@@ -842,7 +809,7 @@ func (f *cacheFill) drop() {
 	if f != nil && f.leading {
 		held := f.held
 		f.leading, f.buf, f.held = false, nil, 0
-		f.c.endHeld(&f.key, nil, nil, 0, held)
+		f.c.endHeld(&f.key, nil, nil, 0, held, false)
 	}
 }
 
@@ -972,12 +939,15 @@ func (m *Middleware) cacheable(h http.Header, f *facts) (cacheFields, bool) {
 // place, not returned, which would copy the key twice on every response,
 // with or without a cache. r is the request, o the response's offer.
 func (m *Middleware) cachedWhole(r *http.Request, o *offer, h http.Header, f *facts, body []byte, k *cacheKey) (stored []byte, store bool) {
-	if _, ok := m.cacheable(h, f); !ok {
+	if _, ok := m.cacheable(h, f); !ok || m.hiding.skipsCache(o.coding) {
 		return nil, false
 	}
 	*k = cacheKey{sum: maphash.Bytes(m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
 	e, leader := m.cache.lookup(r, k, body, upgradeLevel(k.coding), 0, upgradeSource{o.dict, m.shared})
 	if e != nil {
+		if m.shared != nil && !e.public.Load() && publicResponse(r.Header, h) {
+			e.public.Store(true) // its upgrade may be shared now
+		}
 		return e.body, false
 	}
 	return nil, leader
@@ -986,8 +956,9 @@ func (m *Middleware) cachedWhole(r *http.Request, o *offer, h http.Header, f *fa
 // storeWhole stores out, the encoding of body looked up as k, with a copy
 // of body for later hits to compare, or only ends the flight when out is
 // nil (no gain). Both are copied: they live in pooled buffers. It does
-// nothing unless store is set.
-func (m *Middleware) storeWhole(k *cacheKey, store bool, body, out []byte) {
+// nothing unless store is set. r and h are the request and the response's
+// header, which say whether the entry may be shared (publicResponse).
+func (m *Middleware) storeWhole(r *http.Request, h http.Header, k *cacheKey, store bool, body, out []byte) {
 	if !store {
 		return
 	}
@@ -997,7 +968,7 @@ func (m *Middleware) storeWhole(k *cacheKey, store bool, body, out []byte) {
 	} else {
 		out = nil
 	}
-	m.cache.end(k, out, plain, k.level)
+	m.cache.end(k, out, plain, k.level, out != nil && m.shared != nil && publicResponse(r.Header, h))
 }
 
 // validatorKey returns the key of a streamed response by its strong ETag,
@@ -1052,7 +1023,7 @@ func hasAuthorization(h http.Header) bool {
 // a response it may store, it returns a fill that tees the stream, on its
 // way to dst, into the cache, and that follows the response as its hook.
 func (m *Middleware) cachedStream(r *http.Request, o *offer, h http.Header, f *facts, dst io.Writer) ([]byte, *cacheFill) {
-	if !m.trustETags {
+	if !m.trustETags || m.hiding.skipsCache(o.coding) {
 		return nil, nil
 	}
 	cf, ok := m.cacheable(h, f)
@@ -1076,16 +1047,16 @@ func (m *Middleware) cachedStream(r *http.Request, o *offer, h http.Header, f *f
 // The fill follows its response as a responseHook: it wants no plain body
 // (it is the encoder's destination), a flushed stream is not stored, and
 // at the end it stores what it kept.
-func (f *cacheFill) committed(*responseWriter, http.Header, facts) bool { return false }
-func (f *cacheFill) plain([]byte) bool                                  { return false }
-func (f *cacheFill) flushed()                                           { f.drop() }
+func (f *cacheFill) committed(http.Header, facts) bool { return false }
+func (f *cacheFill) plain([]byte) bool                 { return false }
+func (f *cacheFill) flushed()                          { f.drop() }
 
 // ended stores the stream the fill kept if the response completed and its
 // stream ended whole, and otherwise drops it. The entry keeps an exact
 // copy, not the fill's buffer with its spare capacity, and its weight takes
 // over what the fill claimed.
-func (f *cacheFill) ended(cw *responseWriter, completed bool) {
-	if !completed || !cw.closed || !f.leading {
+func (f *cacheFill) ended(end responseEnd) {
+	if !end.completed || !end.closed || !f.leading {
 		f.drop()
 		return
 	}
@@ -1095,84 +1066,23 @@ func (f *cacheFill) ended(cw *responseWriter, completed bool) {
 		copy(body, f.buf)
 	}
 	f.leading, f.buf = false, nil
-	f.c.endHeld(&f.key, body, nil, f.level, f.held)
+	f.c.endHeld(&f.key, body, nil, f.level, f.held, false)
 }
 
-// upgradeLevel is the level upgrades encode at: the coding's highest (br 11,
-// gzip 9, zstd 22, which klauspost/compress runs as its best), dcz's and
-// dcb's being zstd's and br's.
-func upgradeLevel(coding string) int {
-	r, err := writers.Levels(deltaCodec(coding))
-	if err != nil {
-		return 0
-	}
-	return r.Max
+// upgradeSource is what an upgrade of an entry needs beyond the entry: the
+// dictionary of a dcz or dcb key, and the fleet's store of the Middleware
+// that found the entry, each nil when there is none.
+type upgradeSource struct {
+	dict   *dictionary
+	shared *shared
 }
 
-// fileReps is a Cache as the store of a file server's representations
-// (filestore.go): a Middleware with a Cache keeps what its FileServer
-// encodes there, under the same budget and eviction as its responses. An
-// entry is keyed by the SHA-256 of the plain bytes in the key's file field,
-// which no response's key sets, so it never meets a response's; its level
-// is the coding's best, so the cache's own upgrades leave it to the file
-// server's.
-type fileReps struct{ c *cacheCore }
-
-func (f fileReps) key(k repKey) cacheKey {
-	ck := cacheKey{coding: k.coding, file: string(k.plain[:])}
-	if k.dict != ([32]byte{}) {
-		ck.dictionary = string(k.dict[:])
+// newUpgradeJob returns the job of upgrading e, stored under k, at level
+// best, with what src holds.
+func newUpgradeJob(k *cacheKey, e *cacheEntry, best int, src upgradeSource) upgradeJob {
+	j := upgradeJob{key: *k, entry: e, best: best, shared: src.shared}
+	if src.dict != nil && k.dictionary != "" {
+		j.dict = weak.Make(src.dict)
 	}
-	return ck
+	return j
 }
-
-func (f fileReps) load(k repKey) (rep, bool) {
-	e, ok := f.c.store.GetIfPresent(f.key(k))
-	if !ok {
-		f.c.misses.Add(1)
-		return rep{}, false
-	}
-	f.c.hits.Add(1)
-	return rep{data: e.body, best: e.final}, true
-}
-
-// maxEntry is the most data an entry may hold within the cache's limit on
-// one entry, beyond the weight of its key and bookkeeping.
-func (f fileReps) maxEntry() int64 {
-	ck := f.key(repKey{coding: Zstd, dict: [32]byte{1}})
-	return f.c.entryMax - newEntry(&ck, nil, nil, 0).weight
-}
-
-// store keeps r, its weight taking over the held bytes that the work
-// claimed as add does for a response's entry: it claims the difference or
-// gives back the excess, and gives all back if r is not kept.
-func (f fileReps) store(k repKey, r rep, held int64) bool {
-	ck := f.key(k)
-	e := newEntry(&ck, r.data, nil, upgradeLevel(k.coding))
-	e.final = r.best
-	if e.weight > f.c.entryMax {
-		f.c.storesSkipped.Add(1)
-		f.c.bytes.Add(-held)
-		return false
-	}
-	if more := e.weight - held; more > 0 {
-		if !f.c.reserve(more) {
-			f.c.bytes.Add(-held)
-			return false
-		}
-	} else {
-		f.c.bytes.Add(more) // the excess goes back
-	}
-	if _, added := f.c.store.Set(ck, e); added {
-		f.c.entries.Add(1)
-		f.c.stores.Add(1) // Stores counts entries added, not replaced
-	}
-	return true
-}
-
-// reserve claims n bytes of the cache's budget for a file server's work in
-// flight, as a fill or an upgrade does: it fails, evicting nothing, when
-// the cache has no room.
-func (f fileReps) reserve(n int64) bool { return f.c.claim(n) }
-
-func (f fileReps) release(n int64) { f.c.bytes.Add(-n) }

@@ -21,7 +21,7 @@ func TestCacheCollisionIsAMiss(t *testing.T) {
 	if _, leader := c.lookup(r, &k, []byte("abcd"), 9, 0, upgradeSource{}); !leader {
 		t.Fatal("first lookup does not lead the miss")
 	}
-	c.end(&k, []byte("encoded abcd"), []byte("abcd"), 5)
+	c.end(&k, []byte("encoded abcd"), []byte("abcd"), 5, false)
 	if e, _ := c.lookup(r, &k, []byte("abcd"), 9, 0, upgradeSource{}); e == nil || string(e.body) != "encoded abcd" {
 		t.Fatalf("lookup of the stored body: %v, want a hit", e)
 	}
@@ -56,7 +56,7 @@ func TestCacheFollowersOfAnUnstoredFlightDoNotWaitInTurn(t *testing.T) {
 			k := k
 			e, leader := c.lookup(r, &k, []byte("abcd"), 9, 0, upgradeSource{})
 			if leader {
-				c.end(&k, nil, nil, 0) // let any other follower go
+				c.end(&k, nil, nil, 0, false) // let any other follower go
 			}
 			led <- e == nil && leader
 		}()
@@ -65,7 +65,7 @@ func TestCacheFollowersOfAnUnstoredFlightDoNotWaitInTurn(t *testing.T) {
 	for goroutinesIn("squeeze.(*cacheCore).wait(") < followers {
 		runtime.Gosched()
 	}
-	c.end(&k, nil, nil, 0) // no gain: nothing stored
+	c.end(&k, nil, nil, 0, false) // no gain: nothing stored
 	for range followers {
 		if <-led {
 			t.Error("a follower of a flight that stored nothing led the same miss again")

@@ -32,6 +32,8 @@ type Counters struct {
 	sharedRead    atomic.Int64
 	sharedWritten atomic.Int64
 	breakerOpen   atomic.Int64 // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
+	learned       [learnedResultCount]atomic.Int64
+	learnedSaved  atomic.Int64
 }
 
 // codingCounters are the counters of one content coding.
@@ -58,6 +60,13 @@ func (c *Counters) Observe(e Event) {
 	switch {
 	case e.Kind == SharedStoreEvent:
 		c.observeShared(e)
+	case e.Kind == LearnedDictionaryEvent:
+		if e.Learned != LearnedNone && e.Learned < learnedResultCount {
+			c.learned[e.Learned].Add(1)
+			if e.Learned == LearnedDelta {
+				c.learnedSaved.Add(e.Out)
+			}
+		}
 	case e.Kind == RequestBodyEvent:
 		c.decompressor[codingIndex(e.Coding)].add(e)
 	case e.Coding != "":
@@ -150,15 +159,25 @@ type (
 		Skipped             int64 `json:"skipped"`
 		Writes              int64 `json:"writes"`
 		ClaimsLost          int64 `json:"claims_lost"`
+		WritesRefused       int64 `json:"writes_refused"`
 		BytesRead           int64 `json:"bytes_read"`
 		BytesWritten        int64 `json:"bytes_written"`
 		BreakerOpened       int64 `json:"breaker_opened"`
 		BreakerOpen         int64 `json:"breaker_open"`
 	}
+	// learnedStats counts the work of learned dictionaries.
+	learnedStats struct {
+		Trained       int64 `json:"trained"`
+		Adopted       int64 `json:"adopted"`
+		RefusedBudget int64 `json:"refused_budget"`
+		Deltas        int64 `json:"deltas"`
+		BytesSaved    int64 `json:"bytes_saved"`
+	}
 	counterStats struct {
-		Compressor   compressorStats   `json:"compressor"`
-		Decompressor decompressorStats `json:"decompressor"`
-		SharedStore  sharedStats       `json:"shared_store"`
+		Compressor        compressorStats   `json:"compressor"`
+		Decompressor      decompressorStats `json:"decompressor"`
+		SharedStore       sharedStats       `json:"shared_store"`
+		LearnedDictionary learnedStats      `json:"learned_dictionary"`
 	}
 )
 
@@ -205,10 +224,18 @@ func (c *Counters) stats() counterStats {
 		Skipped:             c.shared[SharedSkipped].Load(),
 		Writes:              c.shared[SharedWritten].Load(),
 		ClaimsLost:          c.shared[SharedClaimLost].Load(),
+		WritesRefused:       c.shared[SharedRefused].Load(),
 		BytesRead:           c.sharedRead.Load(),
 		BytesWritten:        c.sharedWritten.Load(),
 		BreakerOpened:       c.shared[SharedBreakerOpened].Load(),
 		BreakerOpen:         c.breakerOpen.Load(),
+	}
+	s.LearnedDictionary = learnedStats{
+		Trained:       c.learned[LearnedTrained].Load(),
+		Adopted:       c.learned[LearnedAdopted].Load(),
+		RefusedBudget: c.learned[LearnedRefused].Load(),
+		Deltas:        c.learned[LearnedDelta].Load(),
+		BytesSaved:    c.learnedSaved.Load(),
 	}
 	return s
 }
@@ -228,11 +255,15 @@ func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).S
 //	    "codings": {"gzip": {...}}},
 //	 "shared_store": {"hits": 4, "misses": 1, "errors": 0,
 //	    "verifications_failed": 0, "skipped": 0, "writes": 2, "claims_lost": 0,
-//	    "bytes_read": 81920, "bytes_written": 40960,
-//	    "breaker_opened": 0, "breaker_open": 0}}
+//	    "writes_refused": 0, "bytes_read": 81920, "bytes_written": 40960,
+//	    "breaker_opened": 0, "breaker_open": 0},
+//	 "learned_dictionary": {"trained": 1, "adopted": 0, "refused_budget": 0,
+//	    "deltas": 40, "bytes_saved": 120000}}
 //
 // shared_store counts the calls to the store of [WithSharedStore] by
-// [SharedResult]; breaker_open is 1 while its breaker is open. The totals are the sums over "codings" and "reasons"; a coding appears
+// [SharedResult]; breaker_open is 1 while its breaker is open.
+// learned_dictionary counts each [LearnedResult] of [WithLearnedDictionary];
+// bytes_saved is the estimate [LearnedDelta] reports. The totals are the sums over "codings" and "reasons"; a coding appears
 // once it has been counted, every reason always.
 func (c *Counters) String() string {
 	b, err := json.Marshal(c.stats())
@@ -251,7 +282,8 @@ func (c *Counters) String() string {
 // squeeze_compressor_uncompressed_bytes_total), labelled by coding or by
 // reason; those of the store of [WithSharedStore] are
 // squeeze_shared_store_..._total, besides the gauge
-// squeeze_shared_store_breaker_open.
+// squeeze_shared_store_breaker_open; those of [WithLearnedDictionary]
+// squeeze_learned_dictionary_..._total.
 func (c *Counters) WritePrometheus(w io.Writer) error {
 	s := c.stats()
 	p := promWriter{w: w}
@@ -285,6 +317,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"skipped", "Calls to the shared store not made: breaker open, values in flight at their budget, or a key whose value failed verification lately.", ss.Skipped},
 		{"writes", "Values written to the shared store, claims won included.", ss.Writes},
 		{"claims_lost", "Claims that found the key taken by another replica.", ss.ClaimsLost},
+		{"writes_refused", "Writes and claims not made because the write budget had no room for them.", ss.WritesRefused},
 		{"read_bytes", "Bytes of the values read from the shared store.", ss.BytesRead},
 		{"written_bytes", "Bytes of the values written to the shared store.", ss.BytesWritten},
 		{"breaker_opened", "Times the shared store's breaker opened.", ss.BreakerOpened},
@@ -294,6 +327,20 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	}
 	p.gauge("squeeze_shared_store_breaker_open", "1 while the shared store's breaker is open, else 0.")
 	p.sample("", "", float64(ss.BreakerOpen))
+	ls := &s.LearnedDictionary
+	for _, m := range []struct {
+		name, help string
+		v          int64
+	}{
+		{"trained", "Learned dictionaries trained and published.", ls.Trained},
+		{"adopted", "Learned dictionaries another replica trained, taken from the shared store.", ls.Adopted},
+		{"refused_budget", "Trainings of learned dictionaries refused for their CPU or memory budget.", ls.RefusedBudget},
+		{"deltas", "Responses sent as deltas against a learned dictionary.", ls.Deltas},
+		{"saved_bytes", "Bytes the deltas against learned dictionaries saved over zstd without them (estimated).", ls.BytesSaved},
+	} {
+		p.family("squeeze_learned_dictionary_"+m.name+"_total", m.help)
+		p.sample("", "", float64(m.v))
+	}
 	return p.err
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	brrr "github.com/molecule-man/go-brrr"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/lru"
@@ -89,7 +90,28 @@ type dictionary struct {
 	static  bool   // registered with WithDictionary: never evicted
 
 	dcz, dcb lazyOffer
+	// fleet is what a remembered dictionary has earned of the fleet's
+	// store (shared_admission.go); unused without one.
+	fleet sharedCandidate
 }
+
+// dictOrigin says how a dictionary came to be remembered, or seen again:
+// what it earns of the fleet's store (see dictStore.seen).
+type dictOrigin uint8
+
+const (
+	// fromResponse: the body of a public response sent with
+	// Use-As-Dictionary; it earns its place in the store by being sent
+	// again, or asked for by hash.
+	fromResponse dictOrigin = iota
+	// fromFile: a FileServer's file sent in a public response with
+	// Use-As-Dictionary: the operator's own, which has earned its place.
+	fromFile
+	// byHash: a client named it in Available-Dictionary (a file the
+	// FileServer found by that hash, or one held already): earned, but
+	// public only once it goes out in a public response.
+	byHash
+)
 
 // lazyOffer is the offer of one dictionary coding for one dictionary, built
 // the first time a client asks for it. o is nil if it could not be built.
@@ -115,6 +137,9 @@ type dictStore struct {
 
 	standalone map[string]*standaloneDictionary // by path
 	links      []string                         // Link values for text/html
+	// linkHook follows the responses to paths that match no pattern,
+	// adding links; nil when there are none.
+	linkHook *dictLinks
 	// standaloneMatch holds the match patterns of the standalone
 	// dictionaries: their responses vary on Available-Dictionary too.
 	standaloneMatch []string
@@ -125,6 +150,14 @@ type dictStore struct {
 
 	// shared is the fleet's store (shared_dict.go), nil without one.
 	shared *shared
+
+	// learned holds the routes of WithLearnedDictionary (learned.go);
+	// training lets one of their trainings run at a time, jobs counts
+	// their background work, and observe is the Middleware's observer.
+	learned  []*learnedRoute
+	training *semaphore.Weighted
+	jobs     sync.WaitGroup
+	observe  func(Event)
 
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
@@ -172,7 +205,7 @@ type standaloneDictionary struct {
 // no dictionary is configured, which keeps every dictionary hook off the
 // path of a response.
 func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
-	if len(c.dictMatch) == 0 && len(c.standalone) == 0 {
+	if len(c.dictMatch) == 0 && len(c.standalone) == 0 && len(c.learned) == 0 {
 		return nil, nil
 	}
 	s := &dictStore{
@@ -185,6 +218,8 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		standalone: map[string]*standaloneDictionary{},
 		static:     map[[32]byte]*dictionary{},
 		remembered: lru.New[[32]byte, *dictionary](c.dictStoreSize, nil),
+		training:   semaphore.NewWeighted(1),
+		observe:    c.observe,
 	}
 	for _, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))
@@ -203,12 +238,19 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
 		s.standaloneMatch = append(s.standaloneMatch, sd.match)
 	}
+	s.learned = newLearnedRoutes(s, c.learned)
+	if len(s.links) > 0 || len(s.learned) > 0 {
+		s.linkHook = &dictLinks{links: s.links, s: s}
+	}
 	return s, nil
 }
 
 // lookup returns the dictionary with this hash, marking it used, or nil.
 func (s *dictStore) lookup(hash [32]byte) *dictionary {
 	if d := s.static[hash]; d != nil {
+		return d
+	}
+	if d := s.lookupLearned(hash); d != nil {
 		return d
 	}
 	s.mu.Lock()
@@ -219,24 +261,47 @@ func (s *dictStore) lookup(hash [32]byte) *dictionary {
 
 // remember stores body as a dictionary for pattern, unless it is empty,
 // larger than a quarter of the budget, or held already (then it only counts
-// as used). owned says body may be kept as it is; otherwise it is copied.
-// It costs the budget the capacity of the slice kept, which is what the
-// heap holds, and dictEntryBytes.
-func (s *dictStore) remember(body []byte, pattern string, owned bool) {
+// as seen again). owned says body may be kept as it is; otherwise it is
+// copied. It costs the budget the capacity of the slice kept, which is
+// what the heap holds, and dictEntryBytes. from says where body came from:
+// a body that is not public is never remembered, except a FileServer's
+// file found by hash (byHash), which is shared only once it goes out in a
+// public response.
+func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictOrigin) {
 	if len(body) == 0 || int64(len(body)) > s.maxBody {
 		return
 	}
 	hash := sha256.Sum256(body)
-	if s.lookup(hash) != nil {
+	if held := s.lookup(hash); held != nil {
+		s.seen(held, from)
 		return
 	}
 	if !owned {
 		body = bytes.Clone(body)
 	}
 	d := &dictionary{hash: hash, data: body, pattern: pattern}
-	if s.insert(d, int64(cap(body))+dictEntryBytes) == d && s.shared != nil {
-		s.publish(d)
+	s.seen(s.insert(d, int64(cap(body))+dictEntryBytes), from)
+}
+
+// seen records that d, a dictionary held, went out again or was named as
+// from says, and writes it to the fleet's store once it has earned it
+// (shared_admission.go): public, and asked for by hash, sent
+// WithSharedStoreAdmitAfter times, or a FileServer's file.
+func (s *dictStore) seen(d *dictionary, from dictOrigin) {
+	if s.shared == nil || d.static {
+		return
 	}
+	switch from {
+	case fromResponse:
+		d.fleet.markPublic()
+		d.fleet.served(s.shared.admitAfter)
+	case fromFile:
+		d.fleet.markPublic()
+		d.fleet.earn()
+	case byHash:
+		d.fleet.earn()
+	}
+	s.share(d)
 }
 
 // insert adds d, a remembered dictionary costing weight, to the store and
@@ -426,11 +491,14 @@ func (e *framedEncoder) Reset(w io.Writer) {
 // matches a pattern, and the hook that follows it.
 type dictResponse struct {
 	s *dictStore
+	// req is the request the response answers.
+	req *http.Request
 	// pattern is the index of the WithDictionaryMatch pattern the path
 	// matched, plus one; 0 when the path matches only the pattern of a
 	// standalone dictionary. Either way the response varies on
-	// Available-Dictionary.
-	pattern int
+	// Available-Dictionary. An int32, so that it and remember share a
+	// word: the struct fits the 48-byte size class.
+	pattern int32
 	// remember is set when the response carries Use-As-Dictionary from
 	// squeeze and is a GET: its plain body is collected in body.
 	remember bool
@@ -439,17 +507,25 @@ type dictResponse struct {
 
 // follow returns the dictionary offer the client of r may get, or nil, and
 // the hook that follows the response: a dictResponse on a path that matches
-// a pattern, allocated only there, and s itself on any other (it adds the
-// Link to standalone dictionaries). A delta needs all of: a dictionary
+// a pattern, allocated only there; on any other, s.linkHook (which adds the
+// Link to standalone dictionaries), nil without standalone dictionaries. A
+// delta needs all of: a dictionary
 // coding named explicitly in Accept-Encoding ("*" does not count), a valid
 // Available-Dictionary naming a held dictionary, a path matching that
 // dictionary's pattern, and a same-origin (or direct) request (RFC 9842 §9).
 func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) {
-	o, pattern, varies := s.begin(r, r.URL.EscapedPath(), ranged)
+	path := r.URL.EscapedPath()
+	o, pattern, varies := s.begin(r, path, ranged)
+	var hook responseHook
 	if varies {
-		return o, &dictResponse{s: s, pattern: pattern}
+		hook = &dictResponse{s: s, req: r, pattern: int32(pattern)}
+	} else if s.linkHook != nil {
+		hook = s.linkHook
 	}
-	return o, s
+	if lr := s.learnedFor(path); lr != nil {
+		hook = lr.follow(hook, r, o)
+	}
+	return o, hook
 }
 
 // begin is follow for a request to path (escaped): it returns the
@@ -463,6 +539,8 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	for _, p := range s.standaloneMatch {
 		varies = varies || cdt.MatchPath(p, path)
 	}
+	lr := s.learnedFor(path)
+	varies = varies || lr != nil
 	avail := r.Header["Available-Dictionary"]
 	if ranged || len(avail) == 0 || len(s.codings) == 0 || !sameSite(r.Header["Sec-Fetch-Site"]) {
 		return nil, pattern, varies
@@ -477,11 +555,15 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	}
 	d := s.lookup(hash)
 	if d == nil && pattern > 0 && s.shared != nil {
-		d = s.fetch(r.Context(), hash, path)
+		d = s.fetch(r.Context(), hash)
+	}
+	if d == nil && lr != nil && s.shared != nil {
+		d = lr.fetchForClient(r.Context(), hash)
 	}
 	if d == nil || !cdt.MatchPath(d.pattern, path) {
 		return nil, pattern, varies
 	}
+	s.seen(d, byHash) // a client holds it: it has earned the fleet's store
 	if o = s.offerFor(d, coding); o == nil && len(s.codings) == 2 {
 		// The other dictionary coding, if the client names it too: dcb
 		// is refused for a dictionary whose tables do not fit the budget.
@@ -494,6 +576,22 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 		}
 	}
 	return o, pattern, varies
+}
+
+// deltaAllowed reports whether a response whose header is resp, to a
+// request whose header is req, may go out as a delta against d: always
+// against a dictionary of WithDictionary, whose bytes the operator chose;
+// against one remembered from a response (a body whose content a client
+// may have chosen, such as a page that reflects its query) only when the
+// response is public (publicResponse). A delta's size tells how much of
+// the response the dictionary holds: a client that had a guess of another
+// user's private page remembered as a dictionary, and that can see the
+// size of that user's response, would learn whether the guess was right.
+// Refusing such deltas also makes the answer to a private request the same
+// whether or not the dictionary it names is held: no private page confirms
+// a guess by coming back as dcz rather than zstd.
+func deltaAllowed(req, resp http.Header, d *dictionary) bool {
+	return d.static || publicResponse(req, resp)
 }
 
 // sameSite reports whether Sec-Fetch-Site allows a dictionary: absent (not
@@ -540,23 +638,25 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // committed makes the header edits of dictionaries on a path that matches
 // a pattern: Vary, Use-As-Dictionary on a body to remember (a GET or HEAD
 // 200 of an eligible type, not encoded by the handler, not a range, without
-// a Use-As-Dictionary of the handler's own), and the Link to standalone
-// dictionaries on text/html. It asks for the body of a GET to remember.
-func (d *dictResponse) committed(cw *responseWriter, h http.Header, f facts) bool {
+// a Use-As-Dictionary of the handler's own, and public: see
+// publicResponse), and the Link to standalone dictionaries on text/html.
+// It asks for the body of a GET to remember.
+func (d *dictResponse) committed(h http.Header, f facts) bool {
 	s := d.s
-	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
+	useAs := ""
 	if p := d.pattern; p > 0 {
-		method := cw.req.Method
+		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
-			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 {
-			h["Use-As-Dictionary"] = []string{s.useAs[p-1]}
+			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 &&
+			publicResponse(d.req.Header, h) {
+			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
 				d.body = make([]byte, 0, f.declared)
 			}
 		}
 	}
-	s.committed(cw, h, f)
+	dictionaryHeaders(h, true, useAs, s.pageLinks(f.typed, f.contentType))
 	return d.remember
 }
 
@@ -577,41 +677,45 @@ func (d *dictResponse) flushed() {}
 // Use-As-Dictionary, unless it did not match its declared length. A whole
 // body encoded from the buffer is still there; any other was collected by
 // plain.
-func (d *dictResponse) ended(cw *responseWriter, completed bool) {
-	if !completed || !d.remember || cw.why == ReasonLength {
+func (d *dictResponse) ended(end responseEnd) {
+	if !end.completed || !d.remember || end.lengthMismatch {
 		return
 	}
 	body, owned := d.body, true
-	if whole, ok := cw.sentWhole(); ok {
-		body, owned = whole, false
+	if end.wentWhole {
+		body, owned = end.whole, false
 	}
-	if cw.hdr.declared >= 0 && int64(len(body)) != cw.hdr.declared {
+	if end.declared >= 0 && int64(len(body)) != end.declared {
 		return
 	}
-	d.s.remember(body, d.s.patterns[d.pattern-1], owned)
+	d.s.remember(body, d.s.patterns[d.pattern-1], owned, fromResponse)
 	d.body = nil
 }
 
-// committed adds the Link to standalone dictionaries on text/html, on a
-// response to a path that matches no pattern; s is then the response's
-// hook, which wants no body and keeps nothing.
-func (s *dictStore) committed(_ *responseWriter, h http.Header, f facts) bool {
-	if len(s.links) > 0 && f.typed && matchTypes(htmlTypes, f.contentType) {
-		v := h["Link"]
-		h["Link"] = append(v[:len(v):len(v)], s.links...)
-	}
+// dictLinks is the hook of a response to a path that matches no pattern,
+// when there are standalone or learned dictionaries: it adds the Link to
+// them on text/html, wants no body and keeps nothing. One serves every such
+// response (dictStore.linkHook).
+type dictLinks struct {
+	links []string
+	s     *dictStore // for the links to learned dictionaries
+}
+
+func (l *dictLinks) committed(h http.Header, f facts) bool {
+	dictionaryHeaders(h, false, "", l.s.pageLinks(f.typed, f.contentType))
 	return false
 }
 
-func (s *dictStore) plain([]byte) bool           { return false }
-func (s *dictStore) flushed()                    {}
-func (s *dictStore) ended(*responseWriter, bool) {}
+func (l *dictLinks) plain([]byte) bool { return false }
+func (l *dictLinks) flushed()          {}
+func (l *dictLinks) ended(responseEnd) {}
 
 // dictVary is the Vary of a response on a dictionary path: whether it is a
 // delta depends on Available-Dictionary, and on Sec-Fetch-Site too, since a
 // cross-site request never gets one (RFC 9842 §9); without it a shared
-// cache could hand a same-origin delta to a cross-site request.
-// dictionaryHeaders adds the same tokens to a handler's Vary.
+// cache could hand a same-origin delta to a cross-site request. The file
+// server sends it as it is; dictResponse.committed adds the same tokens to
+// a handler's Vary.
 const dictVary = "Accept-Encoding, Available-Dictionary, Sec-Fetch-Site"
 
 // addVaryTokens adds each token to Vary unless it, or "*", is there.
@@ -631,29 +735,27 @@ func addVaryTokens(h http.Header, tokens ...string) {
 	}
 }
 
-// serveStandalone answers a GET or HEAD for a WithDictionary path, through
-// the middleware like any response, with the dictionary's strong ETag, a
-// Cache-Control that keeps it a day (a client revalidates with the ETag
-// after that) and Use-As-Dictionary.
+// ServeHTTP answers a GET or HEAD for a WithDictionary path, through
+// the middleware like any response, with the dictionary's strong ETag and
+// Use-As-Dictionary, with DictionaryCacheControl (dictionaryHeaders).
 func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Content-Type"] = []string{sd.contentType}
 	h["Etag"] = []string{sd.etag}
-	h["Cache-Control"] = []string{"public, max-age=86400"}
-	h["Use-As-Dictionary"] = []string{sd.useAs}
+	dictionaryHeaders(h, false, sd.useAs, nil)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
 }
 
 // standaloneFor returns the handler of the WithDictionary dictionary at the
 // request's path, or nil. Only GET and HEAD are answered.
 func (s *dictStore) standaloneFor(r *http.Request) http.Handler {
-	if s == nil || len(s.standalone) == 0 || r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if s == nil || len(s.standalone) == 0 && len(s.learned) == 0 || r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return nil
 	}
 	if sd := s.standalone[r.URL.Path]; sd != nil {
 		return sd
 	}
-	return nil
+	return s.learnedServer(r.URL.Path)
 }
 
 // --- options ----------------------------------------------------------------
@@ -672,7 +774,12 @@ type standaloneConfig struct {
 //
 // A GET 200 response to a matching path, of a content type
 // [WithContentTypes] allows, carries Use-As-Dictionary: match="<pattern>",
-// and its plain body is remembered (see [WithDictionaryStoreSize]). A later
+// and its plain body is remembered (see [WithDictionaryStoreSize]), unless
+// it may not be shared beyond its client: Cache-Control private or
+// no-store, Set-Cookie, Vary: *, or an answer to a request with
+// Authorization or Cookie without Cache-Control: public. Such a response
+// is not sent as a delta against a remembered dictionary either, only
+// against one of [WithDictionary]. A later
 // request whose path matches the same pattern, naming that body in
 // Available-Dictionary and [DCZ] or [DCB] in Accept-Encoding, from the same
 // site, gets the response as a delta against it. Every response to a

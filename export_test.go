@@ -73,3 +73,15 @@ func SetSharedBreakerCooldown(m *Middleware, d time.Duration) {
 	}
 	m.shared.breaker.mu.Unlock()
 }
+
+// SetLengthHidingSecret fixes the secret of m's WithLengthHiding, so that
+// a test's padding is the same on every run.
+func SetLengthHidingSecret(m *Middleware, secret [32]byte) { m.hiding.secret = secret }
+
+// WaitLearned waits until the background work of m's learned dictionaries
+// (rounds, trainings, looks for the fleet's) has ended.
+func WaitLearned(m *Middleware) {
+	if m.dicts != nil {
+		m.dicts.jobs.Wait()
+	}
+}

@@ -1,22 +1,3 @@
-// Package squeeze is [net/http] middleware that compresses responses with
-// zstd, br or gzip, negotiated per RFC 9110, and decodes compressed request
-// bodies with hard limits against decompression bombs.
-//
-// A [Middleware] holds back the first bytes of each response (up to
-// [WithBufferSize]) to decide whether compressing is worth it: bodies below
-// [WithMinSize], content types outside [WithContentTypes], bodiless statuses,
-// ranges, already-encoded bodies and Cache-Control: no-transform go out
-// unchanged. Every such reason is a case of one decision, which an [Event]
-// reports as its [Reason]. A body
-// that may be encoded and that ends within the buffer, or whose declared
-// Content-Length fits in it, is sent in one piece with a Content-Length, or
-// as it is when encoding would not make it smaller; a longer one, or one the
-// handler flushes, is streamed. A body that goes out unchanged whatever its
-// length (the client accepts no offered coding, the type is not one to
-// compress, ...) is not held back: it passes through as the handler writes
-// it, and net/http frames it as it would without squeeze.
-// Encoders and buffers come from pools built by [New], one per coding and
-// level, and go back, reset, when the response ends.
 package squeeze
 
 import (
@@ -53,10 +34,12 @@ type Middleware struct {
 	trustETags bool
 	// slots pools the per-response state (slot.go).
 	slots sync.Pool
-	// dotfiles is WithFileServerDotfiles (fileserver.go).
+	// dotfiles is WithFileServerDotfiles (fileserver_request.go).
 	dotfiles bool
 	// shared is the store of WithSharedStore, nil without one (shared.go).
 	shared *shared
+	// hiding is WithLengthHiding, nil when off (lengthhiding.go).
+	hiding *lengthHiding
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -88,6 +71,9 @@ func New(opts ...Option) (*Middleware, error) {
 		dotfiles: c.dotfiles,
 		shared:   newShared(&c, c.observe),
 	}
+	if err := checkWriteBudget(&c); err != nil {
+		return nil, err
+	}
 	if c.trustETags {
 		if c.cache == nil {
 			return nil, errors.New("squeeze: WithTrustedETags needs WithCache: without a Cache there is nothing to serve by ETag")
@@ -98,6 +84,12 @@ func New(opts ...Option) (*Middleware, error) {
 		if level, ok := c.levels[coding]; ok && !slices.Contains(c.encodings, coding) {
 			return nil, notOfferedError(coding, level, c.encodings)
 		}
+	}
+	if c.lengthHiding > 0 {
+		if slices.Contains(c.encodings, Deflate) {
+			return nil, lengthHidingError(c.lengthHiding, Deflate)
+		}
+		m.hiding = newLengthHiding(c.lengthHiding)
 	}
 	for _, coding := range c.encodings {
 		encoders, err := pool.NewEncoders(coding, levelOf(&c, coding))
@@ -170,7 +162,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			return
 		}
 		s, hw := m.open(w, r, &rh)
-		r = withPlainTags(r, rh.ifNoneMatch, rh.ifMatch, s.cw.coding(), m.offers)
+		r = withPlainTags(r, rh.ifNoneMatch, rh.ifMatch, s.rw.coding(), m.offers)
 		completed := false
 		defer func() { m.close(s, hw, completed) }()
 		if sd := m.dicts.standaloneFor(r); sd != nil {

@@ -21,9 +21,13 @@ const (
 	// [WithSharedStore], one call skipped, or a change of its breaker:
 	// see [Event].Shared.
 	SharedStoreEvent
+	// LearnedDictionaryEvent describes the work of a learned dictionary
+	// ([WithLearnedDictionary]): see [Event].Learned.
+	LearnedDictionaryEvent
 )
 
-// String returns "response", "request_body" or "shared_store".
+// String returns "response", "request_body", "shared_store" or
+// "learned_dictionary".
 func (k EventKind) String() string {
 	switch k {
 	case ResponseEvent:
@@ -32,6 +36,8 @@ func (k EventKind) String() string {
 		return "request_body"
 	case SharedStoreEvent:
 		return "shared_store"
+	case LearnedDictionaryEvent:
+		return "learned_dictionary"
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -87,6 +93,46 @@ type Event struct {
 	// read from the store, Out those written, and Elapsed the time the
 	// call took. It is [SharedNone] for the other kinds.
 	Shared SharedResult
+	// Learned is what a [LearnedDictionaryEvent] reports; In, Out and
+	// Elapsed then mean what its [LearnedResult] says. It is [LearnedNone]
+	// for the other kinds.
+	Learned LearnedResult
+}
+
+// LearnedResult is what a [LearnedDictionaryEvent] reports.
+type LearnedResult uint8
+
+const (
+	// LearnedNone is the Learned of an Event of another kind.
+	LearnedNone LearnedResult = iota
+	// LearnedTrained: a dictionary was trained and published. In is the
+	// bytes of samples it was trained on, Out its length, Elapsed the
+	// training's time.
+	LearnedTrained
+	// LearnedAdopted: a dictionary another replica trained was taken from
+	// the SharedStore, verified. Out is its length.
+	LearnedAdopted
+	// LearnedRefused: a training was due but refused for its budget:
+	// another training was running, or too few samples fit its memory
+	// budget.
+	LearnedRefused
+	// LearnedDelta: a response went out as a delta against a learned
+	// dictionary. In is its plain bytes, Out the bytes it saved, estimated
+	// from the route's last measured ratio of delta to zstd without the
+	// dictionary.
+	LearnedDelta
+	learnedResultCount
+)
+
+var learnedResultNames = [learnedResultCount]string{"none", "trained", "adopted", "refused", "delta"}
+
+// String returns the result's name: "trained", "adopted", "refused",
+// "delta" or "none".
+func (r LearnedResult) String() string {
+	if r >= learnedResultCount {
+		return "LearnedResult(" + strconv.Itoa(int(r)) + ")"
+	}
+	return learnedResultNames[r]
 }
 
 // SharedResult is the outcome of a call to the store of [WithSharedStore],
@@ -104,11 +150,13 @@ const (
 	// SharedError: the call failed or reached its timeout.
 	SharedError
 	// SharedRejected: a value was read but failed verification (its hash,
-	// its framing, its pattern or its size); it was dropped.
+	// its framing, its pattern or its size); it was dropped. The store
+	// answered: the breaker does not count it as a failure.
 	SharedRejected
 	// SharedSkipped: no call was made, because the breaker was open, the
-	// values in flight filled their budget, or the key's value failed
-	// verification within the last minute.
+	// reads or values in flight filled their places or budget, the key's
+	// value failed verification within the last minute, or the store held
+	// none for it a moment ago.
 	SharedSkipped
 	// SharedWritten: a value was written, or a claim won.
 	SharedWritten
@@ -119,16 +167,21 @@ const (
 	SharedBreakerOpened
 	// SharedBreakerClosed: a call succeeded after the breaker opened.
 	SharedBreakerClosed
+	// SharedRefused: a write or a claim was not made because this
+	// Middleware's write budget had no room for it
+	// ([WithSharedStoreWriteBudget]).
+	SharedRefused
 	sharedResultCount
 )
 
 var sharedResultNames = [sharedResultCount]string{
 	"none", "hit", "miss", "error", "rejected", "skipped", "written", "claim_lost", "breaker_opened", "breaker_closed",
+	"refused",
 }
 
 // String returns the result's name in snake case: "hit", "miss", "error",
 // "rejected", "skipped", "written", "claim_lost", "breaker_opened",
-// "breaker_closed" or "none".
+// "breaker_closed", "refused" or "none".
 func (r SharedResult) String() string {
 	if r >= sharedResultCount {
 		return "SharedResult(" + strconv.Itoa(int(r)) + ")"
@@ -158,20 +211,20 @@ type reporter struct {
 	byFileServer bool
 }
 
-// send sends the Event of cw's response to the observer.
-func (r *reporter) send(cw *responseWriter) {
+// send sends the Event of rw's response to the observer.
+func (r *reporter) send(rw *responseWriter) {
 	if r.byFileServer {
 		return
 	}
-	e := Event{Kind: ResponseEvent, Coding: cw.encodedAs, Skipped: cw.why, Out: cw.sent, Elapsed: cw.elapsed}
+	e := Event{Kind: ResponseEvent, Coding: rw.encodedAs, Skipped: rw.why, Out: rw.sent, Elapsed: rw.elapsed}
 	if e.Coding == "" && e.Skipped == ReasonNone {
 		return // never decided: the handler panicked first
 	}
-	e.In = cw.written
+	e.In = rw.written
 	if e.Coding == "" {
 		e.In = e.Out
 	}
-	e.Dictionary = e.Coding != "" && cw.offer != nil && cw.offer.dict != nil
-	e.Cached = cw.fromCache
-	cw.m.observe(e)
+	e.Dictionary = e.Coding != "" && rw.offer != nil && rw.offer.dict != nil
+	e.Cached = rw.fromCache
+	rw.m.observe(e)
 }

@@ -16,8 +16,8 @@ package squeeze
 // through an encoder (sendWhole for a body that ended within the buffer, in
 // responsewriter_send.go; a stream, teed by the cache's fill, otherwise),
 // or plain (pass). Every byte reaches the client through wire. finish ends
-// the response as the handler returns: each hook's ended, then the
-// observer's reporter (observe.go).
+// the response as the handler returns: each hook's ended, told how it
+// ended (responseEnd), then the observer's reporter (observe.go).
 
 import (
 	"bufio"
@@ -105,7 +105,7 @@ type responseWriter struct {
 	sent    int64
 	elapsed time.Duration
 
-	// slot is the slot cw lives in, which keeps spare buffers and an
+	// slot is the slot rw lives in, which keeps spare buffers and an
 	// encoder. values holds the header values the response is given, in
 	// its handlerWriter. encodedAs is the coding the response was sent
 	// in, "" for none: the observer reads it rather than the
@@ -147,6 +147,11 @@ type responseWriter struct {
 	// status or writing a byte: finish then makes the header edits but
 	// sends nothing, and the response is handed back (see leaveUntouched).
 	untouched bool
+	// padGzip is set while a gzip stream's header, the first bytes the
+	// wire takes, is still to be padded; padding is the amount of a
+	// stream's padding under WithLengthHiding (lengthhiding.go).
+	padGzip bool
+	padding uint16
 }
 
 // afterStatus holds the header as it was when the status was chosen, since
@@ -156,89 +161,124 @@ type afterStatus struct {
 	snapshot, late http.Header
 }
 
-// start readies cw, zero in its slot s, for the response to r on w. The
+// start readies rw, zero in its slot s, for the response to r on w. The
 // fields are set one by one: assigning a whole struct would copy it.
-func (cw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r *http.Request, rh *requestHeader) {
-	cw.m, cw.slot = m, s
-	cw.w, cw.req = w, r
-	cw.hdr.declared = -1
-	cw.head = r.Method == http.MethodHead
-	cw.ranged = len(rh.ranges) > 0
-	if !cw.ranged {
+func (rw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r *http.Request, rh *requestHeader) {
+	rw.m, rw.slot = m, s
+	rw.w, rw.req = w, r
+	rw.hdr.declared = -1
+	rw.head = r.Method == http.MethodHead
+	rw.ranged = len(rh.ranges) > 0
+	if !rw.ranged {
 		if i := s.negotiate(rh.acceptEncoding, m.offers); i >= 0 {
-			cw.offer = &m.offers[i]
+			rw.offer = &m.offers[i]
 		}
 	}
 	if m.dicts != nil {
 		// A dictionary the client holds may replace the offer.
-		o, hook := m.dicts.follow(r, cw.ranged)
+		o, hook := m.dicts.follow(r, rw.ranged)
 		if o != nil {
-			cw.offer = o
+			rw.offer = o
 		}
-		cw.attach(hook)
+		if hook != nil {
+			rw.attach(hook)
+		}
 	}
 }
 
 // A responseHook is a feature that follows one response: the dictionaries
 // (dictionary.go), and the Cache's fill of a stream it stores (cache.go).
-// The writer calls it at fixed points and knows nothing else of it; the
-// hook keeps its own state.
+// The writer calls it at fixed points with plain values and knows nothing
+// else of it; the hook keeps its own state and sees nothing of the
+// writer's. The values go by value: a pointer passed through the interface
+// would escape, and cost an allocation per response.
 type responseHook interface {
 	// committed is called as the verdict is carried out, before the
-	// header goes out: the hook may edit h, and reports whether it wants
-	// the plain body. A hook attached then (the fill) is not called.
-	committed(cw *responseWriter, h http.Header, f facts) (wantsBody bool)
+	// header goes out, with the facts the verdict was decided on: the hook
+	// may edit h, and reports whether it wants the plain body. A hook
+	// attached then (the fill) is not called.
+	committed(h http.Header, f facts) (wantsBody bool)
 	// plain is given the plain body as it passes on after the verdict,
 	// while the hook wants it (a whole body sent from the buffer is not
-	// passed: see sentWhole). It reports whether the hook wants more.
+	// passed: see responseEnd.whole). It reports whether the hook wants more.
 	plain(p []byte) (wantsMore bool)
 	// flushed is called when the handler flushes.
 	flushed()
-	// ended is called once, when the response ends: completed is false
-	// when the handler panicked. The observer hears after every hook.
-	ended(cw *responseWriter, completed bool)
+	// ended is called once, when the response ends. The observer hears
+	// after every hook.
+	ended(end responseEnd)
+}
+
+// responseEnd is how a response ended, as its hooks hear it.
+type responseEnd struct {
+	// whole is the body when it went out whole from the buffer (wentWhole
+	// set), which keeps it until every hook has heard; nil otherwise.
+	whole []byte
+	// declared is the Content-Length the handler declared, -1 for none.
+	declared int64
+	// completed is false when the handler panicked or called
+	// runtime.Goexit.
+	completed bool
+	// wentWhole is set when the body went out whole from the buffer.
+	wentWhole bool
+	// closed is set when an encoded stream ended whole, with its end
+	// marker.
+	closed bool
+	// lengthMismatch is set when the body did not match its declared
+	// length (ReasonLength).
+	lengthMismatch bool
 }
 
 // attach makes k follow the response.
-func (cw *responseWriter) attach(k responseHook) {
-	cw.hooks[cw.nhooks] = k
-	cw.nhooks++
+func (rw *responseWriter) attach(k responseHook) {
+	rw.hooks[rw.nhooks] = k
+	rw.nhooks++
 }
 
 // tee gives p, plain body bytes past the verdict, to the hooks that want
 // them, and stops giving to each once it wants no more.
-func (cw *responseWriter) tee(p []byte) {
-	for i, k := range cw.hooks[:cw.nhooks] {
-		if bit := uint8(1) << i; cw.teeing&bit != 0 && !k.plain(p) {
-			cw.teeing &^= bit
+func (rw *responseWriter) tee(p []byte) {
+	for i, k := range rw.hooks[:rw.nhooks] {
+		if bit := uint8(1) << i; rw.teeing&bit != 0 && !k.plain(p) {
+			rw.teeing &^= bit
 		}
 	}
 }
 
-// sentWhole returns the body and true if it went out whole from the
-// buffer, where it stays until the response ends.
-func (cw *responseWriter) sentWhole() ([]byte, bool) {
-	return cw.buffered(), cw.state == stateSent
+// end returns how the response ended, for its hooks: completed is false
+// when the handler panicked or called runtime.Goexit.
+func (rw *responseWriter) end(completed bool) responseEnd {
+	e := responseEnd{
+		declared:       rw.hdr.declared,
+		completed:      completed,
+		wentWhole:      rw.state == stateSent,
+		closed:         rw.closed,
+		lengthMismatch: rw.why == ReasonLength,
+	}
+	if e.wentWhole {
+		e.whole = rw.buffered()
+	}
+	return e
 }
 
 // coding returns the negotiated coding, or "" for identity.
-func (cw *responseWriter) coding() string {
-	if cw.offer == nil {
+func (rw *responseWriter) coding() string {
+	if rw.offer == nil {
 		return ""
 	}
-	return cw.offer.coding
+	return rw.offer.coding
 }
 
 // header returns the header map of the underlying writer, and keeps a
 // snapshot of it if the status was chosen already (see restoreHeader).
-func (cw *responseWriter) header() http.Header {
-	h := cw.w.Header()
-	if cw.state == stateWaiting && cw.status != 0 {
-		if cw.after == nil {
-			cw.after = &afterStatus{}
+func (rw *responseWriter) header() http.Header {
+	h := rw.w.Header()
+	if rw.state == stateWaiting && rw.status != 0 {
+		if rw.after == nil {
+			rw.after = &afterStatus{}
 		}
-		if cw.after.snapshot == nil {
-			cw.after.snapshot = h.Clone()
+		if rw.after.snapshot == nil {
+			rw.after.snapshot = h.Clone()
 		}
 	}
 	return h
@@ -246,44 +286,44 @@ func (cw *responseWriter) header() http.Header {
 
 // writeHeader records the final status and decides what it can: the
 // header goes out once the verdict is known. 1xx responses go out at once.
-func (cw *responseWriter) writeHeader(code int) {
-	if cw.state == stateHandedBack {
-		cw.w.WriteHeader(code)
+func (rw *responseWriter) writeHeader(code int) {
+	if rw.state == stateHandedBack {
+		rw.w.WriteHeader(code)
 		return
 	}
-	if cw.state != stateWaiting || cw.status != 0 {
+	if rw.state != stateWaiting || rw.status != 0 {
 		// The first final status wins, as in net/http; 1xx after it are
 		// dropped rather than sent in the middle of a body.
 		return
 	}
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
-		cw.w.WriteHeader(code)
+		rw.w.WriteHeader(code)
 		return
 	}
-	cw.status = code
-	cw.readHeader(cw.w.Header())
-	_ = cw.advance(atHeader, nil)
+	rw.status = code
+	rw.readHeader(rw.w.Header())
+	_ = rw.advance(atHeader, nil)
 }
 
 // readHeader reads the fields decide needs from h into hdr, and matches
 // the content type against the ones to compress.
-func (cw *responseWriter) readHeader(h http.Header) {
-	cw.hdr = readFields(h)
-	cw.hdr.eligible = cw.hdr.typed && cw.matchType(cw.hdr.contentType)
+func (rw *responseWriter) readHeader(h http.Header) {
+	rw.hdr = readFields(h)
+	rw.hdr.eligible = rw.hdr.typed && rw.matchType(rw.hdr.contentType)
 }
 
 // implicitHeader is the implicit WriteHeader(200) of a body written
 // without one.
-func (cw *responseWriter) implicitHeader() {
-	if cw.status == 0 {
-		cw.writeHeader(http.StatusOK)
+func (rw *responseWriter) implicitHeader() {
+	if rw.status == 0 {
+		rw.writeHeader(http.StatusOK)
 	}
 }
 
 // write holds p back while the verdict waits, then passes the body on.
-func (cw *responseWriter) write(p []byte) (int, error) {
-	if cw.state == stateWaiting {
-		held, err := cw.hold(p)
+func (rw *responseWriter) write(p []byte) (int, error) {
+	if rw.state == stateWaiting {
+		held, err := rw.hold(p)
 		if err != nil {
 			return 0, err
 		}
@@ -291,17 +331,17 @@ func (cw *responseWriter) write(p []byte) (int, error) {
 			return len(p), nil
 		}
 	}
-	return cw.pass(p)
+	return rw.pass(p)
 }
 
 // writeString is write for a string, which it does not copy: the held
 // back buffer, the dictionary being collected and the encoders copy or
 // only read its bytes, and a plain body goes to the underlying writer's
 // own WriteString (io.WriteString), which is given the string itself.
-func (cw *responseWriter) writeString(s string) (int, error) {
+func (rw *responseWriter) writeString(s string) (int, error) {
 	p := unsafe.Slice(unsafe.StringData(s), len(s))
-	if cw.state == stateWaiting {
-		held, err := cw.hold(p)
+	if rw.state == stateWaiting {
+		held, err := rw.hold(p)
 		if err != nil {
 			return 0, err
 		}
@@ -309,42 +349,42 @@ func (cw *responseWriter) writeString(s string) (int, error) {
 			return len(s), nil
 		}
 	}
-	switch cw.state {
+	switch rw.state {
 	case statePlain:
-		if cw.teeing != 0 {
-			cw.tee(p)
+		if rw.teeing != 0 {
+			rw.tee(p)
 		}
-		n, err := io.WriteString(cw.w, s)
-		cw.sent += int64(n)
+		n, err := io.WriteString(rw.w, s)
+		rw.sent += int64(n)
 		return n, err
 	case stateHandedBack:
-		return io.WriteString(cw.w, s)
+		return io.WriteString(rw.w, s)
 	}
-	return cw.pass(p)
+	return rw.pass(p)
 }
 
 // hold is the part of a write made while the verdict waits: it holds p
 // back and reports true when p fits in the buffer, and otherwise asks for
 // the verdict that p must then go through. On an error, nothing of p was
 // taken.
-func (cw *responseWriter) hold(p []byte) (bool, error) {
-	cw.implicitHeader()
-	if cw.state != stateWaiting {
+func (rw *responseWriter) hold(p []byte) (bool, error) {
+	rw.implicitHeader()
+	if rw.state != stateWaiting {
 		return false, nil
 	}
-	held := cw.buffered()
-	if cw.hdr.declared >= 0 && int64(len(held)+len(p)) > cw.hdr.declared && !cw.head {
+	held := rw.buffered()
+	if rw.hdr.declared >= 0 && int64(len(held)+len(p)) > rw.hdr.declared && !rw.head {
 		return false, http.ErrContentLength
 	}
-	if len(held)+len(p) > cw.m.buffers.Size() {
-		return false, cw.advance(atOverflow, p)
+	if len(held)+len(p) > rw.m.buffers.Size() {
+		return false, rw.advance(atOverflow, p)
 	}
-	if cw.buf == nil {
-		cw.buf = cw.getBuffer()
+	if rw.buf == nil {
+		rw.buf = rw.getBuffer()
 	}
-	*cw.buf = append(*cw.buf, p...)
-	if cw.need == needBytes && len(*cw.buf) >= sniffLen {
-		if err := cw.advance(atWrite, nil); err != nil {
+	*rw.buf = append(*rw.buf, p...)
+	if rw.need == needBytes && len(*rw.buf) >= sniffLen {
+		if err := rw.advance(atWrite, nil); err != nil {
 			return false, err
 		}
 	}
@@ -352,33 +392,33 @@ func (cw *responseWriter) hold(p []byte) (bool, error) {
 }
 
 // pass passes p on through the committed path.
-func (cw *responseWriter) pass(p []byte) (int, error) {
-	if cw.teeing != 0 && (cw.state == statePlain || cw.state == stateEncoding || cw.state == stateDiscarding) {
-		cw.tee(p) // a body a hook wants: one to remember as a dictionary
+func (rw *responseWriter) pass(p []byte) (int, error) {
+	if rw.teeing != 0 && (rw.state == statePlain || rw.state == stateEncoding || rw.state == stateDiscarding) {
+		rw.tee(p) // a body a hook wants: one to remember as a dictionary
 	}
-	switch cw.state {
+	switch rw.state {
 	case statePlain:
-		return (*wire)(cw).Write(p)
+		return (*wire)(rw).Write(p)
 	case stateEncoding:
-		if cw.hdr.declared >= 0 && cw.written+int64(len(p)) > cw.hdr.declared && !cw.head {
+		if rw.hdr.declared >= 0 && rw.written+int64(len(p)) > rw.hdr.declared && !rw.head {
 			return 0, http.ErrContentLength
 		}
-		t0 := cw.clock()
-		n, err := cw.enc.Write(p)
-		cw.spent(t0)
-		cw.written += int64(n)
+		t0 := rw.clock()
+		n, err := rw.enc.Write(p)
+		rw.spent(t0)
+		rw.written += int64(n)
 		return n, err
 	case stateDiscarding:
 		// The stored encoding went out; the body still counts as the
 		// plain bytes sent, and still feeds a dictionary being kept.
-		cw.written += int64(len(p))
+		rw.written += int64(len(p))
 		return len(p), nil
 	case stateHijacked:
 		return 0, http.ErrHijacked
 	case stateFinished:
 		return 0, errFinished
 	case stateHandedBack:
-		return cw.w.Write(p)
+		return rw.w.Write(p)
 	}
 	// stateSent: a whole body goes out only as the handler returns, and
 	// finish runs under the slot's lock until the state is stateFinished,
@@ -390,33 +430,42 @@ func (cw *responseWriter) pass(p []byte) (int, error) {
 const sniffLen = 512
 
 // buffered returns the bytes held back so far.
-func (cw *responseWriter) buffered() []byte {
-	if cw.buf == nil {
+func (rw *responseWriter) buffered() []byte {
+	if rw.buf == nil {
 		return nil
 	}
-	return *cw.buf
+	return *rw.buf
 }
 
 // advance asks decide for a verdict at event ev and commits to it unless
 // it is to wait. next is the write that did not fit in the buffer, if any:
 // it is sniffed when nothing was buffered before it.
-func (cw *responseWriter) advance(ev event, next []byte) error {
-	h := cw.w.Header()
-	if cw.after != nil && cw.after.snapshot != nil {
-		cw.restoreHeader(h)
-		cw.readHeader(h)
-	} else if ev == atEnd && len(h) != cw.hdr.keys {
+func (rw *responseWriter) advance(ev event, next []byte) error {
+	h := rw.w.Header()
+	if rw.after != nil && rw.after.snapshot != nil {
+		rw.restoreHeader(h)
+		rw.readHeader(h)
+	} else if ev == atEnd && len(h) != rw.hdr.keys {
 		// Keys added after the status count only as prefixed trailers.
-		cw.hdr.trailers = cw.hdr.trailers || hasPrefixedTrailers(h)
+		rw.hdr.trailers = rw.hdr.trailers || hasPrefixedTrailers(h)
+	}
+	if o := rw.offer; o != nil && o.dict != nil && !deltaAllowed(rw.req.Header, h, o.dict) {
+		// A response that may not be shared is no delta against a
+		// remembered dictionary: it goes out as the client's
+		// Accept-Encoding allows without one (dictionary.go).
+		rw.offer = nil
+		if i := rw.slot.negotiate(rw.req.Header["Accept-Encoding"], rw.m.offers); i >= 0 {
+			rw.offer = &rw.m.offers[i]
+		}
 	}
 	f := facts{
-		responseFields: cw.hdr, status: cw.status, buffered: len(cw.buffered()), event: ev,
-		head: cw.head, ranged: cw.ranged, offered: cw.offer != nil,
+		responseFields: rw.hdr, status: rw.status, buffered: len(rw.buffered()), event: ev,
+		head: rw.head, ranged: rw.ranged, offered: rw.offer != nil,
 	}
 	if !f.typed && ev != atHeader {
 		// As net/http, sniff up to 512 bytes: what was held back, then
 		// the start of the write that did not fit.
-		sniff := cw.buffered()
+		sniff := rw.buffered()
 		var joined [sniffLen]byte
 		if len(sniff) < sniffLen && len(next) > 0 {
 			n := copy(joined[:], sniff)
@@ -427,113 +476,114 @@ func (cw *responseWriter) advance(ev event, next []byte) error {
 			// net/http does not sniff once Content-Encoding is set, so
 			// the plain bytes are sniffed here, before any encoded byte.
 			f.contentType, f.typed, f.sniffed = http.DetectContentType(sniff), true, true
-			f.eligible = cw.matchType(f.contentType)
+			f.eligible = rw.matchType(f.contentType)
 		}
 	}
-	v, why, need := cw.m.decide(&f)
+	v, why, need := rw.m.decide(&f)
 	if v == wait {
-		cw.need = need
+		rw.need = need
 		return nil
 	}
-	return cw.commit(v, why, h, &f)
+	return rw.commit(v, why, h, &f)
 }
 
 // commit makes the header edits that go with the verdict, sends the header,
 // and sends what was held back: the whole body when the handler has
 // returned, otherwise the start of a stream that later writes continue.
-func (cw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts) error {
+func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts) error {
 	if f.sniffed {
 		h["Content-Type"] = []string{f.contentType}
 	}
-	for i, k := range cw.hooks[:cw.nhooks] {
-		if k.committed(cw, h, *f) { // the dictionaries': Vary, Use-As-Dictionary, Link
-			cw.teeing |= 1 << i
+	for i, k := range rw.hooks[:rw.nhooks] {
+		if k.committed(h, *f) { // the dictionaries': Vary, Use-As-Dictionary, Link
+			rw.teeing |= 1 << i
 		}
 	}
 	if _, ok := h["Content-Type"]; ok && len(h) == 1 {
-		cw.onlyContentType = true
+		rw.onlyContentType = true
 	}
-	if cw.m.variesWith(why, f, h) {
-		cw.addVary(h)
+	if rw.m.variesWith(why, f, h) {
+		rw.addVary(h)
 	}
-	if f.status == http.StatusNotModified && cw.offer != nil {
-		notModifiedETag(h, cw.offer.coding, cw.req.Header["If-None-Match"], cw.m.types)
+	if f.status == http.StatusNotModified && rw.offer != nil {
+		notModifiedETag(h, rw.offer.coding, rw.req.Header["If-None-Match"], rw.m.types)
 	}
-	body := cw.buffered()
+	body := rw.buffered()
 	whole := f.event == atEnd && !f.trailers
 	if v == sendEncoded && whole {
-		if cw.sendWhole(h, f, body) {
+		if rw.sendWhole(h, f, body) {
 			return nil
 		}
-		_, why, _ = cw.m.decide(f) // what the attempt found is a fact: decide names it
+		_, why, _ = rw.m.decide(f) // what the attempt found is a fact: decide names it
 	} else if v == sendEncoded {
-		o := cw.offer
+		o := rw.offer
 		// A stream the cache knows by its strong ETag goes out stored;
 		// the handler's body is then discarded (cache.go).
-		stored, fill := cw.m.cachedStream(cw.req, o, h, f, (*wire)(cw))
+		stored, fill := rw.m.cachedStream(rw.req, o, h, f, (*wire)(rw))
 		if stored != nil {
-			cw.fromCache = true
-			cw.sendEncodedBody(h, o.coding, stored, stateDiscarding)
-			return cw.sendHeld() // counted and teed like the rest of the body
+			rw.fromCache = true
+			rw.sendEncodedBody(h, o.coding, stored, stateDiscarding, -1)
+			return rw.sendHeld() // counted and teed like the rest of the body
 		}
-		var dst io.Writer = (*wire)(cw)
+		var dst io.Writer = (*wire)(rw)
 		if fill != nil {
 			dst = fill // tees the encoding into the cache
 		}
-		enc, err := cw.slot.encoder(o, dst)
+		enc, err := rw.slot.encoder(o, dst)
 		if err == nil {
+			rw.streamPadding(o.coding)
 			if fill != nil {
-				cw.attach(fill)
+				rw.attach(fill)
 			}
-			cw.enc = enc
-			cw.setEncoded(h, o.coding)
+			rw.enc = enc
+			rw.setEncoded(h, o.coding)
 			// delete, not Del: the key is canonical, and Del would
 			// canonicalise it again on every response.
 			delete(h, "Content-Length")
-			cw.state = stateEncoding
-			cw.sendHeader(h)
-			return cw.sendHeld()
+			rw.state = stateEncoding
+			rw.sendHeader(h)
+			return rw.sendHeld()
 		}
 		fill.drop()
 		f.noEncoder = true
-		_, why, _ = cw.m.decide(f)
+		_, why, _ = rw.m.decide(f)
 	}
-	cw.why = why
+	rw.why = why
 	if whole && f.declared < 0 && len(body) > 0 && bodyAllowed(f.status) {
-		cw.setLength(h, len(body))
+		rw.setLength(h, len(body))
 	}
-	cw.state = statePlain
-	cw.sendHeader(h)
-	return cw.sendHeld()
+	rw.state = statePlain
+	rw.sendHeader(h)
+	return rw.sendHeld()
 }
 
 // sendHeld sends what was held back down the path the verdict chose: it
 // calls pass, never write, so that the flow from a write through the
 // verdict to the client goes one way and never back into hold.
-func (cw *responseWriter) sendHeld() error {
-	if cw.buf == nil {
+func (rw *responseWriter) sendHeld() error {
+	if rw.buf == nil {
 		return nil
 	}
 	var err error
-	if len(*cw.buf) > 0 {
-		_, err = cw.pass(*cw.buf)
+	if len(*rw.buf) > 0 {
+		_, err = rw.pass(*rw.buf)
 	}
-	cw.releaseBuffer()
+	rw.releaseBuffer()
 	return err
 }
 
 // flush commits the decision, sends what is buffered, flushes the encoder
 // so the client can decode everything written so far, then flushes the
 // underlying writer.
-func (cw *responseWriter) flush() error {
-	if cw.state == stateWaiting {
-		cw.implicitHeader()
+func (rw *responseWriter) flush() error {
+	if rw.state == stateWaiting {
+		rw.implicitHeader()
 	}
-	switch cw.state {
+	switch rw.state {
 	case stateWaiting:
 		// A flushed stream's length is unknown, so the minimum size no
 		// longer applies: compress whatever content is eligible.
-		if err := cw.advance(atFlush, nil); err != nil {
+		if err := rw.advance(atFlush, nil); err != nil {
 			return err
 		}
 	case stateHijacked:
@@ -541,27 +591,27 @@ func (cw *responseWriter) flush() error {
 	case stateFinished:
 		return errFinished
 	}
-	for _, k := range cw.hooks[:cw.nhooks] {
+	for _, k := range rw.hooks[:rw.nhooks] {
 		k.flushed() // the fill: a flushed stream is not stored
 	}
-	if cw.state == stateEncoding {
-		t0 := cw.clock()
-		err := cw.enc.Flush()
-		cw.spent(t0)
+	if rw.state == stateEncoding {
+		t0 := rw.clock()
+		err := rw.enc.Flush()
+		rw.spent(t0)
 		if err != nil {
 			return err
 		}
 	}
 	// The direct cases spare the ResponseController allocation on every
 	// flush of a stream; the controller handles Unwrap chains.
-	switch f := cw.w.(type) {
+	switch f := rw.w.(type) {
 	case interface{ FlushError() error }:
 		return f.FlushError()
 	case http.Flusher:
 		f.Flush()
 		return nil
 	}
-	return http.NewResponseController(cw.w).Flush()
+	return http.NewResponseController(rw.w).Flush()
 }
 
 // hijack hands the connection to the handler when the underlying writer
@@ -569,29 +619,29 @@ func (cw *responseWriter) flush() error {
 // matches [http.ErrNotSupported]. As in net/http, a status the handler
 // chose, and the body it wrote, go out first; an encoded stream in progress
 // is abandoned.
-func (cw *responseWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
-	if cw.state == stateFinished {
+func (rw *responseWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if rw.state == stateFinished {
 		return nil, nil, errFinished
 	}
-	hj := hijackerOf(cw.w)
+	hj := hijackerOf(rw.w)
 	if hj == nil {
 		return nil, nil, fmt.Errorf("squeeze: Hijack: %w", http.ErrNotSupported)
 	}
-	if cw.state == stateWaiting && cw.status != 0 {
-		h := cw.w.Header()
-		cw.restoreHeader(h)
-		cw.state = statePlain
-		cw.sendHeader(h)
-		_ = cw.sendHeld()
+	if rw.state == stateWaiting && rw.status != 0 {
+		h := rw.w.Header()
+		rw.restoreHeader(h)
+		rw.state = statePlain
+		rw.sendHeader(h)
+		_ = rw.sendHeld()
 	}
-	conn, rw, err := hj.Hijack()
+	conn, brw, err := hj.Hijack()
 	if err != nil {
 		return nil, nil, err
 	}
-	cw.releaseEncoder()
-	cw.releaseBuffer()
-	cw.state = stateHijacked
-	return conn, rw, nil
+	rw.releaseEncoder()
+	rw.releaseBuffer()
+	rw.state = stateHijacked
+	return conn, brw, nil
 }
 
 // hijackerOf finds the [http.Hijacker] behind w, following Unwrap as
@@ -614,30 +664,30 @@ func hijackerOf(w http.ResponseWriter) http.Hijacker {
 // one by reading one byte more: only a longer one commits to a stream. As
 // with net/http's own ReadFrom, an empty src writes nothing: the status is
 // set (200 unless WriteHeader came first) by the first byte, not the call.
-func (cw *responseWriter) holdFrom(src io.Reader) (int64, error) {
+func (rw *responseWriter) holdFrom(src io.Reader) (int64, error) {
 	var total int64
-	if cw.state == stateWaiting && cw.status == 0 {
-		m, err := readSome(src, cw.first[:])
+	if rw.state == stateWaiting && rw.status == 0 {
+		m, err := readSome(src, rw.first[:])
 		if m == 0 {
 			if err == io.EOF {
 				err = nil
 			}
 			return 0, err
 		}
-		cw.implicitHeader()
-		k, err := cw.write(cw.first[:m])
+		rw.implicitHeader()
+		k, err := rw.write(rw.first[:m])
 		total = int64(k)
-		if err != nil || cw.state != stateWaiting {
+		if err != nil || rw.state != stateWaiting {
 			return total, err
 		}
 	}
-	if cw.state == stateWaiting {
-		cw.implicitHeader()
+	if rw.state == stateWaiting {
+		rw.implicitHeader()
 	}
-	if cw.state != stateWaiting {
+	if rw.state != stateWaiting {
 		return total, nil
 	}
-	n, full, err := cw.fillBuffer(src)
+	n, full, err := rw.fillBuffer(src)
 	total += int64(n)
 	if err != nil || !full {
 		return total, err
@@ -650,10 +700,10 @@ func (cw *responseWriter) holdFrom(src io.Reader) (int64, error) {
 		}
 		return total, err
 	}
-	if err := cw.advance(atOverflow, one[:m]); err != nil {
+	if err := rw.advance(atOverflow, one[:m]); err != nil {
 		return total, err
 	}
-	k, err := cw.write(one[:m])
+	k, err := rw.write(one[:m])
 	return total + int64(k), err
 }
 
@@ -673,18 +723,18 @@ func readSome(src io.Reader, p []byte) (int, error) {
 // that goes past its declared length is cut there and reported as
 // [http.ErrContentLength]. Like io.Copy, it gives up on a reader that
 // returns nothing 100 times in a row.
-func (cw *responseWriter) fillBuffer(src io.Reader) (int, bool, error) {
-	if cw.buf == nil {
-		cw.buf = cw.getBuffer()
+func (rw *responseWriter) fillBuffer(src io.Reader) (int, bool, error) {
+	if rw.buf == nil {
+		rw.buf = rw.getBuffer()
 	}
-	b := *cw.buf
+	b := *rw.buf
 	start := len(b)
-	defer func() { *cw.buf = b }()
+	defer func() { *rw.buf = b }()
 	for empty := 0; len(b) < cap(b); {
 		n, err := src.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
-		if cw.hdr.declared >= 0 && int64(len(b)) > cw.hdr.declared && !cw.head {
-			b = b[:cw.hdr.declared]
+		if rw.hdr.declared >= 0 && int64(len(b)) > rw.hdr.declared && !rw.head {
+			b = b[:rw.hdr.declared]
 			return len(b) - start, false, http.ErrContentLength
 		}
 		switch {
@@ -716,36 +766,39 @@ func copyThrough(buffers *pool.Buffers, dst io.Writer, src io.Reader) (int64, er
 // end of a stream whose length differs from the one the handler declared:
 // the encoded stream is left without its end marker, so the client cannot
 // take the truncated body for a whole one.
-func (cw *responseWriter) finish(completed bool) {
+func (rw *responseWriter) finish(completed bool) {
 	if !completed {
-		cw.releaseEncoder()
-		cw.untouched = cw.state == stateWaiting && cw.status == 0
+		rw.releaseEncoder()
+		rw.untouched = rw.state == stateWaiting && rw.status == 0
 	} else {
-		if cw.state == stateWaiting && cw.status == 0 {
-			cw.leaveUntouched()
+		if rw.state == stateWaiting && rw.status == 0 {
+			rw.leaveUntouched()
 		}
-		if cw.state == stateWaiting {
-			cw.implicitHeader()
+		if rw.state == stateWaiting {
+			rw.implicitHeader()
 		}
-		if cw.state == stateWaiting {
-			_ = cw.advance(atEnd, nil)
+		if rw.state == stateWaiting {
+			_ = rw.advance(atEnd, nil)
 		}
-		if cw.state == stateEncoding {
-			cw.endStream()
+		if rw.state == stateEncoding {
+			rw.endStream()
 		}
 	}
-	for _, k := range cw.hooks[:cw.nhooks] {
-		k.ended(cw, completed)
-	}
-	if cw.buf != nil {
-		cw.keepBuffer(cw.buf)
-		cw.buf = nil
-	}
-	if cw.state != stateHijacked {
-		if cw.m.observe != nil {
-			cw.report.send(cw) // last: an observer that panics leaves no hook unended
+	if rw.nhooks > 0 {
+		end := rw.end(completed)
+		for _, k := range rw.hooks[:rw.nhooks] {
+			k.ended(end)
 		}
-		cw.state = stateFinished
+	}
+	if rw.buf != nil {
+		rw.keepBuffer(rw.buf)
+		rw.buf = nil
+	}
+	if rw.state != stateHijacked {
+		if rw.m.observe != nil {
+			rw.report.send(rw) // last: an observer that panics leaves no hook unended
+		}
+		rw.state = stateFinished
 	}
 }
 
@@ -757,67 +810,106 @@ func (cw *responseWriter) finish(completed bool) {
 // around the middleware, or one that writes through the writer the
 // handler was given once it returned (echo's error handler, behind
 // echo.WrapMiddleware), which close hands back the response for.
-func (cw *responseWriter) leaveUntouched() {
-	cw.untouched = true
-	cw.status = http.StatusOK
-	cw.readHeader(cw.w.Header())
-	_ = cw.advance(atEnd, nil)
+func (rw *responseWriter) leaveUntouched() {
+	rw.untouched = true
+	rw.status = http.StatusOK
+	rw.readHeader(rw.w.Header())
+	_ = rw.advance(atEnd, nil)
+}
+
+// streamPadding sets, under WithLengthHiding, the padding of a stream in
+// coding from the bytes held back (lengthhiding.go): gzip's goes out in its
+// header, the first bytes the wire takes.
+func (rw *responseWriter) streamPadding(coding string) {
+	if rw.m.hiding == nil {
+		return
+	}
+	rw.padding = uint16(rw.m.hiding.amount(rw.buffered()))
+	rw.padGzip = coding == Gzip
 }
 
 // endStream completes an encoded stream, or, when the body did not match
 // its declared length, sends what was written without the stream's end, as
 // net/http sends a short body: every decoder then reports it cut. Errors
 // here mean the client went away; there is no one left to tell.
-func (cw *responseWriter) endStream() {
-	t0 := cw.clock()
-	if cw.hdr.declared < 0 || cw.written == cw.hdr.declared || cw.head {
-		cw.closed = cw.enc.Close() == nil
+func (rw *responseWriter) endStream() {
+	t0 := rw.clock()
+	if rw.hdr.declared < 0 || rw.written == rw.hdr.declared || rw.head {
+		if rw.m.hiding != nil {
+			rw.closed = rw.closePadded()
+		} else {
+			rw.closed = rw.enc.Close() == nil
+		}
 	} else {
-		_ = cw.enc.Flush()
+		_ = rw.enc.Flush()
 	}
-	cw.spent(t0)
-	cw.releaseEncoder()
+	rw.spent(t0)
+	rw.releaseEncoder()
 }
 
-func (cw *responseWriter) releaseEncoder() {
-	if cw.enc != nil {
-		cw.offer.encoders.Put(cw.enc)
-		cw.enc = nil
+// closePadded completes an encoded stream with its padding under
+// WithLengthHiding, written straight to the wire so that a Cache's fill
+// keeps the stream unpadded: for br and dcb between a Flush and Close, for
+// zstd and dcz after Close (gzip's went out in its header, see wire). It
+// reports whether the stream ended whole.
+func (rw *responseWriter) closePadded() bool {
+	brotli := deltaCodec(rw.offer.coding) == Brotli
+	if brotli && rw.enc.Flush() != nil {
+		return false
+	}
+	if !brotli && rw.enc.Close() != nil {
+		return false
+	}
+	pad := rw.m.hiding.padding(rw.offer.coding, int(rw.padding))
+	if pad != nil {
+		_, err := (*wire)(rw).Write(*pad)
+		rw.m.hiding.bufs.Put(pad)
+		if err != nil {
+			return false
+		}
+	}
+	return !brotli || rw.enc.Close() == nil
+}
+
+func (rw *responseWriter) releaseEncoder() {
+	if rw.enc != nil {
+		rw.offer.encoders.Put(rw.enc)
+		rw.enc = nil
 	}
 }
 
 // releaseBuffer gives the held-back buffer to the pool: the response goes
 // on as a stream, or the handler took the connection.
-func (cw *responseWriter) releaseBuffer() {
-	if cw.buf != nil {
-		cw.m.buffers.Put(cw.buf)
-		cw.buf = nil
+func (rw *responseWriter) releaseBuffer() {
+	if rw.buf != nil {
+		rw.m.buffers.Put(rw.buf)
+		rw.buf = nil
 	}
 }
 
 // getBuffer returns an empty buffer: one the slot kept, or one from the
 // pool.
-func (cw *responseWriter) getBuffer() *[]byte {
-	for i, b := range cw.slot.spare {
+func (rw *responseWriter) getBuffer() *[]byte {
+	for i, b := range rw.slot.spare {
 		if b != nil {
-			cw.slot.spare[i] = nil
+			rw.slot.spare[i] = nil
 			return b
 		}
 	}
-	return cw.m.buffers.Get()
+	return rw.m.buffers.Get()
 }
 
 // keepBuffer empties b and keeps it in the slot for the next response, or
 // gives it to the pool if the slot has two already.
-func (cw *responseWriter) keepBuffer(b *[]byte) {
-	for i, spare := range cw.slot.spare {
+func (rw *responseWriter) keepBuffer(b *[]byte) {
+	for i, spare := range rw.slot.spare {
 		if spare == nil {
 			*b = (*b)[:0]
-			cw.slot.spare[i] = b
+			rw.slot.spare[i] = b
 			return
 		}
 	}
-	cw.m.buffers.Put(b)
+	rw.m.buffers.Put(b)
 }
 
 // wire is the response writer seen as the destination of the body bytes
@@ -827,6 +919,9 @@ func (cw *responseWriter) keepBuffer(b *[]byte) {
 type wire responseWriter
 
 func (c *wire) Write(p []byte) (int, error) {
+	if c.padGzip {
+		return c.writeGzipHeader(p)
+	}
 	n, err := c.w.Write(p)
 	c.sent += int64(n)
 	return n, err
@@ -834,28 +929,28 @@ func (c *wire) Write(p []byte) (int, error) {
 
 // clock returns the time now when an observer wants Elapsed, and the zero
 // Time otherwise; spent adds the time since t0 to Elapsed.
-func (cw *responseWriter) clock() time.Time {
-	if cw.m.observe == nil {
+func (rw *responseWriter) clock() time.Time {
+	if rw.m.observe == nil {
 		return time.Time{}
 	}
 	return time.Now()
 }
 
-func (cw *responseWriter) spent(t0 time.Time) {
+func (rw *responseWriter) spent(t0 time.Time) {
 	if !t0.IsZero() {
-		cw.elapsed += time.Since(t0)
+		rw.elapsed += time.Since(t0)
 	}
 }
 
 // matchType reports whether ct is a content type to compress, answered
 // from the slot's memo when it is the type matched last; it records the
 // answer there.
-func (cw *responseWriter) matchType(ct string) bool {
-	s := cw.slot
+func (rw *responseWriter) matchType(ct string) bool {
+	s := rw.slot
 	if ct == s.lastType && ct != "" {
 		return s.lastEligible
 	}
-	ok := matchTypes(cw.m.types, ct)
+	ok := matchTypes(rw.m.types, ct)
 	s.lastType, s.lastEligible = ct, ok
 	return ok
 }

@@ -17,24 +17,24 @@ import (
 // handler's declared but unwritten body sends the encoded header without a
 // length, which only the body could give (RFC 9110 §9.3.2). decide sends
 // here no body shorter than two bytes, and no empty one but HEAD's.
-func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
-	o := cw.offer
+func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
+	o := rw.offer
 	if len(body) == 0 {
 		// HEAD: the GET's body would have been long enough to encode.
-		cw.setEncoded(h, o.coding)
+		rw.setEncoded(h, o.coding)
 		delete(h, "Content-Length")
-		cw.state = stateSent
-		cw.sendHeader(h)
+		rw.state = stateSent
+		rw.sendHeader(h)
 		return true
 	}
 	// The cache, if any, may hold this body's encoding; on a miss, key
 	// says where to store it (cache.go).
 	var key cacheKey
-	stored, store := cw.m.cachedWhole(cw.req, o, h, f, body, &key)
+	stored, store := rw.m.cachedWhole(rw.req, o, h, f, body, &key)
 	if stored != nil {
-		cw.fromCache = true
-		cw.written = int64(len(body))
-		cw.sendEncodedBody(h, o.coding, stored, stateSent)
+		rw.fromCache = true
+		rw.written = int64(len(body))
+		rw.sendEncodedBody(h, o.coding, stored, stateSent, -1)
 		return true
 	}
 	// Anything not smaller than the input is no gain: cap the output there
@@ -42,51 +42,65 @@ func (cw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	// goes to a second pooled buffer, not the free tail of the first:
 	// input and output in one buffer cost the encoders more than the
 	// second buffer's Get and Put (docs/internals.md#what-a-response-costs).
-	outBuf := cw.getBuffer()
-	defer cw.keepBuffer(outBuf)
-	cw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
-	t0 := cw.clock()
-	enc, err := cw.slot.encoder(o, &cw.out)
+	outBuf := rw.getBuffer()
+	defer rw.keepBuffer(outBuf)
+	rw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
+	t0 := rw.clock()
+	enc, err := rw.slot.encoder(o, &rw.out)
 	if err != nil {
-		cw.m.storeWhole(&key, store, body, nil)
+		rw.m.storeWhole(rw.req, h, &key, store, body, nil)
 		f.noEncoder = true
 		return false
 	}
 	_, err = enc.Write(body)
+	split := -1
+	if err == nil && rw.m.hiding != nil && deltaCodec(o.coding) == Brotli {
+		// Length hiding pads br and dcb before the last meta-block: a
+		// Flush ends the data on a byte boundary (writers.AppendPadding).
+		err = enc.Flush()
+		split = len(rw.out.b)
+	}
 	if err == nil {
 		err = enc.Close()
 	}
-	cw.slot.keepEncoder(o, enc)
-	cw.spent(t0)
-	out := cw.out.b
-	cw.out = cappedBuffer{}
+	rw.slot.keepEncoder(o, enc)
+	rw.spent(t0)
+	out := rw.out.b
+	rw.out = cappedBuffer{}
 	if err != nil {
-		cw.m.storeWhole(&key, store, body, nil)
+		rw.m.storeWhole(rw.req, h, &key, store, body, nil)
 		f.noGain = true
 		return false
 	}
-	cw.m.storeWhole(&key, store, body, out)
-	cw.written = int64(len(body))
-	cw.sendEncodedBody(h, o.coding, out, stateSent)
+	rw.m.storeWhole(rw.req, h, &key, store, body, out)
+	rw.written = int64(len(body))
+	rw.sendEncodedBody(h, o.coding, out, stateSent, split)
 	return true
 }
 
 // sendEncodedBody sends a whole encoded body, freshly encoded or stored,
-// with its Content-Length, and moves to state.
-func (cw *responseWriter) sendEncodedBody(h http.Header, coding string, out []byte, state writerState) {
-	cw.setEncoded(h, coding)
-	cw.setLength(h, len(out))
-	cw.state = state
-	cw.sendHeader(h)
-	_, _ = (*wire)(cw).Write(out)
+// with its Content-Length, and moves to state. Under WithLengthHiding the
+// body is padded on its way out, by the amount the plain bytes held back
+// decide (the whole body, or the start of a stream); split is where a br
+// or dcb body's data ends, -1 for other codings (lengthhiding.go).
+func (rw *responseWriter) sendEncodedBody(h http.Header, coding string, out []byte, state writerState, split int) {
+	rw.setEncoded(h, coding)
+	if rw.m.hiding != nil {
+		rw.sendPadded(h, coding, out, state, split)
+		return
+	}
+	rw.setLength(h, len(out))
+	rw.state = state
+	rw.sendHeader(h)
+	_, _ = (*wire)(rw).Write(out)
 }
 
 // setEncoded sets the headers every encoded response carries.
-func (cw *responseWriter) setEncoded(h http.Header, coding string) {
-	cw.encodedAs = coding
-	cw.values.encoding[0] = coding
-	h["Content-Encoding"] = cw.values.encoding[:]
-	if cw.onlyContentType {
+func (rw *responseWriter) setEncoded(h http.Header, coding string) {
+	rw.encodedAs = coding
+	rw.values.encoding[0] = coding
+	h["Content-Encoding"] = rw.values.encoding[:]
+	if rw.onlyContentType {
 		return
 	}
 	// Byte ranges would refer to the encoded bytes, which differ from one
@@ -96,22 +110,22 @@ func (cw *responseWriter) setEncoded(h http.Header, coding string) {
 }
 
 // setLength sets Content-Length to n.
-func (cw *responseWriter) setLength(h http.Header, n int) {
-	cw.values.length[0] = cw.slot.lengthString(n)
-	h["Content-Length"] = cw.values.length[:]
+func (rw *responseWriter) setLength(h http.Header, n int) {
+	rw.values.length[0] = rw.slot.lengthString(n)
+	h["Content-Length"] = rw.values.length[:]
 }
 
 // addVary adds Accept-Encoding to Vary unless it, or "*", is there already.
-func (cw *responseWriter) addVary(h http.Header) {
+func (rw *responseWriter) addVary(h http.Header) {
 	var v []string
-	if !cw.onlyContentType {
+	if !rw.onlyContentType {
 		v = h["Vary"]
 	}
 	switch {
 	case headerHasToken(v, "accept-encoding") || headerHasToken(v, "*"):
 	case len(v) == 0:
-		cw.values.vary[0] = "Accept-Encoding"
-		h["Vary"] = cw.values.vary[:]
+		rw.values.vary[0] = "Accept-Encoding"
+		h["Vary"] = rw.values.vary[:]
 	default:
 		// A full slice forces append to copy: the handler may share its
 		// header values between responses.
@@ -139,8 +153,8 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 // body by design: keys with [http.TrailerPrefix] stay, and the values of
 // trailers declared in the Trailer field wait in late until sendHeader has
 // sent the header without them.
-func (cw *responseWriter) restoreHeader(h http.Header) {
-	a := cw.after
+func (rw *responseWriter) restoreHeader(h http.Header) {
+	a := rw.after
 	if a == nil || a.snapshot == nil {
 		return
 	}
@@ -168,14 +182,14 @@ func (cw *responseWriter) restoreHeader(h http.Header) {
 // sendHeader sends the status and the header, then puts back the declared
 // trailers that restoreHeader held out, for net/http to send after the
 // body.
-func (cw *responseWriter) sendHeader(h http.Header) {
-	if !cw.untouched {
-		cw.w.WriteHeader(cw.status)
+func (rw *responseWriter) sendHeader(h http.Header) {
+	if !rw.untouched {
+		rw.w.WriteHeader(rw.status)
 	}
-	if cw.after != nil {
-		for k, v := range cw.after.late {
+	if rw.after != nil {
+		for k, v := range rw.after.late {
 			h[k] = v
 		}
-		cw.after.late = nil
+		rw.after.late = nil
 	}
 }

@@ -98,10 +98,21 @@ func (v *sharedVariant) take(ctx context.Context, limit int) (value []byte, reje
 
 // verify decodes value once and reports whether it yields exactly the
 // plain body: size bytes whose SHA-256 is sum, and then the end of a
-// well-formed stream. It reads at most size+1 bytes from the decoder, so a
-// value that decodes to more costs no more than one that decodes right.
+// well-formed stream in the canonical form of its coding, with nothing
+// beside the encoding (shared_canonical.go). It reads at most size+1 bytes
+// from the decoder, so a value that decodes to more costs no more than one
+// that decodes right.
 func (v *sharedVariant) verify(value []byte) bool {
-	dec, done, err := newUpgradeDecoder(v.coding, value, v.dict)
+	if !canonicalFraming(v.coding, value) {
+		return false
+	}
+	var dec io.Reader
+	done, err := func() {}, error(nil)
+	if v.coding == Gzip {
+		dec, err = newOneMember(value)
+	} else {
+		dec, done, err = newUpgradeDecoder(v.coding, value, v.dict)
+	}
 	if err != nil {
 		return false
 	}
@@ -139,7 +150,7 @@ func (v *sharedVariant) claim(ctx context.Context) claimOutcome {
 // publish writes the variant's encoding, made by this replica, in the
 // background.
 func (v *sharedVariant) publish(encoded []byte) {
-	v.s.setAsync(v.key, encoded, 0)
+	_ = v.s.setAsync(v.key, encoded, 0, nil)
 }
 
 // upgradeFromFleet is the fleet's side of the cache's upgrade of j's entry
@@ -153,7 +164,10 @@ func (v *sharedVariant) publish(encoded []byte) {
 // the variant returned, if any, what it made at level j.best: so does a
 // replica that found a value failing verification, without a claim, which
 // replaces the bad value. The value and its verification are claimed
-// against the budget before the fetch.
+// against the budget before the fetch. An entry that never went out in a
+// public response (publicResponse) only reads the store: it is neither
+// claimed nor written. Its hits earned the write (shared_admission.go):
+// an entry is upgraded only after it was served upgradeAfter times.
 func (c *cacheCore) upgradeFromFleet(j *upgradeJob, d *dictionary) (v *sharedVariant, done bool) {
 	if j.shared == nil || j.entry.plain == nil || (d == nil && j.key.dictionary != "") {
 		return nil, false
@@ -168,6 +182,9 @@ func (c *cacheCore) upgradeFromFleet(j *upgradeJob, d *dictionary) (v *sharedVar
 	value, rejected := v.take(context.Background(), limit)
 	if value == nil {
 		c.bytes.Add(-held)
+		if !j.entry.public.Load() {
+			return nil, false // not public: no claim, no write
+		}
 		if !rejected && v.claim(context.Background()) == claimLost {
 			j.entry.hits.Store(0)
 			return v, true
@@ -175,6 +192,7 @@ func (c *cacheCore) upgradeFromFleet(j *upgradeJob, d *dictionary) (v *sharedVar
 		return v, false
 	}
 	e := newEntry(&j.key, value, plain, j.best)
+	e.public.Store(j.entry.public.Load())
 	take := min(e.weight, held)
 	c.bytes.Add(take - held)
 	if e.weight > take && !c.claim(e.weight-take) {

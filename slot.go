@@ -65,9 +65,9 @@ type slot struct {
 	// one per response.
 	handlerWriters []handlerWriter
 
-	// cw comes last, so that the fields above, which every response
+	// rw comes last, so that the fields above, which every response
 	// reads, share the slot's first cache lines.
-	cw responseWriter
+	rw responseWriter
 }
 
 // handlerWriterBlock is how many handlerWriters a block holds: the most
@@ -202,8 +202,8 @@ func (m *Middleware) open(w http.ResponseWriter, r *http.Request, rh *requestHea
 	hw := &s.handlerWriters[0]
 	s.handlerWriters = s.handlerWriters[1:]
 	hw.s.Store(s)
-	s.cw.start(m, s, w, r, rh)
-	s.cw.values = &hw.values
+	s.rw.start(m, s, w, r, rh)
+	s.rw.values = &hw.values
 	return s, hw
 }
 
@@ -220,22 +220,22 @@ func (m *Middleware) close(s *slot, hw *handlerWriter, completed bool) {
 	finished := false
 	defer func() {
 		s.served++
-		if s.cw.untouched {
-			hw.s.Store(handBack(&s.cw))
+		if s.rw.untouched {
+			hw.s.Store(handBack(&s.rw))
 		} else {
 			hw.s.Store(nil)
 		}
-		s.cw = responseWriter{}
+		s.rw = responseWriter{}
 		s.mu.Unlock()
 		if finished {
 			m.slots.Put(s)
 		}
 	}()
-	s.cw.finish(completed)
+	s.rw.finish(completed)
 	finished = true
 }
 
-// handBack returns the slot that the handlerWriter of cw, an untouched
+// handBack returns the slot that the handlerWriter of rw, an untouched
 // response, stands for once the response has finished: the response's
 // own, never pooled, with nothing in it but the underlying writer (and
 // the request, for CloseNotify), to which everything then passes. So the
@@ -245,10 +245,10 @@ func (m *Middleware) close(s *slot, hw *handlerWriter, completed bool) {
 // request's context ends (net/http ends it when the outermost handler
 // returns, before it finishes the response) the writer goes stale (lock).
 // It costs an allocation, on untouched responses only.
-func handBack(cw *responseWriter) *slot {
+func handBack(rw *responseWriter) *slot {
 	s := &slot{}
-	s.cw.m, s.cw.slot, s.cw.w, s.cw.req = cw.m, s, cw.w, cw.req
-	s.cw.state = stateHandedBack
+	s.rw.m, s.rw.slot, s.rw.w, s.rw.req = rw.m, s, rw.w, rw.req
+	s.rw.state = stateHandedBack
 	return s
 }
 
@@ -262,7 +262,7 @@ func (hw *handlerWriter) lock() *responseWriter {
 		}
 		s.mu.Lock()
 		if hw.s.Load() == s {
-			if s.cw.state == stateHandedBack && s.cw.req.Context().Err() != nil {
+			if s.rw.state == stateHandedBack && s.rw.req.Context().Err() != nil {
 				// net/http ends the request's context once the
 				// outermost handler returns, before it finishes the
 				// response: past that, its writer panics (HTTP/2,
@@ -272,7 +272,7 @@ func (hw *handlerWriter) lock() *responseWriter {
 				s.mu.Unlock()
 				return nil
 			}
-			return &s.cw
+			return &s.rw
 		}
 		// The response finished while this call waited for the lock:
 		// the writer went stale, or was handed back (close), once.
@@ -286,12 +286,12 @@ func (hw *handlerWriter) unlock() { hw.s.Load().mu.Unlock() }
 // Header returns the header map of the underlying writer. After the
 // response finished, it returns an empty map that goes nowhere.
 func (hw *handlerWriter) Header() http.Header {
-	cw := hw.lock()
-	if cw == nil {
+	rw := hw.lock()
+	if rw == nil {
 		return http.Header{}
 	}
 	defer hw.unlock()
-	return cw.header()
+	return rw.header()
 }
 
 // WriteHeader records the final status and decides what it can: the header
@@ -302,33 +302,33 @@ func (hw *handlerWriter) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic(fmt.Sprintf("squeeze: invalid WriteHeader code %v", code))
 	}
-	cw := hw.lock()
-	if cw == nil {
+	rw := hw.lock()
+	if rw == nil {
 		return
 	}
 	defer hw.unlock()
-	cw.writeHeader(code)
+	rw.writeHeader(code)
 }
 
 // Write holds p back while the verdict waits, then passes the body on.
 func (hw *handlerWriter) Write(p []byte) (int, error) {
-	cw := hw.lock()
-	if cw == nil {
+	rw := hw.lock()
+	if rw == nil {
 		return 0, errFinished
 	}
 	defer hw.unlock()
-	return cw.write(p)
+	return rw.write(p)
 }
 
 // WriteString is Write for a string, without copying it: io.WriteString
 // calls it.
 func (hw *handlerWriter) WriteString(s string) (int, error) {
-	cw := hw.lock()
-	if cw == nil {
+	rw := hw.lock()
+	if rw == nil {
 		return 0, errFinished
 	}
 	defer hw.unlock()
-	return cw.writeString(s)
+	return rw.writeString(s)
 }
 
 // CloseNotify returns a channel that receives true, and is then closed,
@@ -343,12 +343,12 @@ func (hw *handlerWriter) CloseNotify() <-chan bool {
 		ch <- true
 		close(ch)
 	}
-	cw := hw.lock()
-	if cw == nil {
+	rw := hw.lock()
+	if rw == nil {
 		notify() // the response is over
 		return ch
 	}
-	ctx := cw.req.Context()
+	ctx := rw.req.Context()
 	hw.unlock()
 	context.AfterFunc(ctx, notify)
 	return ch
@@ -361,12 +361,12 @@ func (hw *handlerWriter) Flush() { _ = hw.FlushError() }
 
 // FlushError is Flush returning the error, for [http.ResponseController].
 func (hw *handlerWriter) FlushError() error {
-	cw := hw.lock()
-	if cw == nil {
+	rw := hw.lock()
+	if rw == nil {
 		return errFinished
 	}
 	defer hw.unlock()
-	return cw.flush()
+	return rw.flush()
 }
 
 // Hijack hands the connection to the handler when the underlying writer
@@ -375,23 +375,23 @@ func (hw *handlerWriter) FlushError() error {
 // chose, and the body it wrote, go out first; an encoded stream in progress
 // is abandoned.
 func (hw *handlerWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	cw := hw.lock()
-	if cw == nil {
+	rw := hw.lock()
+	if rw == nil {
 		return nil, nil, errFinished
 	}
 	defer hw.unlock()
-	return cw.hijack()
+	return rw.hijack()
 }
 
 // Unwrap returns the underlying ResponseWriter, for
 // [http.ResponseController], or nil once the response finished.
 func (hw *handlerWriter) Unwrap() http.ResponseWriter {
-	cw := hw.lock()
-	if cw == nil {
+	rw := hw.lock()
+	if rw == nil {
 		return nil
 	}
 	defer hw.unlock()
-	return cw.w
+	return rw.w
 }
 
 // ReadFrom lets io.Copy reach the underlying writer's ReadFrom (sendfile)
@@ -409,8 +409,8 @@ func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
 		// that copies from one goroutine and returns from another is
 		// racing net/http too.
 		n, err = rf.ReadFrom(src)
-		if cw := hw.lock(); cw != nil {
-			cw.sent += n
+		if rw := hw.lock(); rw != nil {
+			rw.sent += n
 			hw.unlock()
 		}
 	case state == stateHijacked:
@@ -429,15 +429,15 @@ func (hw *handlerWriter) ReadFrom(src io.Reader) (int64, error) {
 // state after, whether the rest may go to w's ReadFrom directly, w, and
 // the buffer pool; errFinished if the response had finished.
 func (hw *handlerWriter) lockAndHoldFrom(src io.Reader) (total int64, state writerState, direct bool, w http.ResponseWriter, buffers *pool.Buffers, err error) {
-	cw := hw.lock()
-	if cw == nil {
+	rw := hw.lock()
+	if rw == nil {
 		return 0, stateFinished, false, nil, nil, errFinished
 	}
 	defer hw.unlock()
-	total, err = cw.holdFrom(src)
-	state = cw.state
-	direct = state == statePlain && cw.teeing == 0 || state == stateHandedBack
-	return total, state, direct, cw.w, cw.m.buffers, err
+	total, err = rw.holdFrom(src)
+	state = rw.state
+	direct = state == statePlain && rw.teeing == 0 || state == stateHandedBack
+	return total, state, direct, rw.w, rw.m.buffers, err
 }
 
 // skipReport has m's Handler leave the response on w unreported when it
@@ -459,14 +459,14 @@ func (m *Middleware) skipReport(w http.ResponseWriter) {
 			w = u.Unwrap()
 			continue
 		}
-		cw := hw.lock()
-		if cw == nil {
+		rw := hw.lock()
+		if rw == nil {
 			return
 		}
-		if cw.m == m {
-			cw.report.byFileServer = true
+		if rw.m == m {
+			rw.report.byFileServer = true
 		}
-		w = cw.w
+		w = rw.w
 		hw.unlock()
 	}
 }

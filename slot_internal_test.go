@@ -55,8 +55,8 @@ func TestStreamTakesTheEncoderItsSlotKept(t *testing.T) {
 			keptBefore++
 		}
 		_, _ = w.Write(stream)
-		if s.cw.state != stateEncoding {
-			t.Fatalf("the stream is in state %d, not encoding", s.cw.state)
+		if s.rw.state != stateEncoding {
+			t.Fatalf("the stream is in state %d, not encoding", s.rw.state)
 		}
 		if s.enc != nil {
 			t.Error("a streaming slot keeps an idle encoder beside the stream's")

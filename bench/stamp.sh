@@ -84,11 +84,23 @@ else
 	echo "redis-server not found: the Fleet section says Redis was not measured" >&2
 fi
 
+# Learned dictionaries on real pages: cmd/learned when both corpora are
+# installed (git-doc, and cldr-numbers-full unpacked under CLDR), else the
+# section of the last run that had them, kept in results/learned.md.
+cldr=${CLDR:-/tmp/cldr/package/main}
+if [ -d /usr/share/doc/git-doc ] && [ -d "$cldr" ]; then
+	echo "learned dictionaries on git-doc and $cldr" >&2
+	go run ./cmd/learned -json "$cldr" >"$out/learned.md"
+	cp "$out/learned.md" results/learned.md
+else
+	echo "git-doc or $cldr missing: the learned dictionaries section is results/learned.md's" >&2
+fi
+
 elapsed=$(($(date +%s) - start))
 go run ./cmd/benchtable -commit "$commit" -date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
 	-machine "$machine" -rounds "$rounds" -elapsed "$((elapsed / 60)) min $((elapsed % 60)) s" \
 	-versus "$out/versus.txt" -peers "$out/peers.txt" -allocs "$out/allocs.txt" -exact "$out/exact.txt" \
-	-fleet "$out/fleet.txt" "${redis[@]}"
+	-fleet "$out/fleet.txt" "${redis[@]}" -learned results/learned.md
 # The Caddy section: Caddy with squeeze against Caddy's encode, over
 # loopback with wrk (bench/caddy.sh, about 2 minutes with the build).
 if command -v wrk >/dev/null && command -v curl >/dev/null; then

@@ -91,8 +91,8 @@ func TestEveryDemoPageIsLinkedFromTheIndex(t *testing.T) {
 }
 
 // The demo's table of routes (example/README.md) names every page the demo
-// serves, and it and the root README's section The example say which
-// address to open in a browser.
+// serves, and it and the root README's section Install say which address
+// to open in a browser.
 func TestReadmeListsEveryDemoPage(t *testing.T) {
 	_, pages := demoPages(t)
 	routes, err := os.ReadFile("README.md")
@@ -108,11 +108,11 @@ func TestReadmeListsEveryDemoPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, _ := strings.Cut(string(readme), "\n## The example\n")
+	_, section, _ := strings.Cut(string(readme), "\n## Install\n")
 	section, _, _ = strings.Cut(section, "\n## ")
 	browser := regexp.MustCompile(`Open <?http://127\.0\.0\.1:8080/>? in a browser`)
 	if !browser.MatchString(section) {
-		t.Error("README.md's section The example does not say which address to open in a browser")
+		t.Error("README.md's section Install does not say which address to open in a browser")
 	}
 	if !browser.Match(routes) {
 		t.Error("example/README.md does not say which address to open in a browser")

@@ -96,7 +96,7 @@ func TestRoundTripLargeDocument(t *testing.T) {
 	}
 }
 
-// prefixReader decodes what an encoder has written so far, as a client
+// decodePrefix decodes what an encoder has written so far, as a client
 // would while the response is still streaming.
 func decodePrefix(t *testing.T, coding string, written []byte, n int) []byte {
 	t.Helper()

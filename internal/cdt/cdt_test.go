@@ -286,7 +286,7 @@ func FuzzParseUseAsDictionary(f *testing.F) {
 	})
 }
 
-// FuzzMatchPathAgainstRegexp compares matchPath with a regular expression built
+// FuzzMatchPathAgainstRegexp compares MatchPath with a regular expression built
 // from the pattern.
 func FuzzMatchPathAgainstRegexp(f *testing.F) {
 	f.Add("/api/*", "/api/products")

@@ -53,10 +53,11 @@ func main() {
 		exact   = flag.String("exact", "", "go test -v output of the root's TestSteadyStateAllocations, whose logs give squeeze's exact allocations per response")
 		fleet   = flag.String("fleet", "", "output of the root's BenchmarkSharedUpgradeTake and BenchmarkDeltaLevels")
 		store   = flag.String("redis", "", "output of redisstore's BenchmarkStore; empty when redis-server was absent")
+		learned = flag.String("learned", "", "the section cmd/learned printed (learned dictionaries on real pages), included as it is")
 	)
 	flag.Parse()
 	if *versus == "" || *peers == "" || *allocs == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: benchtable [-commit c -date d -machine m -elapsed e -rounds n] -versus file -peers file -allocs file [-exact file] [-fleet file [-redis file]]")
+		fmt.Fprintln(os.Stderr, "usage: benchtable [-commit c -date d -machine m -elapsed e -rounds n] -versus file -peers file -allocs file [-exact file] [-fleet file [-redis file]] [-learned file]")
 		os.Exit(2)
 	}
 	var in [3][]result
@@ -105,6 +106,14 @@ func main() {
 			fmt.Fprintln(os.Stderr, "benchtable:", *fleet+":", err)
 			os.Exit(1)
 		}
+	}
+	if *learned != "" {
+		section, err := os.ReadFile(*learned)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
+			os.Exit(1)
+		}
+		b.Write(section)
 	}
 	howToRead(&b)
 	if _, err := os.Stdout.WriteString(b.String()); err != nil {

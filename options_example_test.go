@@ -3,12 +3,17 @@ package squeeze_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/squeezehttp/squeeze"
 )
@@ -102,4 +107,82 @@ func gunzip(b []byte) string {
 		log.Fatal(err)
 	}
 	return string(plain)
+}
+
+// mapStore is a SharedStore in a map, for the example below; a fleet uses
+// Redis through github.com/squeezehttp/squeeze/redisstore.
+type mapStore struct {
+	mu     sync.Mutex
+	values map[string][]byte
+}
+
+func (s *mapStore) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.values)
+}
+
+func (s *mapStore) Get(_ context.Context, key string, limit int) ([]byte, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.values[key]
+	return v, ok && len(v) <= limit, nil
+}
+
+func (s *mapStore) Set(_ context.Context, key string, value []byte, _ time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.values[key] = bytes.Clone(value)
+	return nil
+}
+
+func (s *mapStore) Claim(_ context.Context, key string, value []byte, _ time.Duration) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.values[key]; ok {
+		return false, nil
+	}
+	s.values[key] = bytes.Clone(value)
+	return true, nil
+}
+
+// WithSharedStoreWriteBudget bounds what a replica writes to the fleet's
+// store, whatever its clients send: here a page that echoes its query, on
+// a dictionary path, is asked for under 20 queries, each by a client that
+// then names it as its dictionary (all it takes for a body to earn a
+// write), and the replica writes 5.
+func ExampleWithSharedStoreWriteBudget() {
+	store := &mapStore{values: map[string][]byte{}}
+	m := squeeze.MustNew(
+		squeeze.WithDictionaryMatch("/search"),
+		squeeze.WithSharedStore(store),
+		squeeze.WithSharedStoreMaxValue(64<<10),
+		squeeze.WithSharedStoreWriteBudget(5, 1<<20), // a minute
+	)
+	page := func(q string) []byte {
+		return []byte("<!doctype html><title>" + q + "</title>" + strings.Repeat("<p>results for "+q+"</p>", 200))
+	}
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write(page(r.URL.RawQuery))
+	}))
+	for i := range 20 {
+		q := fmt.Sprintf("q=%d", i)
+		for _, dict := range []string{"", q} {
+			req := httptest.NewRequest("GET", "/search?"+q, nil)
+			req.Header.Set("Accept-Encoding", "zstd, dcz")
+			if dict != "" {
+				sum := sha256.Sum256(page(dict))
+				req.Header.Set("Available-Dictionary", ":"+base64.StdEncoding.EncodeToString(sum[:])+":")
+			}
+			h.ServeHTTP(httptest.NewRecorder(), req)
+		}
+	}
+	// The writes are made in the background: wait for them.
+	for deadline := time.Now().Add(5 * time.Second); store.len() < 5 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("written:", store.len())
+	// Output:
+	// written: 5
 }

@@ -289,7 +289,7 @@ func TestMigrationRowsKeepThePeersCodings(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := string(doc)
-	self, err := os.ReadFile("migration_test.go")
+	self, err := os.ReadFile("doc_migration_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}

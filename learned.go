@@ -1,0 +1,661 @@
+package squeeze
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/squeezehttp/squeeze/internal/cdt"
+	"github.com/squeezehttp/squeeze/internal/sfv"
+)
+
+// This file holds learned dictionaries (WithLearnedDictionary): a route
+// whose public responses squeeze samples, trains a dictionary on in the
+// background (learned_train.go), publishes at a URL of its own as a
+// standalone dictionary, and then sends later responses on the route as
+// dcz or dcb deltas against. With a SharedStore one replica of the fleet
+// trains and the others take its dictionary by hash (shared_learned.go).
+//
+// A learned route follows its responses through the dictionary store's
+// hook (learnedResponse wraps the hook dictionary.go returns): the store
+// answers Available-Dictionary from the route's live dictionaries, serves
+// them at their URLs and links the newest from every text/html response,
+// as it does for the dictionaries of WithDictionary.
+
+// Defaults of WithLearnedDictionary; see the LearnedOption of each.
+const (
+	// DefaultLearnedDictionarySize is the size of a learned dictionary
+	// when [LearnedDictionarySize] is not given: 64 KiB.
+	DefaultLearnedDictionarySize = 64 << 10
+	// DefaultLearnedSampleBudget is the byte budget of the samples a
+	// route holds when [LearnedSampleBudget] is not given: 1 MiB.
+	DefaultLearnedSampleBudget = 1 << 20
+	// DefaultLearnedSamples is how many samples a round collects when
+	// [LearnedSamples] is not given.
+	DefaultLearnedSamples = 32
+	// DefaultLearnedTrainingMemory is the memory a training may allocate
+	// when [LearnedTrainingMemory] is not given: 64 MiB.
+	DefaultLearnedTrainingMemory = 64 << 20
+	// DefaultLearnedRetrainBelow is the saving below which a route's
+	// dictionary is trained again when [LearnedRetrainBelow] is not given.
+	DefaultLearnedRetrainBelow = 0.2
+	// DefaultLearnedInterval is the least time between two rounds of a
+	// route when [LearnedInterval] is not given.
+	DefaultLearnedInterval = 10 * time.Minute
+	// DefaultLearnedKeep is how many dictionaries of a route may live at
+	// once when [LearnedKeep] is not given: the newest and the one before.
+	DefaultLearnedKeep = 2
+	// DefaultLearnedPath is the path under which learned dictionaries are
+	// served when [LearnedPath] is not given.
+	DefaultLearnedPath = "/_squeeze/dictionary/"
+)
+
+// learnedMinSamples is the fewest samples a dictionary is trained on:
+// fewer show nothing that repeats across responses.
+const learnedMinSamples = 4
+
+// learnedMaxAge is how long a client may keep a learned dictionary fresh
+// (its Cache-Control max-age): a superseded dictionary stays served, and
+// answered, while a client announced it within this time.
+const learnedMaxAge = 24 * time.Hour
+
+// learnedConfig is one WithLearnedDictionary.
+type learnedConfig struct {
+	pattern     string
+	dictSize    int
+	budget      int64
+	samples     int
+	trainMemory int64
+	retrain     float64
+	interval    time.Duration
+	keep        int
+	path        string
+}
+
+// LearnedOption configures one [WithLearnedDictionary] route.
+type LearnedOption func(*learnedConfig) error
+
+// LearnedDictionarySize sets the size of the dictionaries trained for the
+// route, from 1 KiB to 1 MiB; the default is
+// [DefaultLearnedDictionarySize]. A larger dictionary holds more of what
+// responses share, and costs each client a larger download once, and the
+// server, for dcb, tables of about four bytes per dictionary byte.
+func LearnedDictionarySize(n int) LearnedOption {
+	return func(c *learnedConfig) error {
+		if n < 1<<10 || n > 1<<20 {
+			return fmt.Errorf("LearnedDictionarySize(%d): size must be from 1 KiB to 1 MiB", n)
+		}
+		c.dictSize = n
+		return nil
+	}
+}
+
+// LearnedSampleBudget sets the byte budget of the response bodies the
+// route holds as samples, those being collected included; a body longer
+// than a quarter of it is not sampled. The default is
+// [DefaultLearnedSampleBudget]; n must be at least 64 KiB.
+func LearnedSampleBudget(n int64) LearnedOption {
+	return func(c *learnedConfig) error {
+		if n < 64<<10 {
+			return fmt.Errorf("LearnedSampleBudget(%d): budget must be at least 64 KiB", n)
+		}
+		c.budget = n
+		return nil
+	}
+}
+
+// LearnedSamples sets how many sampled responses make a round: once the
+// route holds that many (or its sample budget is full), squeeze measures
+// the live dictionary on them, or trains one. At least 4; the default is
+// [DefaultLearnedSamples].
+func LearnedSamples(n int) LearnedOption {
+	return func(c *learnedConfig) error {
+		if n < learnedMinSamples {
+			return fmt.Errorf("LearnedSamples(%d): a round needs at least %d samples", n, learnedMinSamples)
+		}
+		c.samples = n
+		return nil
+	}
+}
+
+// LearnedTrainingMemory sets the most a training may allocate: the
+// samples it trains on are the newest whose training fits (64 bytes
+// per sample byte and 6 MiB, the encoders that measure the result included;
+// see docs/reference.md#learned-dictionaries). The default is
+// [DefaultLearnedTrainingMemory]; n must be at least 16 MiB.
+func LearnedTrainingMemory(n int64) LearnedOption {
+	return func(c *learnedConfig) error {
+		if n < 16<<20 {
+			return fmt.Errorf("LearnedTrainingMemory(%d): budget must be at least 16 MiB", n)
+		}
+		c.trainMemory = n
+		return nil
+	}
+}
+
+// LearnedRetrainBelow sets the saving below which the route's dictionary
+// is trained again: the share of bytes a delta saves over the same zstd
+// level without a dictionary, measured on the responses of each round. It
+// is from 0 (never retrain) to below 1; the default is
+// [DefaultLearnedRetrainBelow].
+func LearnedRetrainBelow(saving float64) LearnedOption {
+	return func(c *learnedConfig) error {
+		if !(saving >= 0 && saving < 1) {
+			return fmt.Errorf("LearnedRetrainBelow(%v): saving must be from 0 to below 1", saving)
+		}
+		c.retrain = saving
+		return nil
+	}
+}
+
+// LearnedInterval sets the least time between two rounds of the route:
+// after one, no response is sampled until it has passed, and with a
+// SharedStore a replica looks for the fleet's newer dictionary at most
+// this often. The default is [DefaultLearnedInterval]; d must not be
+// negative.
+func LearnedInterval(d time.Duration) LearnedOption {
+	return func(c *learnedConfig) error {
+		if d < 0 {
+			return fmt.Errorf("LearnedInterval(%v): interval must not be negative", d)
+		}
+		c.interval = d
+		return nil
+	}
+}
+
+// LearnedKeep sets how many dictionaries of the route live at once: the
+// newest, and those it replaced that clients announced within a day (the
+// dictionaries' max-age). At least 1; the default is [DefaultLearnedKeep].
+func LearnedKeep(n int) LearnedOption {
+	return func(c *learnedConfig) error {
+		if n < 1 {
+			return fmt.Errorf("LearnedKeep(%d): at least one dictionary must live", n)
+		}
+		c.keep = n
+		return nil
+	}
+}
+
+// LearnedPath sets the path under which the route's dictionaries are
+// served, each at the path and the base64url of its SHA-256. It must
+// start and end with "/"; the default is [DefaultLearnedPath].
+func LearnedPath(prefix string) LearnedOption {
+	return func(c *learnedConfig) error {
+		if err := checkDictionaryPath(prefix); err != nil || !strings.HasSuffix(prefix, "/") {
+			return fmt.Errorf("LearnedPath(%q): the path must start and end with / and need no escaping", prefix)
+		}
+		c.path = prefix
+		return nil
+	}
+}
+
+// WithLearnedDictionary turns on dictionaries learned from traffic for the
+// paths matching pattern (a pattern as in [WithDictionaryMatch]).
+//
+// squeeze samples the public responses to GET requests on the route (200,
+// of a type [WithContentTypes] allows, not encoded by the handler): never
+// one marked private or no-store, one that sets a cookie, nor the answer
+// to a request with Authorization or Cookie unless it says
+// Cache-Control: public. Once it holds enough, it trains a dictionary in
+// the background, one training at a time per Middleware, within the
+// budgets the options set, and serves it at its own URL (see
+// [LearnedPath]) with Use-As-Dictionary naming pattern and an id, a
+// strong ETag and a day's max-age; every text/html response squeeze
+// handles links it (Link: <url>; rel="compression-dictionary"), so a
+// browser fetches it when idle. Later responses on the route go to clients
+// holding it as [DCZ] or [DCB] deltas.
+//
+// Every round of samples after that measures what the dictionary saves;
+// below [LearnedRetrainBelow] it is trained again, and the one it replaces
+// stays served while clients announce it ([LearnedKeep]). With
+// [WithSharedStore], one replica trains under a claim and publishes the
+// dictionary by hash; the others take it from the store and verify it, so
+// every replica serves the same bytes at the same URL with the same id.
+//
+// As with any compression, do not use it on responses that mix secrets
+// with input an attacker chooses. Each pattern may be given once.
+func WithLearnedDictionary(pattern string, opts ...LearnedOption) Option {
+	return func(c *config) error {
+		call := fmt.Sprintf("WithLearnedDictionary(%q)", pattern)
+		if _, err := parseMatchPattern(call, pattern); err != nil {
+			return err
+		}
+		lc := learnedConfig{
+			pattern:     pattern,
+			dictSize:    DefaultLearnedDictionarySize,
+			budget:      DefaultLearnedSampleBudget,
+			samples:     DefaultLearnedSamples,
+			trainMemory: DefaultLearnedTrainingMemory,
+			retrain:     DefaultLearnedRetrainBelow,
+			interval:    DefaultLearnedInterval,
+			keep:        DefaultLearnedKeep,
+			path:        DefaultLearnedPath,
+		}
+		for i, o := range opts {
+			if o == nil {
+				return fmt.Errorf("squeeze: %s: option %d of %d is nil", call, i+1, len(opts))
+			}
+			if err := o(&lc); err != nil {
+				return fmt.Errorf("squeeze: %s: %w", call, err)
+			}
+		}
+		for _, l := range c.learned {
+			if l.pattern == pattern {
+				return fmt.Errorf("squeeze: %s: pattern %q is learned already", call, pattern)
+			}
+		}
+		c.learned = append(c.learned, lc)
+		return nil
+	}
+}
+
+// --- the route ----------------------------------------------------------
+
+// learnedRoute is the state of one WithLearnedDictionary: the samples it
+// holds, its live dictionaries, and the state of its rounds.
+type learnedRoute struct {
+	s   *dictStore
+	cfg learnedConfig
+	// key names the route in the fleet's store (shared_learned.go).
+	key string
+
+	// held is the bytes of samples held or being collected, within
+	// cfg.budget; reserve and release keep it.
+	held atomic.Int64
+	// state is learnedCollecting, learnedRound (a round's job runs) or
+	// learnedResting (until resumeAt).
+	state    atomic.Int32
+	resumeAt atomic.Int64 // unix nanoseconds
+	// polling is set while a look for the fleet's dictionary runs;
+	// nextPoll is when the next may start (unix nanoseconds).
+	polling  atomic.Bool
+	nextPoll atomic.Int64
+
+	mu      sync.Mutex
+	samples [][]byte // guarded by mu
+	// sampled is the bytes reserved for samples, guarded by mu.
+	sampled int64
+	// gen is the generation of the newest dictionary: one more at each
+	// training, the fleet's when taken from it. Guarded by mu.
+	gen uint64
+
+	// live holds the route's dictionaries, newest first.
+	live atomic.Pointer[learnedSet]
+	// saved is the bytes a delta saved per plain byte, as the last round
+	// measured (math.Float64bits), 0 until measured: it estimates what
+	// deltas save.
+	saved atomic.Uint64
+}
+
+const (
+	learnedCollecting int32 = iota
+	learnedRound
+	learnedResting
+)
+
+// learnedSet is a route's live dictionaries, newest first, and the Link
+// value of the newest. It is replaced whole, never changed.
+type learnedSet struct {
+	dicts []*learnedDict
+	link  string
+}
+
+// learnedDict is one live learned dictionary and what serves it.
+type learnedDict struct {
+	sd   *standaloneDictionary
+	path string
+	gen  uint64
+	// announced is when a client last named it (unix nanoseconds), or
+	// when it was published.
+	announced atomic.Int64
+}
+
+// newLearnedRoutes builds the routes of c for s.
+func newLearnedRoutes(s *dictStore, c []learnedConfig) []*learnedRoute {
+	var routes []*learnedRoute
+	for _, lc := range c {
+		sum := sha256.Sum256([]byte(lc.pattern))
+		r := &learnedRoute{s: s, cfg: lc, key: base64.RawURLEncoding.EncodeToString(sum[:])}
+		r.live.Store(&learnedSet{})
+		routes = append(routes, r)
+	}
+	return routes
+}
+
+// learnedFor returns the learned route whose pattern path matches, or nil.
+func (s *dictStore) learnedFor(path string) *learnedRoute {
+	for _, r := range s.learned {
+		if cdt.MatchPath(r.cfg.pattern, path) {
+			return r
+		}
+	}
+	return nil
+}
+
+// lookupLearned returns the live learned dictionary with this hash, noting
+// that a client announced it, or nil.
+func (s *dictStore) lookupLearned(hash [32]byte) *dictionary {
+	for _, r := range s.learned {
+		for _, ld := range r.live.Load().dicts {
+			if ld.sd.d.hash == hash {
+				ld.announced.Store(time.Now().UnixNano())
+				return ld.sd.d
+			}
+		}
+	}
+	return nil
+}
+
+// learnedServer returns the handler of the learned dictionary served at
+// path, or nil.
+func (s *dictStore) learnedServer(path string) http.Handler {
+	for _, r := range s.learned {
+		if !strings.HasPrefix(path, r.cfg.path) {
+			continue
+		}
+		for _, ld := range r.live.Load().dicts {
+			if ld.path == path {
+				return ld.sd
+			}
+		}
+	}
+	return nil
+}
+
+// pageLinks returns the Link values a response carries (typed: contentType
+// is the response's own, not sniffed): on text/html, one to each standalone
+// dictionary and to each learned route's newest live dictionary; else nil.
+func (s *dictStore) pageLinks(typed bool, contentType string) []string {
+	links := htmlLinks(s.links, typed, contentType)
+	if len(s.learned) == 0 || !typed || !matchTypes(htmlTypes, contentType) {
+		return links
+	}
+	for _, r := range s.learned {
+		if l := r.live.Load().link; l != "" {
+			links = append(links[:len(links):len(links)], l)
+		}
+	}
+	return links
+}
+
+// holds reports whether d is one of the route's live dictionaries.
+func (r *learnedRoute) holds(d *dictionary) bool {
+	for _, ld := range r.live.Load().dicts {
+		if ld.sd.d == d {
+			return true
+		}
+	}
+	return false
+}
+
+// newest returns the route's newest dictionary, or nil.
+func (r *learnedRoute) newest() *learnedDict {
+	if l := r.live.Load().dicts; len(l) > 0 {
+		return l[0]
+	}
+	return nil
+}
+
+// newLearnedDict makes the live dictionary of data, of generation gen,
+// for the route: served at the route's path and its hash, with
+// Use-As-Dictionary naming the pattern and an id, the hash's base64url,
+// which every replica derives alike.
+func (r *learnedRoute) newLearnedDict(data []byte, gen uint64) *learnedDict {
+	hash := sha256.Sum256(data)
+	name := base64.RawURLEncoding.EncodeToString(hash[:])
+	id, _ := sfv.QuoteString(name)
+	ld := &learnedDict{
+		sd: &standaloneDictionary{
+			d:           &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, static: true},
+			etag:        `"` + name + `"`,
+			useAs:       useAsDictionary(r.cfg.pattern) + ", id=" + id,
+			contentType: "text/plain; charset=utf-8", // compressed on the way, as text
+		},
+		path: r.cfg.path + name,
+		gen:  gen,
+	}
+	ld.announced.Store(time.Now().UnixNano())
+	return ld
+}
+
+// publish makes ld the route's newest dictionary, unless it is live
+// already or older than the newest, and retires those beyond the route's
+// keep or not announced within learnedMaxAge. It reports whether ld was
+// added.
+func (r *learnedRoute) publish(ld *learnedDict) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.live.Load().dicts
+	for _, d := range old {
+		if d.sd.d.hash == ld.sd.d.hash {
+			return false
+		}
+	}
+	if len(old) > 0 && old[0].gen > ld.gen {
+		return false
+	}
+	r.gen = max(r.gen, ld.gen)
+	next := []*learnedDict{ld}
+	stale := time.Now().Add(-learnedMaxAge).UnixNano()
+	for _, d := range old {
+		if len(next) < r.cfg.keep && d.announced.Load() >= stale {
+			next = append(next, d)
+		}
+	}
+	r.live.Store(&learnedSet{dicts: next, link: "<" + ld.path + `>; rel="compression-dictionary"`})
+	return true
+}
+
+// measured records what a round found.
+func (r *learnedRoute) measured(m learnedMeasure) {
+	r.saved.Store(math.Float64bits(m.savedPerByte))
+}
+
+// savedPerByte returns the bytes a delta saved per plain byte, as
+// measured last; 0 before the first measure.
+func (r *learnedRoute) savedPerByte() float64 { return math.Float64frombits(r.saved.Load()) }
+
+// --- sampling -------------------------------------------------------------
+
+// reserve takes n bytes of the route's sample budget, reporting false,
+// with nothing taken, when they do not fit.
+func (r *learnedRoute) reserve(n int64) bool {
+	if r.held.Add(n) > r.cfg.budget {
+		r.held.Add(-n)
+		return false
+	}
+	return true
+}
+
+// release gives back n bytes of the sample budget.
+func (r *learnedRoute) release(n int64) { r.held.Add(-n) }
+
+// collecting reports whether the route samples responses now: it does
+// while no round runs and its rest has passed.
+func (r *learnedRoute) collecting() bool {
+	switch r.state.Load() {
+	case learnedCollecting:
+		return true
+	case learnedResting:
+		if time.Now().UnixNano() >= r.resumeAt.Load() {
+			return r.state.CompareAndSwap(learnedResting, learnedCollecting) || r.state.Load() == learnedCollecting
+		}
+	}
+	return false
+}
+
+// maxSample is the longest body the route samples.
+func (r *learnedRoute) maxSample() int64 { return r.cfg.budget / 4 }
+
+// addSample keeps body, n bytes of which are reserved already, as a
+// sample, and starts a round when the route holds enough; while no round
+// is due it gives the reservation back.
+func (r *learnedRoute) addSample(body []byte, n int64) {
+	r.mu.Lock()
+	if r.state.Load() != learnedCollecting {
+		r.mu.Unlock()
+		r.release(n)
+		return
+	}
+	r.samples = append(r.samples, body)
+	r.sampled += n
+	full := len(r.samples) >= r.cfg.samples ||
+		len(r.samples) >= learnedMinSamples && r.held.Load() > r.cfg.budget-r.maxSample()
+	var round [][]byte
+	var cost int64
+	if full {
+		round, cost = r.samples, r.sampled
+		r.samples, r.sampled = nil, 0
+		r.state.Store(learnedRound)
+	}
+	r.mu.Unlock()
+	if full {
+		r.s.startJob(func() { r.round(round, cost) })
+	}
+}
+
+// learnedResponse follows one response on a learned route: it wraps the
+// hook of the dictionary store (the Vary and Link edits, and remembering
+// bodies where WithDictionaryMatch applies too), samples the body, and
+// reports what a delta against one of the route's dictionaries saved.
+type learnedResponse struct {
+	inner responseHook // nil when the store has none for the path
+	r     *learnedRoute
+	req   *http.Request
+	// delta is the coding of the offer of a delta against one of the
+	// route's dictionaries the response may go out in, "" for none; h is
+	// the header, kept to tell at the end whether it did.
+	delta string
+	h     http.Header
+	// innerWants is what inner's committed answered; sampling is set
+	// while the body is sampled, whose reserved bytes are reserved; n
+	// counts the plain bytes of a possible delta.
+	innerWants, sampling bool
+	body                 []byte
+	reserved, n          int64
+}
+
+// follow returns the hook of the response to req on the route, wrapping
+// inner (nil for none), which may go out in offer o; with a SharedStore it
+// looks for the fleet's newer dictionary now and then.
+func (r *learnedRoute) follow(inner responseHook, req *http.Request, o *offer) responseHook {
+	if r.s.shared != nil {
+		r.maybePoll()
+	}
+	l := &learnedResponse{inner: inner, r: r, req: req}
+	if o != nil && o.dict != nil && r.holds(o.dict) {
+		l.delta = o.coding
+	}
+	return l
+}
+
+// committed adds Vary for the dictionaries, lets the inner hook make its
+// edits, and starts sampling a body squeeze may learn from: a GET 200 of
+// an eligible type, not encoded by the handler nor a range, that
+// publicResponse allows to be shared, while the route collects.
+func (l *learnedResponse) committed(h http.Header, f facts) bool {
+	if l.inner != nil {
+		l.innerWants = l.inner.committed(h, f)
+	}
+	// The route's responses vary on the dictionary whatever the inner
+	// hook (or none) wrote; the Links come once, from it if there is one.
+	var links []string
+	if l.inner == nil {
+		links = l.r.s.pageLinks(f.typed, f.contentType)
+	}
+	dictionaryHeaders(h, true, "", links)
+	r := l.r
+	if l.req.Method == http.MethodGet && f.status == http.StatusOK && f.eligible && !f.encoded && !f.ranged &&
+		f.declared <= r.maxSample() && r.collecting() && publicResponse(l.req.Header, h) {
+		l.sampling = true
+		if f.declared > 0 {
+			if !r.reserve(f.declared) {
+				l.sampling = false
+			} else {
+				l.reserved = f.declared
+				l.body = make([]byte, 0, f.declared)
+			}
+		}
+	}
+	if l.delta != "" {
+		l.h = h
+	}
+	return l.innerWants || l.sampling || l.delta != ""
+}
+
+// plain passes p on to the inner hook while it wants it, counts it for a
+// possible delta, and collects it while sampling, reserving what the body
+// grows by; past the longest sample or the budget it gives up.
+func (l *learnedResponse) plain(p []byte) bool {
+	if l.innerWants {
+		l.innerWants = l.inner.plain(p)
+	}
+	l.n += int64(len(p))
+	if l.sampling {
+		need := int64(len(l.body) + len(p))
+		if grow := need - l.reserved; grow > 0 {
+			if need > l.r.maxSample() || !l.r.reserve(grow) {
+				l.stopSampling()
+				return l.innerWants || l.delta != ""
+			}
+			l.reserved = need
+		}
+		l.body = append(l.body, p...)
+	}
+	return l.innerWants || l.sampling || l.delta != ""
+}
+
+// stopSampling drops the body collected and its reservation.
+func (l *learnedResponse) stopSampling() {
+	l.r.release(l.reserved)
+	l.sampling, l.body, l.reserved = false, nil, 0
+}
+
+func (l *learnedResponse) flushed() {
+	if l.inner != nil {
+		l.inner.flushed()
+	}
+}
+
+// ended ends the inner hook, reports the bytes a delta saved, and keeps
+// the sample of a completed response whose body matched its declared
+// length.
+func (l *learnedResponse) ended(end responseEnd) {
+	if l.inner != nil {
+		l.inner.ended(end)
+	}
+	r := l.r
+	if end.wentWhole {
+		l.n = int64(len(end.whole))
+	}
+	if l.delta != "" && end.completed && !end.lengthMismatch && headerHasToken(l.h["Content-Encoding"], l.delta) {
+		r.s.reportDelta(r, l.n)
+	}
+	l.h = nil
+	if !l.sampling {
+		return
+	}
+	body, owned := l.body, true
+	if end.wentWhole {
+		body, owned = end.whole, false
+	}
+	n := int64(len(body))
+	if !end.completed || end.lengthMismatch || n == 0 || end.declared >= 0 && n != end.declared ||
+		n > r.maxSample() || n > l.reserved && !r.reserve(n-l.reserved) {
+		l.stopSampling()
+		return
+	}
+	l.reserved = max(l.reserved, n)
+	if !owned {
+		body = bytes.Clone(body) // the writer's buffer
+	}
+	r.addSample(body, l.reserved)
+	l.body, l.sampling, l.reserved = nil, false, 0
+}

@@ -1,0 +1,224 @@
+package squeeze_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/cdt"
+	"github.com/squeezehttp/squeeze/internal/testtool"
+)
+
+// searchWords are the words the generated search pages are made of.
+var searchWords = strings.Fields(`compression dictionary transport brotli zstandard
+window match pattern header response request server client browser cache origin
+fleet replica store budget sample training delta encoder decoder stream frame`)
+
+// searchPage returns a generated search result page for query i of a
+// site whose template is named by site: the same head, style, navigation
+// and footer every time, and results that differ.
+func searchPage(site string, i int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "<!doctype html><html lang=en><head><meta charset=utf-8><title>%s search: query %d</title>\n", site, i)
+	b.WriteString("<style>\n")
+	for k := range 60 {
+		fmt.Fprintf(&b, ".%s-c%d{margin:%dpx %dpx;padding:%dpx;color:#%06x;font:%dpx/1.4 system-ui,sans-serif}\n", site, k, k%7, k%5, k%3, k*2654435761%0xffffff, 12+k%6)
+	}
+	b.WriteString("</style></head><body>\n<nav>")
+	for k := range 12 {
+		fmt.Fprintf(&b, `<a class="%s-c%d" href="/%s/section/%d">Section %d of the %s site</a>`, site, k, site, k, k, site)
+	}
+	b.WriteString("</nav>\n<main><ol class=results>\n")
+	x := uint32(i*7919 + 17)
+	for r := range 10 {
+		x = x*1664525 + 1013904223
+		w1, w2, w3 := searchWords[x%uint32(len(searchWords))], searchWords[(x>>8)%uint32(len(searchWords))], searchWords[(x>>16)%uint32(len(searchWords))]
+		fmt.Fprintf(&b, `<li class="%s-c%d"><a href="/doc/%d/%s-%s">%s %s and %s, result %d</a><p>A page about %s and %s, with %s in its title, ranked %d for query %d.</p></li>`+"\n",
+			site, r, x%100000, w1, w2, w1, w2, w3, r, w2, w3, w1, r+1, i)
+	}
+	fmt.Fprintf(&b, "</ol></main>\n<footer class=%s-c1>All rights reserved by the %s site. <a href=/%s/about>About</a> <a href=/%s/privacy>Privacy</a></footer></body></html>\n", site, site, site, site)
+	return b.Bytes()
+}
+
+// searchHandler serves searchPage for the number at the end of the path,
+// as text/html, public for a minute.
+func searchHandler(site string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var i int
+		fmt.Sscanf(r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:], "%d", &i)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "public, max-age=60")
+		_, _ = w.Write(searchPage(site, i))
+	}
+}
+
+var linkRE = regexp.MustCompile(`<([^>]+)>; rel="compression-dictionary"`)
+
+// learnedLink returns the URL of the learned dictionary a response links,
+// or "".
+func learnedLink(h http.Header) string {
+	for _, v := range h.Values("Link") {
+		if m := linkRE.FindStringSubmatch(v); m != nil && strings.Contains(m[1], "/_squeeze/") {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// trainSearch serves n search pages through h and waits for m's rounds.
+func trainSearch(t *testing.T, m *squeeze.Middleware, h http.Handler, first, n int, hdr ...string) {
+	t.Helper()
+	for i := first; i < first+n; i++ {
+		if rec := serveAt(h, fmt.Sprintf("/search/%d", i), "br", hdr...); rec.Code != http.StatusOK {
+			t.Fatalf("GET /search/%d: %d", i, rec.Code)
+		}
+	}
+	squeeze.WaitLearned(m)
+}
+
+func TestLearnedDictionaryMakesLaterPagesDeltas(t *testing.T) {
+	var counters squeeze.Counters
+	m := newMiddleware(t, squeeze.WithObserver(counters.Observe),
+		squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
+	h := m.Handler(searchHandler("shop"))
+	if rec := serveAt(h, "/search/0", "br"); learnedLink(rec.Header()) != "" {
+		t.Fatalf("a page links a dictionary before any was trained: %q", rec.Header()["Link"])
+	}
+	trainSearch(t, m, h, 0, 8)
+	forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, c *http.Client) {
+		res, _ := fetch(t, c, srv.URL+"/search/100", "br")
+		url := learnedLink(res.Header)
+		if url == "" {
+			t.Fatalf("no Link to a learned dictionary after training: %q", res.Header["Link"])
+		}
+		dres, dict := fetch(t, c, srv.URL+url, "")
+		if dres.StatusCode != http.StatusOK || len(dict) == 0 || len(dict) > squeeze.DefaultLearnedDictionarySize {
+			t.Fatalf("GET %s: %d, %d bytes", url, dres.StatusCode, len(dict))
+		}
+		ua, ok := cdt.ParseUseAsDictionary(dres.Header.Get("Use-As-Dictionary"))
+		if !ok || ua.Match != "/search/*" || ua.ID == "" {
+			t.Errorf("the dictionary's Use-As-Dictionary is %q, want match \"/search/*\" and an id", dres.Header.Get("Use-As-Dictionary"))
+		}
+		if cc := dres.Header.Get("Cache-Control"); !strings.Contains(cc, "max-age=") {
+			t.Errorf("the dictionary's Cache-Control %q gives it no freshness: a browser would not store it", cc)
+		}
+		for i, coding := range []string{squeeze.DCZ, squeeze.DCB} {
+			path := fmt.Sprintf("/search/%d", 200+i)
+			want := searchPage("shop", 200+i)
+			res, raw := fetch(t, c, srv.URL+path, coding+", br", "Available-Dictionary", availableFor(dict))
+			if got := res.Header.Get("Content-Encoding"); got != coding {
+				t.Fatalf("%s with the learned dictionary went out as %q, want %s", path, got, coding)
+			}
+			plain, err := testtool.DecodeDictionary(coding, raw, dict)
+			if err != nil || !bytes.Equal(plain, want) {
+				t.Fatalf("%s as %s did not decode to the page: %v", path, coding, err)
+			}
+			if br := len(testtool.Encode(t, "br", want)); len(raw)*2 > br {
+				t.Errorf("%s as %s took %d bytes, br alone %d: want under half", path, coding, len(raw), br)
+			}
+			if !strings.Contains(res.Header.Get("Vary"), "Available-Dictionary") {
+				t.Errorf("%s: Vary %q lacks Available-Dictionary", path, res.Header.Get("Vary"))
+			}
+		}
+	})
+	s := counters.String()
+	if !strings.Contains(s, `"trained":1`) || strings.Contains(s, `"deltas":0`) || strings.Contains(s, `"bytes_saved":0`) {
+		t.Errorf("counters after training and 4 deltas: %s", s)
+	}
+}
+
+// TestLearnedDictionaryNeverHoldsPrivateResponses sends, for each way a
+// response may be private, pages carrying a secret that way, among fewer
+// public pages, and checks that the dictionary trained holds none of the
+// secret.
+func TestLearnedDictionaryNeverHoldsPrivateResponses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		resp    map[string]string // response header fields of the private pages
+		request []string          // request header fields of the private pages
+	}{
+		{"Cache-Control: private", map[string]string{"Cache-Control": "private, max-age=60"}, nil},
+		{"Cache-Control: no-store", map[string]string{"Cache-Control": "no-store"}, nil},
+		{"Set-Cookie", map[string]string{"Set-Cookie": "session=abc"}, nil},
+		{"Vary: *", map[string]string{"Vary": "*"}, nil},
+		{"Authorization", nil, []string{"Authorization", "Bearer token"}},
+		{"Cookie", nil, []string{"Cookie", "session=abc"}},
+		{"Authorization, s-maxage", map[string]string{"Cache-Control": "s-maxage=60, must-revalidate"}, []string{"Authorization", "Basic dXNlcjpwdw=="}},
+		{"cookie in lower case", nil, []string{"cookie", "session=abc"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const secret = "SECRET-MARKER-7f3a9c-"
+			m := newMiddleware(t, squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
+			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				private := r.URL.Query().Get("private") != ""
+				w.Header().Set("Content-Type", "text/html")
+				w.Header().Set("Cache-Control", "public, max-age=60")
+				body := searchPage("shop", len(r.URL.Path))
+				if private {
+					for k, v := range tc.resp {
+						w.Header().Set(k, v)
+					}
+					if tc.resp["Cache-Control"] == "" && tc.resp["Vary"] == "" {
+						w.Header().Del("Cache-Control")
+					}
+					// The secret, repeated, makes up most of the page.
+					body = append(bytes.Repeat([]byte(secret+"account 4411 balance 1024; "), 200), body...)
+				}
+				_, _ = w.Write(body)
+			}))
+			for i := range 24 {
+				req := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/search/%d?private=1", i), nil)
+				for k := 0; k+1 < len(tc.request); k += 2 {
+					req.Header[tc.request[k]] = []string{tc.request[k+1]}
+				}
+				h.ServeHTTP(httptest.NewRecorder(), req)
+				if i%3 == 0 {
+					serveAt(h, fmt.Sprintf("/search/%d", i), "br")
+				}
+			}
+			squeeze.WaitLearned(m)
+			url := learnedLink(serveAt(h, "/search/1", "br").Header())
+			if url == "" {
+				t.Fatal("no dictionary was trained on the 8 public pages")
+			}
+			dict := serveAt(h, url, "").Body.Bytes()
+			if bytes.Contains(dict, []byte(secret)) || bytes.Contains(dict, []byte("balance 1024")) {
+				t.Fatalf("the learned dictionary holds the private pages' secret")
+			}
+		})
+	}
+}
+
+func TestWithLearnedDictionaryRejectsBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opt  squeeze.Option
+		want string
+	}{
+		{squeeze.WithLearnedDictionary("search/*"), `pattern "search/*"`},
+		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedDictionarySize(10)), "LearnedDictionarySize(10)"},
+		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedSampleBudget(1)), "LearnedSampleBudget(1)"},
+		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedSamples(1)), "LearnedSamples(1)"},
+		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedTrainingMemory(1)), "LearnedTrainingMemory(1)"},
+		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedRetrainBelow(1)), "LearnedRetrainBelow(1)"},
+		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedInterval(-1)), "LearnedInterval(-1ns)"},
+		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedKeep(0)), "LearnedKeep(0)"},
+		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedPath("/d")), `LearnedPath("/d")`},
+		{squeeze.WithLearnedDictionary("/s/*", nil), "option 1 of 1 is nil"},
+	} {
+		_, err := squeeze.New(tc.opt)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one naming %s", err, tc.want)
+		}
+	}
+	if _, err := squeeze.New(squeeze.WithLearnedDictionary("/s/*"), squeeze.WithLearnedDictionary("/s/*")); err == nil {
+		t.Error("a pattern learned twice is no error")
+	}
+}
+
+var _ = io.Discard

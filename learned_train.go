@@ -1,0 +1,229 @@
+package squeeze
+
+import (
+	"slices"
+	"time"
+
+	"github.com/klauspost/compress/dict"
+	"github.com/klauspost/compress/zstd"
+)
+
+// This file holds the rounds of a learned route (learned.go): what runs in
+// the background once the route holds a round of samples. A round takes
+// the fleet's newer dictionary if there is one (shared_learned.go),
+// measures the live dictionary on the samples, and trains a new one when
+// there is none or it saves less than the route's threshold.
+//
+// Training is bounded three ways: one at a time per Middleware (a
+// training that finds another running is refused and counted), at most
+// one round per route per interval, and an input whose training fits the
+// route's memory budget by learnedTrainCost, which
+// TestLearnedTrainingStaysWithinItsMemoryBudget checks against what the
+// training allocates.
+
+// learnedTrainPerByte and learnedTrainFixed bound what a training
+// allocates for an input of n bytes: klauspost/compress/dict's builder
+// keeps maps of every distinct 8-byte hash of the input with their counts,
+// offsets and neighbours, up to some sixty bytes per input byte for a
+// small input, and the round's two zstd encoders (about 4.5 MiB) and the
+// dictionary are about fixed. The figures have
+// room over what TestLearnedTrainingStaysWithinItsMemoryBudget measures.
+const (
+	learnedTrainPerByte = 64
+	learnedTrainFixed   = 6 << 20
+)
+
+// learnedTrainCost returns what a training on n bytes of samples may
+// allocate, for a dictionary of size bytes.
+func learnedTrainCost(n, size int64) int64 {
+	return learnedTrainFixed + learnedTrainPerByte*n + 2*size
+}
+
+// startJob runs f in the background, counted in s.jobs.
+func (s *dictStore) startJob(f func()) {
+	s.jobs.Add(1)
+	go func() {
+		defer s.jobs.Done()
+		f()
+	}()
+}
+
+// round is the job of one round of samples, whose reservation is cost:
+// the route rests for its interval afterwards, whatever it found.
+func (r *learnedRoute) round(samples [][]byte, cost int64) {
+	defer func() {
+		r.resumeAt.Store(time.Now().Add(r.cfg.interval).UnixNano())
+		r.state.Store(learnedResting)
+	}()
+	defer r.release(cost)
+	if r.s.shared != nil {
+		r.poll()
+	}
+	if ld := r.newest(); ld != nil {
+		m := r.s.measure(ld.sd.d.data, samples)
+		if m.ratio > 0 {
+			r.measured(m)
+		}
+		if m.ratio <= 0 || 1-m.ratio >= r.cfg.retrain {
+			return
+		}
+	}
+	r.train(samples)
+}
+
+// train trains a dictionary on samples and publishes it, with a
+// SharedStore under the fleet's claim, unless another training runs (a
+// refusal) or the samples that fit the memory budget are too few. A
+// dictionary that saves nothing on the samples held out is not published.
+func (r *learnedRoute) train(samples [][]byte) {
+	s := r.s
+	if !s.training.TryAcquire(1) {
+		s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedRefused})
+		return
+	}
+	defer s.training.Release(1)
+	input, held := r.trainingInput(samples)
+	if len(input) < learnedMinSamples {
+		s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedRefused})
+		return
+	}
+	r.mu.Lock()
+	gen := r.gen + 1
+	r.mu.Unlock()
+	if s.shared != nil && r.claim(gen) == claimLost {
+		return // another replica trains it; a later poll takes it
+	}
+	t0 := time.Now()
+	data := buildLearned(input, r.cfg.dictSize)
+	elapsed := time.Since(t0)
+	if len(data) == 0 {
+		return
+	}
+	m := s.measure(data, held)
+	if m.ratio <= 0 || m.ratio >= 1 {
+		return
+	}
+	ld := r.newLearnedDict(data, gen)
+	if !r.publish(ld) {
+		return
+	}
+	r.measured(m)
+	var in int64
+	for _, b := range input {
+		in += int64(len(b))
+	}
+	s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedTrained, In: in, Out: int64(len(data)), Elapsed: elapsed})
+	if s.shared != nil {
+		r.share(ld)
+	}
+}
+
+// trainingInput splits samples into those to train on and those to
+// measure the result on (every fourth, once there are eight), keeping of
+// the first the newest whose training fits the memory budget.
+func (r *learnedRoute) trainingInput(samples [][]byte) (input, held [][]byte) {
+	for i, b := range samples {
+		if len(samples) >= 2*learnedMinSamples && i%4 == 3 {
+			held = append(held, b)
+		} else {
+			input = append(input, b)
+		}
+	}
+	if len(held) == 0 {
+		held = input
+	}
+	var n int64
+	for i := len(input) - 1; i >= 0; i-- {
+		if learnedTrainCost(n+int64(len(input[i])), int64(r.cfg.dictSize)) > r.cfg.trainMemory {
+			input = input[i+1:]
+			break
+		}
+		n += int64(len(input[i]))
+	}
+	return input, held
+}
+
+// buildLearned returns a dictionary of at most size bytes for input: the
+// substrings the input repeats most, as klauspost/compress/dict's
+// BuildRawDict finds them, in up to half of it, then the start of one
+// whole sample of about median length, where zstd and brotli reach it
+// with the shortest offsets. A whole response holds what fragments miss:
+// the order of a page's template, which a response on the route repeats
+// in long runs (BENCHMARKS.md#learned-dictionaries). nil if input has
+// nothing.
+func buildLearned(input [][]byte, size int) []byte {
+	frag, err := dict.BuildRawDict(input, dict.Options{MaxDictSize: size / 2, HashBytes: 8})
+	if err != nil {
+		frag = nil // nothing repeats; a whole sample may still help
+	}
+	frag = frag[:min(len(frag), size/2)]
+	bySize := slices.Clone(input)
+	slices.SortFunc(bySize, func(a, b []byte) int { return len(a) - len(b) })
+	rep := bySize[len(bySize)/2]
+	room := size - len(frag)
+	rep = rep[:min(len(rep), room)]
+	if len(frag)+len(rep) == 0 {
+		return nil
+	}
+	out := make([]byte, 0, len(frag)+len(rep))
+	return append(append(out, frag...), rep...)
+}
+
+// learnedMeasure is what a dictionary did to a set of samples, encoded
+// with zstd at the middleware's level: the bytes of the deltas over the
+// bytes without the dictionary, and the bytes saved per plain byte. Zero
+// when it could not be told.
+type learnedMeasure struct {
+	ratio, savedPerByte float64
+}
+
+// measure encodes samples with zstd at the middleware's zstd level, as dcz
+// against data and without a dictionary, and returns what the dictionary
+// did.
+func (s *dictStore) measure(data []byte, samples [][]byte) learnedMeasure {
+	level := zstd.EncoderLevelFromZstd(s.zstdLevel)
+	plain, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
+		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(0)))
+	if err != nil {
+		return learnedMeasure{}
+	}
+	defer plain.Close()
+	delta, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
+		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(data))), zstd.WithEncoderDictRaw(0, data))
+	if err != nil {
+		return learnedMeasure{}
+	}
+	defer delta.Close()
+	var a, b, n int
+	var buf []byte
+	for _, p := range samples {
+		buf = plain.EncodeAll(p, buf[:0])
+		a += len(buf)
+		buf = delta.EncodeAll(p, buf[:0])
+		b += len(buf)
+		n += len(p)
+	}
+	if a == 0 || n == 0 {
+		return learnedMeasure{}
+	}
+	return learnedMeasure{ratio: float64(b) / float64(a), savedPerByte: float64(a-b) / float64(n)}
+}
+
+// reportDelta reports the bytes a response of plain bytes, sent as a
+// delta against one of r's dictionaries, saved: an estimate, from what the
+// last round measured per plain byte, of what zstd without the dictionary
+// would have sent less what the delta did.
+func (s *dictStore) reportDelta(r *learnedRoute, plain int64) {
+	per := r.savedPerByte()
+	if s.observe == nil || per <= 0 || plain <= 0 {
+		return
+	}
+	s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedDelta, In: plain, Out: int64(float64(plain) * per)})
+}
+
+// report sends e to the observer, if any.
+func (s *dictStore) report(e Event) {
+	if s.observe != nil {
+		s.observe(e)
+	}
+}

@@ -1,0 +1,101 @@
+package squeeze
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// learnedSamples returns n generated pages of about size bytes each: a
+// shared template and text of many distinct words, the input that costs
+// the dictionary builder most per byte.
+func learnedSamples(n, size int) [][]byte {
+	var out [][]byte
+	x := uint32(1)
+	for i := range n {
+		var b strings.Builder
+		fmt.Fprintf(&b, "<html><head><title>page %d</title><style>body{font:14px system-ui}</style></head><body><ul>", i)
+		for b.Len() < size {
+			x = x*1664525 + 1013904223
+			item := x % 4096 // a catalogue that pages share
+			fmt.Fprintf(&b, "<li><a href=/item/%d>item %x, %s</a> price %d.%02d, seen %d</li>\n", item, item*2654435761, learnedWords[item%uint32(len(learnedWords))], item%997, item%100, x%10000)
+		}
+		b.WriteString("</ul></body></html>")
+		out = append(out, []byte(b.String()))
+	}
+	return out
+}
+
+var learnedWords = strings.Fields("red green blue small large heavy light cotton wool steel glass paper oak pine")
+
+// allocatedBy returns the bytes f allocates, as runtime.MemStats counts
+// them: all that its goroutine (and any it starts) allocates.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+func newTestRoute(t *testing.T, opts ...LearnedOption) *learnedRoute {
+	t.Helper()
+	m, err := New(WithLearnedDictionary("/p/*", opts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.dicts.learned[0]
+}
+
+// TestLearnedTrainingStaysWithinItsMemoryBudget trains on 2 MiB of samples
+// twice: with the budget at its floor, 16 MiB, it must allocate no more
+// than that; with no real budget (the baseline), it allocates well past
+// it, so the budget is what holds it.
+func TestLearnedTrainingStaysWithinItsMemoryBudget(t *testing.T) {
+	const budget = 16 << 20
+	samples := learnedSamples(64, 32<<10)
+	baseline := newTestRoute(t, LearnedTrainingMemory(1<<40))
+	unbounded := allocatedBy(func() { baseline.train(samples) })
+	if baseline.newest() == nil {
+		t.Fatal("the baseline trained no dictionary")
+	}
+	if unbounded < 2*budget {
+		t.Fatalf("training on 2 MiB without a budget allocated %d bytes, under twice the %d budget: the test shows nothing", unbounded, budget)
+	}
+	r := newTestRoute(t, LearnedTrainingMemory(budget))
+	used := allocatedBy(func() { r.train(samples) })
+	t.Logf("allocated %d bytes within a budget of %d (%d without it)", used, budget, unbounded)
+	if r.newest() == nil {
+		t.Fatal("no dictionary was trained within the budget")
+	}
+	if used > budget {
+		t.Errorf("training allocated %d bytes, over its budget of %d", used, budget)
+	}
+}
+
+// TestLearnedTrainingIsRefusedWhileAnotherRuns holds the Middleware's one
+// training and checks that a route's training is refused and counted.
+func TestLearnedTrainingIsRefusedWhileAnotherRuns(t *testing.T) {
+	var refused int
+	m, err := New(WithLearnedDictionary("/p/*"), WithObserver(func(e Event) {
+		if e.Kind == LearnedDictionaryEvent && e.Learned == LearnedRefused {
+			refused++
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.dicts.learned[0]
+	m.dicts.training.TryAcquire(1)
+	r.train(learnedSamples(8, 4<<10))
+	if refused != 1 || r.newest() != nil {
+		t.Errorf("with another training running: %d refusals, dictionary %v; want 1 and none", refused, r.newest())
+	}
+	m.dicts.training.Release(1)
+	r.train(learnedSamples(8, 4<<10))
+	if refused != 1 || r.newest() == nil {
+		t.Errorf("with none running: %d refusals, dictionary %v; want 1 and one", refused, r.newest())
+	}
+}

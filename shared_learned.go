@@ -1,0 +1,151 @@
+package squeeze
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"strconv"
+	"time"
+)
+
+// This file holds the learned dictionaries a fleet shares through its
+// SharedStore (see WithLearnedDictionary). One replica trains a route's
+// dictionary: the one that wins the claim of its generation. It writes the
+// dictionary under its hash, as shared_dict.go frames one, then the
+// route's pointer, which names the newest generation and its hash. Every
+// replica reads the pointer at each round and at most once per interval,
+// and takes a newer dictionary by its hash, verified: its bytes must hash
+// to the pointer's hash, its pattern must be the route's and its length
+// within the route's dictionary size. So every replica serves the same
+// bytes at the same URL with the same id. A client naming a dictionary of
+// the route this replica lacks gets it fetched by hash, verified alike,
+// into the budgeted store of remembered dictionaries: what a client names
+// never changes what the route publishes.
+
+// sharedLearnedMagic starts every pointer value.
+const sharedLearnedMagic = "sqzl1"
+
+// sharedLearnedLen is the length of a pointer value: the magic, the
+// generation (eight bytes, big endian) and the SHA-256.
+const sharedLearnedLen = len(sharedLearnedMagic) + 8 + 32
+
+// learnedClaimLifetime is how long a claim to train a generation holds:
+// longer than a training takes, short enough that a replica that died
+// holding it delays the next only so long.
+const learnedClaimLifetime = 10 * time.Minute
+
+// pointerKey is the key of the route's pointer.
+func (r *learnedRoute) pointerKey() string { return "learned:" + r.key }
+
+// claim claims the training of generation gen of the route's dictionary.
+func (r *learnedRoute) claim(gen uint64) claimOutcome {
+	key := "claim:learned:" + r.key + ":" + strconv.FormatUint(gen, 10)
+	return r.s.shared.claim(context.Background(), key, []byte{1}, learnedClaimLifetime)
+}
+
+// share writes ld, just trained, to the store under its hash, then the
+// route's pointer to it.
+func (r *learnedRoute) share(ld *learnedDict) {
+	sh, d := r.s.shared, ld.sd.d
+	if len(d.pattern) > 0xffff {
+		return
+	}
+	if !sh.set(context.Background(), sharedDictKey(d.hash), sharedDictValue(d), 0) {
+		return
+	}
+	v := make([]byte, 0, sharedLearnedLen)
+	v = append(v, sharedLearnedMagic...)
+	v = binary.BigEndian.AppendUint64(v, ld.gen)
+	v = append(v, d.hash[:]...)
+	sh.set(context.Background(), r.pointerKey(), v, 0)
+}
+
+// maybePoll starts a look for the fleet's newer dictionary, unless one
+// runs or the last began within the route's interval.
+func (r *learnedRoute) maybePoll() {
+	now := time.Now().UnixNano()
+	if now < r.nextPoll.Load() || !r.polling.CompareAndSwap(false, true) {
+		return
+	}
+	r.nextPoll.Store(now + int64(r.cfg.interval))
+	r.s.startJob(func() {
+		defer r.polling.Store(false)
+		r.poll()
+	})
+}
+
+// learnedPointer is a parsed pointer value.
+type learnedPointer struct {
+	gen  uint64
+	hash [32]byte
+}
+
+// poll reads the route's pointer and, when it names a generation newer
+// than the route's newest dictionary, takes that dictionary from the
+// store, verified, and publishes it.
+func (r *learnedRoute) poll() {
+	sh := r.s.shared
+	v, ok := sh.get(context.Background(), r.pointerKey(), sharedLearnedLen, func(value []byte) (any, bool) {
+		if len(value) != sharedLearnedLen || string(value[:len(sharedLearnedMagic)]) != sharedLearnedMagic {
+			return nil, false
+		}
+		p := learnedPointer{gen: binary.BigEndian.Uint64(value[len(sharedLearnedMagic):])}
+		copy(p.hash[:], value[len(sharedLearnedMagic)+8:])
+		return p, true
+	})
+	if !ok {
+		return
+	}
+	p := v.(learnedPointer)
+	r.mu.Lock()
+	behind := p.gen > r.gen
+	r.mu.Unlock()
+	if !behind {
+		return
+	}
+	d := r.fetch(context.Background(), p.hash)
+	if d == nil {
+		return
+	}
+	if r.publish(r.newLearnedDict(d.data, p.gen)) {
+		r.s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedAdopted, Out: int64(len(d.data))})
+	}
+}
+
+// fetch returns the route's dictionary with this hash from the store,
+// verified (verifyLearned), or nil. It is not kept anywhere: the caller
+// publishes it or stores it within a budget.
+func (r *learnedRoute) fetch(ctx context.Context, hash [32]byte) *dictionary {
+	limit := sharedDictHeader + len(r.cfg.pattern) + r.cfg.dictSize
+	v, ok := r.s.shared.get(ctx, sharedDictKey(hash), limit, func(value []byte) (any, bool) {
+		d := r.verifyLearned(hash, value)
+		return d, d != nil
+	})
+	if !ok {
+		return nil
+	}
+	return v.(*dictionary)
+}
+
+// verifyLearned returns the dictionary value holds if it is the route's
+// (its pattern), within its size, and hashes to hash; else nil. The cheap
+// checks come first.
+func (r *learnedRoute) verifyLearned(hash [32]byte, value []byte) *dictionary {
+	pattern, data, ok := parseSharedDict(value)
+	if !ok || pattern != r.cfg.pattern || len(data) == 0 || len(data) > r.cfg.dictSize || sha256.Sum256(data) != hash {
+		return nil
+	}
+	return &dictionary{hash: hash, data: data, pattern: r.cfg.pattern}
+}
+
+// fetchForClient returns the route's dictionary with this hash, which a
+// client named and this replica lacks, from the fleet's store, verified
+// and kept among the remembered dictionaries (within their budget), or
+// nil.
+func (r *learnedRoute) fetchForClient(ctx context.Context, hash [32]byte) *dictionary {
+	d := r.fetch(ctx, hash)
+	if d == nil {
+		return nil
+	}
+	return r.s.insert(d, int64(cap(d.data))+dictEntryBytes)
+}
