@@ -530,7 +530,7 @@ func (c *cacheCore) add(k *cacheKey, e *cacheEntry, held int64) bool {
 
 // upgradeJob re-encodes entry, stored under key, at level best; dict is
 // the dictionary of a delta, held weakly so that a job waiting in the queue
-// keeps no dictionary its store has dropped (cache_upgrade_delta.go).
+// keeps no dictionary its store has dropped (newUpgradeJob).
 type upgradeJob struct {
 	key   cacheKey
 	entry *cacheEntry
@@ -618,47 +618,6 @@ func (u *upgradeEncoder) get(c *cacheCore, coding string, level int, d *dictiona
 func (u *upgradeEncoder) release(c *cacheCore) {
 	c.bytes.Add(-u.held)
 	*u = upgradeEncoder{}
-}
-
-// encoderMemory bounds the heap an encoder for coding at level allocates
-// over its life, tables and transient buffers of one encode together
-// (TestUpgradeCodecMemoryIsBounded checks it). zstd runs levels 10-22 as
-// klauspost/compress's best, with its largest tables; br 9 and over search
-// deeper hash chains, and 10-11 allocate their tables at each encode.
-func encoderMemory(coding string, level int) int64 {
-	const MiB = 1 << 20
-	switch {
-	case coding == writers.Zstd && level >= 10:
-		return 38 * MiB
-	case coding == writers.Zstd:
-		return 6 * MiB
-	case coding == writers.Brotli && level >= 9:
-		return 42 * MiB
-	case coding == writers.Brotli && level >= 8:
-		return 21 * MiB
-	case coding == writers.Brotli && level >= 7:
-		return 12 * MiB
-	case coding == writers.Brotli:
-		return 7 * MiB
-	}
-	return 2 * MiB // gzip and deflate
-}
-
-// decoderMemory bounds what a decoder of an entry allocates: the cache's
-// own encodings, whose windows NewEncoder keeps to 256 KiB at most.
-const decoderMemory = 1 << 20
-
-// upgradeLevels are the levels an upgrade tries for coding, best first:
-// when the budget has no room for a best-level encoder, a lesser one still
-// gains.
-func upgradeLevels(coding string, best int) []int {
-	switch deltaCodec(coding) {
-	case writers.Zstd:
-		return []int{best, 9}
-	case writers.Brotli:
-		return []int{best, 7, 6}
-	}
-	return []int{best}
 }
 
 // upgrade re-encodes j's entry at its best level, or the best level whose
@@ -980,7 +939,7 @@ func (m *Middleware) cacheable(h http.Header, f *facts) (cacheFields, bool) {
 // place, not returned, which would copy the key twice on every response,
 // with or without a cache. r is the request, o the response's offer.
 func (m *Middleware) cachedWhole(r *http.Request, o *offer, h http.Header, f *facts, body []byte, k *cacheKey) (stored []byte, store bool) {
-	if _, ok := m.cacheable(h, f); !ok {
+	if _, ok := m.cacheable(h, f); !ok || m.hiding.skipsCache(o.coding) {
 		return nil, false
 	}
 	*k = cacheKey{sum: maphash.Bytes(m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
@@ -1064,7 +1023,7 @@ func hasAuthorization(h http.Header) bool {
 // a response it may store, it returns a fill that tees the stream, on its
 // way to dst, into the cache, and that follows the response as its hook.
 func (m *Middleware) cachedStream(r *http.Request, o *offer, h http.Header, f *facts, dst io.Writer) ([]byte, *cacheFill) {
-	if !m.trustETags {
+	if !m.trustETags || m.hiding.skipsCache(o.coding) {
 		return nil, nil
 	}
 	cf, ok := m.cacheable(h, f)
@@ -1110,81 +1069,20 @@ func (f *cacheFill) ended(end responseEnd) {
 	f.c.endHeld(&f.key, body, nil, f.level, f.held, false)
 }
 
-// upgradeLevel is the level upgrades encode at: the coding's highest (br 11,
-// gzip 9, zstd 22, which klauspost/compress runs as its best), dcz's and
-// dcb's being zstd's and br's.
-func upgradeLevel(coding string) int {
-	r, err := writers.Levels(deltaCodec(coding))
-	if err != nil {
-		return 0
-	}
-	return r.Max
+// upgradeSource is what an upgrade of an entry needs beyond the entry: the
+// dictionary of a dcz or dcb key, and the fleet's store of the Middleware
+// that found the entry, each nil when there is none.
+type upgradeSource struct {
+	dict   *dictionary
+	shared *shared
 }
 
-// fileReps is a Cache as the store of a file server's representations
-// (filestore.go): a Middleware with a Cache keeps what its FileServer
-// encodes there, under the same budget and eviction as its responses. An
-// entry is keyed by the SHA-256 of the plain bytes in the key's file field,
-// which no response's key sets, so it never meets a response's; its level
-// is the coding's best, so the cache's own upgrades leave it to the file
-// server's.
-type fileReps struct{ c *cacheCore }
-
-func (f fileReps) key(k repKey) cacheKey {
-	ck := cacheKey{coding: k.coding, file: string(k.plain[:])}
-	if k.dict != ([32]byte{}) {
-		ck.dictionary = string(k.dict[:])
+// newUpgradeJob returns the job of upgrading e, stored under k, at level
+// best, with what src holds.
+func newUpgradeJob(k *cacheKey, e *cacheEntry, best int, src upgradeSource) upgradeJob {
+	j := upgradeJob{key: *k, entry: e, best: best, shared: src.shared}
+	if src.dict != nil && k.dictionary != "" {
+		j.dict = weak.Make(src.dict)
 	}
-	return ck
+	return j
 }
-
-func (f fileReps) load(k repKey) (rep, bool) {
-	e, ok := f.c.store.GetIfPresent(f.key(k))
-	if !ok {
-		f.c.misses.Add(1)
-		return rep{}, false
-	}
-	f.c.hits.Add(1)
-	return rep{data: e.body, best: e.final}, true
-}
-
-// maxEntry is the most data an entry may hold within the cache's limit on
-// one entry, beyond the weight of its key and bookkeeping.
-func (f fileReps) maxEntry() int64 {
-	ck := f.key(repKey{coding: Zstd, dict: [32]byte{1}})
-	return f.c.entryMax - newEntry(&ck, nil, nil, 0).weight
-}
-
-// store keeps r, its weight taking over the held bytes that the work
-// claimed as add does for a response's entry: it claims the difference or
-// gives back the excess, and gives all back if r is not kept.
-func (f fileReps) store(k repKey, r rep, held int64) bool {
-	ck := f.key(k)
-	e := newEntry(&ck, r.data, nil, upgradeLevel(k.coding))
-	e.final = r.best
-	if e.weight > f.c.entryMax {
-		f.c.storesSkipped.Add(1)
-		f.c.bytes.Add(-held)
-		return false
-	}
-	if more := e.weight - held; more > 0 {
-		if !f.c.reserve(more) {
-			f.c.bytes.Add(-held)
-			return false
-		}
-	} else {
-		f.c.bytes.Add(more) // the excess goes back
-	}
-	if _, added := f.c.store.Set(ck, e); added {
-		f.c.entries.Add(1)
-		f.c.stores.Add(1) // Stores counts entries added, not replaced
-	}
-	return true
-}
-
-// reserve claims n bytes of the cache's budget for a file server's work in
-// flight, as a fill or an upgrade does: it fails, evicting nothing, when
-// the cache has no room.
-func (f fileReps) reserve(n int64) bool { return f.c.claim(n) }
-
-func (f fileReps) release(n int64) { f.c.bytes.Add(-n) }

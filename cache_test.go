@@ -646,12 +646,7 @@ func TestCacheIsSharedByMiddlewares(t *testing.T) {
 }
 
 func TestCacheHitAllocations(t *testing.T) {
-	if squeeze.RaceEnabled {
-		t.Skip("sync.Pool drops Puts at random under -race")
-	}
-	if testing.Short() {
-		t.Skip("allocation counts need warm pools")
-	}
+	skipUnlessAllocsCount(t)
 	// As on a miss (middleware_allocs_test.go): the per-response writer and the
 	// Content-Length digits, and with an ETag the suffixed tag and its
 	// slice. Nothing proportional to the body.

@@ -74,6 +74,10 @@ func SetSharedBreakerCooldown(m *Middleware, d time.Duration) {
 	m.shared.breaker.mu.Unlock()
 }
 
+// SetLengthHidingSecret fixes the secret of m's WithLengthHiding, so that
+// a test's padding is the same on every run.
+func SetLengthHidingSecret(m *Middleware, secret [32]byte) { m.hiding.secret = secret }
+
 // WaitLearned waits until the background work of m's learned dictionaries
 // (rounds, trainings, looks for the fleet's) has ended.
 func WaitLearned(m *Middleware) {
@@ -81,7 +85,3 @@ func WaitLearned(m *Middleware) {
 		m.dicts.jobs.Wait()
 	}
 }
-
-// SharedAdmitAfter is how many times a body is served with
-// Use-As-Dictionary before it is written to the fleet's store unasked.
-const SharedAdmitAfter = sharedAdmitAfter

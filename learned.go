@@ -369,22 +369,20 @@ func (s *dictStore) learnedServer(path string) http.Handler {
 	return nil
 }
 
-// addLearnedLinks adds the Link to each route's newest dictionary to the
-// header h of a text/html response.
-func (s *dictStore) addLearnedLinks(h http.Header, f *facts) {
-	if len(s.learned) == 0 || !f.typed || !matchTypes(htmlTypes, f.contentType) {
-		return
+// pageLinks returns the Link values a response carries (typed: contentType
+// is the response's own, not sniffed): on text/html, one to each standalone
+// dictionary and to each learned route's newest live dictionary; else nil.
+func (s *dictStore) pageLinks(typed bool, contentType string) []string {
+	links := htmlLinks(s.links, typed, contentType)
+	if len(s.learned) == 0 || !typed || !matchTypes(htmlTypes, contentType) {
+		return links
 	}
-	v := h["Link"]
-	n := len(v)
 	for _, r := range s.learned {
 		if l := r.live.Load().link; l != "" {
-			v = append(v[:len(v):len(v)], l)
+			links = append(links[:len(links):len(links)], l)
 		}
 	}
-	if len(v) > n {
-		h["Link"] = v
-	}
+	return links
 }
 
 // liveLearned reports whether d is one of the live dictionaries of a
@@ -575,12 +573,16 @@ func (r *learnedRoute) follow(inner responseHook, req *http.Request, o *offer) r
 // learned dictionaries (a pattern may cover their path), that
 // publicResponse allows to be shared, while the route collects.
 func (l *learnedResponse) committed(h http.Header, f facts) bool {
-	addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
 	if l.inner != nil {
 		l.innerWants = l.inner.committed(h, f)
-	} else {
-		l.r.s.addLearnedLinks(h, &f)
 	}
+	// The route's responses vary on the dictionary whatever the inner
+	// hook (or none) wrote; the Links come once, from it if there is one.
+	var links []string
+	if l.inner == nil {
+		links = l.r.s.pageLinks(f.typed, f.contentType)
+	}
+	dictionaryHeaders(h, true, "", links)
 	r := l.r
 	if l.req.Method == http.MethodGet && f.status == http.StatusOK && f.eligible && !f.encoded && !f.ranged &&
 		f.declared <= r.maxSample() && !strings.HasPrefix(l.req.URL.Path, r.cfg.path) && // not a dictionary itself

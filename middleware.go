@@ -34,10 +34,12 @@ type Middleware struct {
 	trustETags bool
 	// slots pools the per-response state (slot.go).
 	slots sync.Pool
-	// dotfiles is WithFileServerDotfiles (fileserver.go).
+	// dotfiles is WithFileServerDotfiles (fileserver_request.go).
 	dotfiles bool
 	// shared is the store of WithSharedStore, nil without one (shared.go).
 	shared *shared
+	// hiding is WithLengthHiding, nil when off (lengthhiding.go).
+	hiding *lengthHiding
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -82,6 +84,12 @@ func New(opts ...Option) (*Middleware, error) {
 		if level, ok := c.levels[coding]; ok && !slices.Contains(c.encodings, coding) {
 			return nil, notOfferedError(coding, level, c.encodings)
 		}
+	}
+	if c.lengthHiding > 0 {
+		if slices.Contains(c.encodings, Deflate) {
+			return nil, lengthHidingError(c.lengthHiding, Deflate)
+		}
+		m.hiding = newLengthHiding(c.lengthHiding)
 	}
 	for _, coding := range c.encodings {
 		encoders, err := pool.NewEncoders(coding, levelOf(&c, coding))
@@ -152,6 +160,10 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		if isUpgrade(r, &rh) {
 			next.ServeHTTP(w, r)
 			return
+		}
+		if len(rh.ranges) > 0 && ifRangeNeverHolds(r.Header["If-Range"]) {
+			// The whole body, which squeeze may encode, is the answer.
+			r, rh.ranges = withoutRange(r), nil
 		}
 		s, hw := m.open(w, r, &rh)
 		r = withPlainTags(r, rh.ifNoneMatch, rh.ifMatch, s.rw.coding(), m.offers)

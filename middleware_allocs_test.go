@@ -40,13 +40,21 @@ func reusedWriter(h http.Handler, req *http.Request) (*allocWriter, func()) {
 	}
 }
 
-func TestSteadyStateAllocations(t *testing.T) {
+// skipUnlessAllocsCount skips a test of allocation counts where they cannot
+// be counted: under -race, where sync.Pool drops Puts at random, and in
+// -short runs, since counts need warm pools.
+func skipUnlessAllocsCount(t *testing.T) {
+	t.Helper()
 	if squeeze.RaceEnabled {
 		t.Skip("sync.Pool drops Puts at random under -race")
 	}
 	if testing.Short() {
 		t.Skip("allocation counts need warm pools")
 	}
+}
+
+func TestSteadyStateAllocations(t *testing.T) {
+	skipUnlessAllocsCount(t)
 	// A compressed 16 KiB response that ends inside the buffer gets three
 	// header values from the middleware: Content-Encoding, Vary and
 	// Content-Length. Their []string backing arrays are the response's
@@ -106,12 +114,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 // serves browsers and Go clients in turn: a new length costs its digits
 // from a 512-byte block, and nothing else changes.
 func TestSteadyStateAllocationsVaryingResponses(t *testing.T) {
-	if squeeze.RaceEnabled {
-		t.Skip("sync.Pool drops Puts at random under -race")
-	}
-	if testing.Short() {
-		t.Skip("allocation counts need warm pools")
-	}
+	skipUnlessAllocsCount(t)
 	const (
 		maxAllocs = 3.0 / 32 // as TestSteadyStateAllocations, and a block of digits per 100 or so lengths
 		maxBytes  = 96       // as TestSteadyStateAllocations, and room for digits
@@ -174,12 +177,7 @@ func allocsPerResponse(n int, serve func()) (allocs, bytes float64) {
 // writer has WriteString, which passes the string on without copying it,
 // whether the body is held back and encoded or goes out plain.
 func TestWriteStringAllocatesNoMoreThanWrite(t *testing.T) {
-	if squeeze.RaceEnabled {
-		t.Skip("sync.Pool drops Puts at random under -race")
-	}
-	if testing.Short() {
-		t.Skip("allocation counts need warm pools")
-	}
+	skipUnlessAllocsCount(t)
 	chunk := string(textBody(11, 200))
 	chunkBytes := []byte(chunk)
 	ct := []string{"text/plain; charset=utf-8"}
@@ -226,12 +224,7 @@ func TestWriteStringAllocatesNoMoreThanWrite(t *testing.T) {
 // response's own underlying writer through a slot of its own, never
 // pooled. That slot is the one allocation such a response adds.
 func TestUntouchedResponseAllocations(t *testing.T) {
-	if squeeze.RaceEnabled {
-		t.Skip("sync.Pool drops Puts at random under -race")
-	}
-	if testing.Short() {
-		t.Skip("allocation counts need warm pools")
-	}
+	skipUnlessAllocsCount(t)
 	const (
 		maxAllocs = 1 + 2.0/36 // the handed-back slot, and TestSteadyStateAllocations's share of a block
 		maxBytes  = 416 + 80   // the slot's size class, and TestSteadyStateAllocations's bound

@@ -150,11 +150,13 @@ const (
 	// SharedError: the call failed or reached its timeout.
 	SharedError
 	// SharedRejected: a value was read but failed verification (its hash,
-	// its framing, its pattern or its size); it was dropped.
+	// its framing, its pattern or its size); it was dropped. The store
+	// answered: the breaker does not count it as a failure.
 	SharedRejected
 	// SharedSkipped: no call was made, because the breaker was open, the
-	// values in flight filled their budget, or the key's value failed
-	// verification within the last minute.
+	// reads or values in flight filled their places or budget, the key's
+	// value failed verification within the last minute, or the store held
+	// none for it a moment ago.
 	SharedSkipped
 	// SharedWritten: a value was written, or a claim won.
 	SharedWritten

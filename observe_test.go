@@ -519,6 +519,6 @@ func TestFileServerTakesEveryReasonFromTheDecision(t *testing.T) {
 		})
 	}
 	if checked < 2 {
-		t.Fatalf("checked %d files (%v), want fileserver.go and filestore.go at least", checked, files)
+		t.Fatalf("checked %d files (%v), want fileserver.go and fileserver_store.go at least", checked, files)
 	}
 }

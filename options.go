@@ -90,6 +90,8 @@ type config struct {
 	sharedMaxValue      int           // WithSharedStoreMaxValue
 	sharedWrites        int           // WithSharedStoreWriteBudget: writes a minute
 	sharedWriteBytes    int64         // WithSharedStoreWriteBudget: bytes a minute
+	sharedAdmitAfter    int           // WithSharedStoreAdmitAfter
+	lengthHiding        int           // WithLengthHiding; 0 when off
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.
@@ -100,12 +102,13 @@ type config struct {
 //
 // The dictionary codings DCZ and DCB apply only where dictionaries are
 // configured ([WithDictionaryMatch], [WithDictionary]) and win over the
-// others when a client can use one. Without WithEncodings both are offered,
-// dcz first; a list that names neither turns dictionary compression off,
-// and one listing DCB before DCZ prefers dcb. A list of dictionary codings
-// alone is an error: a client holds a dictionary only after a response in
-// another coding (or plain) gave it one, and a response whose client holds
-// none would never be compressed.
+// others when a client can use one. A list that names neither leaves both
+// on, dcz first: configuring a dictionary is what asks for deltas, and a
+// list written for the other codings does not turn them off. A list naming
+// one offers only that one, and one listing DCB before DCZ prefers dcb. A
+// list of dictionary codings alone is an error: a client holds a dictionary
+// only after a response in another coding (or plain) gave it one, and a
+// response whose client holds none would never be compressed.
 func WithEncodings(codings ...string) Option {
 	return func(c *config) error {
 		call := fmt.Sprintf("WithEncodings(%s)", quoteList(codings))
@@ -133,6 +136,9 @@ func WithEncodings(codings ...string) Option {
 		if len(encodings) == 0 {
 			return fmt.Errorf("squeeze: %s: dcz and dcb need a fallback coding: a client holds a "+
 				"dictionary only after a response sent in another coding; list zstd, br, gzip or deflate too", call)
+		}
+		if len(dictCodings) == 0 {
+			dictCodings = []string{DCZ, DCB} // the dictionary options decide
 		}
 		c.encodings, c.dictCodings = encodings, dictCodings
 		return nil
@@ -226,6 +232,32 @@ func WithMinSize(n int) Option {
 			return fmt.Errorf("squeeze: WithMinSize(%d): size must be 0 to %d bytes (16 MiB)", n, maxBufferSize)
 		}
 		c.minSize = n
+		return nil
+	}
+}
+
+// WithLengthHiding pads every encoded response with 1 to n bytes that
+// every decoder skips, against BREACH-style attacks, which recover a
+// secret in a page (a CSRF token) that also reflects attacker input, from
+// how the compressed length changes with the attacker's guesses. The
+// amount comes from a keyed hash of the plain body (of its first
+// [WithBufferSize] bytes for a stream) under a secret that [New] draws at
+// random, so the same content always gets the same padding: repeating a
+// request does not average it away, while each guess gets an unrelated
+// amount. gzip carries it in its header, zstd and dcz in a skippable
+// frame, br and dcb in metadata meta-blocks; hits from the [Cache] are
+// padded as fresh encodings are, and what is stored stays unpadded. n must
+// be 1 to 4096; deflate, which has nowhere to carry padding, cannot be
+// offered with it. It costs n/2 bytes a response on average, plus 7 for
+// zstd and dcz; br and dcb responses bypass the Cache. Padding only slows
+// such an attack down: masking secrets per response, and keeping them out
+// of responses that reflect input, is the fix (docs/reference.md).
+func WithLengthHiding(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > maxLengthHiding {
+			return fmt.Errorf("squeeze: WithLengthHiding(%d): the most padding must be 1 to %d bytes", n, maxLengthHiding)
+		}
+		c.lengthHiding = n
 		return nil
 	}
 }

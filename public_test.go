@@ -78,7 +78,7 @@ func TestPrivateResponseNeverBecomesADictionary(t *testing.T) {
 			m := newMiddleware(t, squeeze.WithDictionaryMatch("/app/*"), squeeze.WithSharedStore(store))
 			forEachProtocol(t, m.Handler(privacyHandler(tc)), func(t *testing.T, srv *httptest.Server, c *http.Client) {
 				// Served often enough to earn a write, were it public.
-				for range squeeze.SharedAdmitAfter + 1 {
+				for range squeeze.DefaultSharedStoreAdmitAfter + 1 {
 					res, raw := fetch(t, c, srv.URL+"/app/account", chromeAE, tc.reqHeader...)
 					checkBody(t, res.Header, raw, privatePage)
 					if got := res.Header.Get("Use-As-Dictionary") != ""; got != tc.public {
@@ -87,19 +87,27 @@ func TestPrivateResponseNeverBecomesADictionary(t *testing.T) {
 				}
 				// A public page on the same pattern, to a request naming
 				// the private page: a delta would show it was remembered.
-				res, raw := fetch(t, c, srv.URL+"/app/news", chromeAE, "Available-Dictionary", availableFor(privatePage))
+				// One path per protocol: sent once each, it earns no write.
+				news := "/app/news-h1"
+				if srv.EnableHTTP2 {
+					news = "/app/news-h2"
+				}
+				res, raw := fetch(t, c, srv.URL+news, chromeAE, "Available-Dictionary", availableFor(privatePage))
 				delta := res.Header.Get("Content-Encoding") == squeeze.DCZ
 				if delta != tc.public {
 					t.Fatalf("a page naming the account page as its dictionary came as %q; remembered=%v, want %v",
 						res.Header.Get("Content-Encoding"), delta, tc.public)
 				}
 				if delta {
-					decodeDelta(t, res.Header, raw, privatePage, append(bytes.Clone(privatePage[:12<<10]), "/app/news"...))
+					decodeDelta(t, res.Header, raw, privatePage, append(bytes.Clone(privatePage[:12<<10]), news...))
 				}
 			})
 			squeeze.WaitSharedStore(m)
 			if got := storeHolds(store, secret); got != tc.public {
 				t.Errorf("the fleet's store holds the page: %v, want %v (keys %q)", got, tc.public, store.keys())
+			}
+			if n := store.sets.Load() + store.claims.Load(); !tc.public && n != 0 {
+				t.Errorf("%d writes to the fleet's store after private responses and a page sent once; want none", n)
 			}
 		})
 	}
@@ -113,8 +121,9 @@ func TestPrivateResponseNeverBecomesADictionary(t *testing.T) {
 // right. A dictionary of WithDictionary, which the operator chose, still
 // serves private responses.
 func TestPrivateResponseIsNoDeltaAgainstARememberedDictionary(t *testing.T) {
-	guess := append(bytes.Clone(privatePage[:12<<10]), "/app/guess"...) // what /app/guess serves
-	trained := textBody(31, 12<<10)                                  // the operator's own dictionary
+	// What /app/guess serves, and the operator's own dictionary.
+	guess := append(bytes.Clone(privatePage[:12<<10]), "/app/guess"...)
+	trained := textBody(31, 12<<10)
 	for _, tc := range privacyCases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMiddleware(t, squeeze.WithDictionaryMatch("/app/*"),

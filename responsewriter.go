@@ -16,8 +16,8 @@ package squeeze
 // through an encoder (sendWhole for a body that ended within the buffer, in
 // responsewriter_send.go; a stream, teed by the cache's fill, otherwise),
 // or plain (pass). Every byte reaches the client through wire. finish ends
-// the response as the handler returns: each hook's ended, then the
-// observer's reporter (observe.go).
+// the response as the handler returns: each hook's ended, told how it
+// ended (responseEnd), then the observer's reporter (observe.go).
 
 import (
 	"bufio"
@@ -86,6 +86,12 @@ type responseWriter struct {
 	// offer is the negotiated coding (one of m.offers, or a dictionary
 	// coding's offer), or nil for identity.
 	offer *offer
+	// held points to the bytes of the string a WriteString gave while
+	// the verdict waited, when the buffer holds that one write and
+	// nothing else (see writeString): a plain body then goes on to the
+	// underlying writer's WriteString, as if squeeze were not there. Its
+	// length is the buffer's.
+	held *byte
 
 	// after is set when the handler asked for the header after choosing
 	// the status (see restoreHeader).
@@ -147,6 +153,11 @@ type responseWriter struct {
 	// status or writing a byte: finish then makes the header edits but
 	// sends nothing, and the response is handed back (see leaveUntouched).
 	untouched bool
+	// padGzip is set while a gzip stream's header, the first bytes the
+	// wire takes, is still to be padded; padding is the amount of a
+	// stream's padding under WithLengthHiding (lengthhiding.go).
+	padGzip bool
+	padding uint16
 }
 
 // afterStatus holds the header as it was when the status was chosen, since
@@ -318,6 +329,7 @@ func (rw *responseWriter) implicitHeader() {
 // write holds p back while the verdict waits, then passes the body on.
 func (rw *responseWriter) write(p []byte) (int, error) {
 	if rw.state == stateWaiting {
+		rw.held = nil // the buffer holds more than one string now
 		held, err := rw.hold(p)
 		if err != nil {
 			return 0, err
@@ -332,10 +344,15 @@ func (rw *responseWriter) write(p []byte) (int, error) {
 // writeString is write for a string, which it does not copy: the held
 // back buffer, the dictionary being collected and the encoders copy or
 // only read its bytes, and a plain body goes to the underlying writer's
-// own WriteString (io.WriteString), which is given the string itself.
+// own WriteString (io.WriteString), which is given the string itself: a
+// body held back whole as one string too (see held and sendHeld).
 func (rw *responseWriter) writeString(s string) (int, error) {
 	p := unsafe.Slice(unsafe.StringData(s), len(s))
 	if rw.state == stateWaiting {
+		rw.held = nil
+		if len(rw.buffered()) == 0 && len(s) > 0 {
+			rw.held = unsafe.StringData(s)
+		}
 		held, err := rw.hold(p)
 		if err != nil {
 			return 0, err
@@ -446,12 +463,11 @@ func (rw *responseWriter) advance(ev event, next []byte) error {
 	}
 	if o := rw.offer; o != nil && o.dict != nil && !deltaAllowed(rw.req.Header, h, o.dict) {
 		// A response that may not be shared is no delta against a
-		// remembered dictionary: it goes out as the client's
-		// Accept-Encoding allows without one (dictionary.go).
-		rw.offer = nil
-		if i := rw.slot.negotiate(rw.req.Header["Accept-Encoding"], rw.m.offers); i >= 0 {
-			rw.offer = &rw.m.offers[i]
-		}
+		// remembered dictionary, nor one that the page of another
+		// origin of the site that asked may not read: it goes out as
+		// the client's Accept-Encoding allows without one
+		// (dictionary.go).
+		rw.offer = rw.withoutDictionary()
 	}
 	f := facts{
 		responseFields: rw.hdr, status: rw.status, buffered: len(rw.buffered()), event: ev,
@@ -517,7 +533,7 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		stored, fill := rw.m.cachedStream(rw.req, o, h, f, (*wire)(rw))
 		if stored != nil {
 			rw.fromCache = true
-			rw.sendEncodedBody(h, o.coding, stored, stateDiscarding)
+			rw.sendEncodedBody(h, o.coding, stored, stateDiscarding, -1)
 			return rw.sendHeld() // counted and teed like the rest of the body
 		}
 		var dst io.Writer = (*wire)(rw)
@@ -526,6 +542,7 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		}
 		enc, err := rw.slot.encoder(o, dst)
 		if err == nil {
+			rw.streamPadding(o.coding)
 			if fill != nil {
 				rw.attach(fill)
 			}
@@ -555,12 +572,24 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 // calls pass, never write, so that the flow from a write through the
 // verdict to the client goes one way and never back into hold.
 func (rw *responseWriter) sendHeld() error {
+	held := rw.held
+	rw.held = nil
 	if rw.buf == nil {
 		return nil
 	}
 	var err error
-	if len(*rw.buf) > 0 {
-		_, err = rw.pass(*rw.buf)
+	switch b := *rw.buf; {
+	case len(b) > 0 && held != nil && rw.state == statePlain:
+		// The one string a WriteString gave, to the underlying
+		// writer's WriteString, as without squeeze.
+		if rw.teeing != 0 {
+			rw.tee(b)
+		}
+		var n int
+		n, err = io.WriteString(rw.w, unsafe.String(held, len(b)))
+		rw.sent += int64(n)
+	case len(b) > 0:
+		_, err = rw.pass(b)
 	}
 	rw.releaseBuffer()
 	return err
@@ -659,6 +688,7 @@ func hijackerOf(w http.ResponseWriter) http.Hijacker {
 // with net/http's own ReadFrom, an empty src writes nothing: the status is
 // set (200 unless WriteHeader came first) by the first byte, not the call.
 func (rw *responseWriter) holdFrom(src io.Reader) (int64, error) {
+	rw.held = nil // what src gives joins the buffer
 	var total int64
 	if rw.state == stateWaiting && rw.status == 0 {
 		m, err := readSome(src, rw.first[:])
@@ -811,6 +841,17 @@ func (rw *responseWriter) leaveUntouched() {
 	_ = rw.advance(atEnd, nil)
 }
 
+// streamPadding sets, under WithLengthHiding, the padding of a stream in
+// coding from the bytes held back (lengthhiding.go): gzip's goes out in its
+// header, the first bytes the wire takes.
+func (rw *responseWriter) streamPadding(coding string) {
+	if rw.m.hiding == nil {
+		return
+	}
+	rw.padding = uint16(rw.m.hiding.amount(rw.buffered()))
+	rw.padGzip = coding == Gzip
+}
+
 // endStream completes an encoded stream, or, when the body did not match
 // its declared length, sends what was written without the stream's end, as
 // net/http sends a short body: every decoder then reports it cut. Errors
@@ -818,12 +859,40 @@ func (rw *responseWriter) leaveUntouched() {
 func (rw *responseWriter) endStream() {
 	t0 := rw.clock()
 	if rw.hdr.declared < 0 || rw.written == rw.hdr.declared || rw.head {
-		rw.closed = rw.enc.Close() == nil
+		if rw.m.hiding != nil {
+			rw.closed = rw.closePadded()
+		} else {
+			rw.closed = rw.enc.Close() == nil
+		}
 	} else {
 		_ = rw.enc.Flush()
 	}
 	rw.spent(t0)
 	rw.releaseEncoder()
+}
+
+// closePadded completes an encoded stream with its padding under
+// WithLengthHiding, written straight to the wire so that a Cache's fill
+// keeps the stream unpadded: for br and dcb between a Flush and Close, for
+// zstd and dcz after Close (gzip's went out in its header, see wire). It
+// reports whether the stream ended whole.
+func (rw *responseWriter) closePadded() bool {
+	brotli := deltaCodec(rw.offer.coding) == Brotli
+	if brotli && rw.enc.Flush() != nil {
+		return false
+	}
+	if !brotli && rw.enc.Close() != nil {
+		return false
+	}
+	pad := rw.m.hiding.padding(rw.offer.coding, int(rw.padding))
+	if pad != nil {
+		_, err := (*wire)(rw).Write(*pad)
+		rw.m.hiding.bufs.Put(pad)
+		if err != nil {
+			return false
+		}
+	}
+	return !brotli || rw.enc.Close() == nil
 }
 
 func (rw *responseWriter) releaseEncoder() {
@@ -874,6 +943,9 @@ func (rw *responseWriter) keepBuffer(b *[]byte) {
 type wire responseWriter
 
 func (c *wire) Write(p []byte) (int, error) {
+	if c.padGzip {
+		return c.writeGzipHeader(p)
+	}
 	n, err := c.w.Write(p)
 	c.sent += int64(n)
 	return n, err

@@ -3,6 +3,7 @@ package squeeze
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/maypok86/otter/v2"
@@ -20,8 +21,22 @@ import (
 //
 // What goes through it is content-addressed and checked by the caller's
 // use function (shared_dict.go for dictionaries), so the store is never
-// trusted: a value that fails the check is dropped, counted and charged to
-// the breaker, as an error is.
+// trusted: a value that fails the check is dropped and counted
+// (SharedRejected), and its key is not asked again for a while. Such a
+// value is the store's answer, not its fault: the breaker counts only
+// calls that fail or time out, so no value, and no request naming one, can
+// stop the fleet's sharing. What a request decides (whether a verified
+// dictionary's pattern matches its path) is checked by the caller after
+// get, never inside it: the flight's result is shared by every caller of
+// the key, and a value is good or bad whoever asks.
+//
+// Reads are bounded so that requests naming keys the store lacks cost
+// little: a miss is remembered for sharedMissedFor; at most sharedLookups
+// reads are in flight, of which keys not asked for before take only
+// sharedFirstLookups, so that a flood of random keys leaves room for a key
+// a client asks for again; and a read holds in the in-flight budget what
+// the value really is when the store can tell (SharedStoreSizer), not the
+// limit.
 
 // shared is a Middleware's access to its SharedStore. nil when none is
 // configured: callers check before building keys or values.
@@ -35,15 +50,28 @@ type shared struct {
 	// read reserves its limit before the call, a write its value's length
 	// until the call returns.
 	inflight *semaphore.Weighted
-	flights  singleflight.Group
-	breaker  breaker
-	// budget bounds what this Middleware writes (shared_admission.go).
-	budget *writeBudget
+	// lookups counts the reads in flight (see startLookup).
+	lookups atomic.Int64
+	flights singleflight.Group
+	breaker breaker
+	// budget bounds what this Middleware writes, and admitAfter is how
+	// often a dictionary is sent before it is written unasked
+	// (shared_admission.go).
+	budget     *writeBudget
+	admitAfter int
 	// rejected holds the keys whose value failed verification lately:
 	// they are not asked again for sharedRejectedFor, so one bad value
 	// named by many requests costs one fetch per period and does not trip
 	// the breaker, which stays for a store that fails as a whole.
 	rejected *otter.Cache[string, struct{}]
+	// missed holds the keys the store held no value for lately: they are
+	// not asked again for sharedMissedFor, so a key named by many
+	// requests and held by no replica costs one read per period.
+	missed *recentKeys
+	// asked holds the keys whose read was skipped because the reads in
+	// flight filled the places of keys asked for the first time: asked
+	// again, such a key may take one of the other places.
+	asked *recentKeys
 	// writes counts the background writes in progress, for tests.
 	writes sync.WaitGroup
 }
@@ -51,6 +79,34 @@ type shared struct {
 // sharedInflightValues is how many values of the largest size may be in
 // flight at once, reads and writes together.
 const sharedInflightValues = 8
+
+// sharedLookups is how many reads may be in flight at once;
+// sharedFirstLookups of them may be of keys not asked for lately. A client
+// repeats the hash of the dictionary it holds on every request, a flood of
+// random hashes never does: the flood's reads hold sharedFirstLookups
+// places, and the client's second request finds one of the others.
+const (
+	sharedLookups      = 16
+	sharedFirstLookups = 4
+)
+
+// sharedProbe is what the first read of a value holds in the in-flight
+// budget when the store is a SharedStoreSizer: a value this long or
+// shorter comes in one call; a longer one is read in a second call that
+// holds its length.
+const sharedProbe = 64 << 10
+
+// sharedMissedBytes and sharedMissedFor bound the keys remembered as
+// missed: briefly, since another replica may write the value any time; and
+// sharedAskedBytes and sharedAskedFor those remembered as asked for. Each
+// key costs some 150 bytes: a budget holds a few thousand, so a client's
+// key stays noted while a flood notes as many others.
+const (
+	sharedMissedBytes = 512 << 10
+	sharedMissedFor   = time.Second
+	sharedAskedBytes  = 512 << 10
+	sharedAskedFor    = 10 * time.Second
+)
 
 // sharedRejectedKeys and sharedRejectedFor bound the keys remembered as
 // holding a value that failed verification: some hundreds of kilobytes at
@@ -86,10 +142,16 @@ func newShared(c *config, observe func(Event)) *shared {
 		bytes = max(DefaultSharedStoreWriteBytes, int64(s.maxValue))
 	}
 	s.budget = newWriteBudget(writes, bytes)
+	s.admitAfter = c.sharedAdmitAfter
+	if s.admitAfter == 0 {
+		s.admitAfter = DefaultSharedStoreAdmitAfter
+	}
 	s.rejected = otter.Must(&otter.Options[string, struct{}]{
 		MaximumSize:      sharedRejectedKeys,
 		ExpiryCalculator: otter.ExpiryWriting[string, struct{}](sharedRejectedFor),
 	})
+	s.missed = newRecentKeys(sharedMissedBytes, sharedMissedFor)
+	s.asked = newRecentKeys(sharedAskedBytes, sharedAskedFor)
 	s.breaker.report, s.breaker.cooldown = s.report, sharedBreakerCooldown
 	return s
 }
@@ -118,14 +180,15 @@ type sharedFlight struct {
 // timeout, or until ctx ends; the fetch goes on, bounded by the timeout,
 // without it.
 //
-// get reports false, with no call made, while the breaker is open or the
-// values in flight leave no room for limit bytes more.
+// get reports false, with no call made, while the breaker is open, the
+// key's value failed verification or was missed lately, or the reads or
+// values in flight fill their places or budget.
 func (s *shared) get(ctx context.Context, key string, limit int, use func(value []byte) (any, bool)) (any, bool) {
 	limit = min(limit, s.maxValue)
 	if limit <= 0 {
 		return nil, false
 	}
-	if _, bad := s.rejected.GetIfPresent(key); bad || s.breaker.blocked() {
+	if s.known(key) || s.breaker.blocked() {
 		s.report(SharedSkipped, 0, 0, 0)
 		return nil, false
 	}
@@ -150,30 +213,64 @@ func (s *shared) get(ctx context.Context, key string, limit int, use func(value 
 	}
 }
 
+// known reports whether key's value failed verification or was missed
+// lately: then it is not asked for.
+func (s *shared) known(key string) bool {
+	if _, bad := s.rejected.GetIfPresent(key); bad {
+		return true
+	}
+	return s.missed.has(key)
+}
+
+// startLookup takes a place among the reads in flight for key, or reports
+// false when there is none for it: the first sharedFirstLookups places are
+// open to any key, the others to a key noted as asked for, which is what a
+// key whose read startLookup refused becomes. The caller of a true result
+// gives its place back with endLookup.
+func (s *shared) startLookup(key string) bool {
+	n := s.lookups.Add(1)
+	if n <= sharedFirstLookups {
+		return true
+	}
+	if n <= sharedLookups {
+		if s.asked.forget(key) {
+			return true
+		}
+	}
+	s.lookups.Add(-1)
+	s.asked.note(key)
+	return false
+}
+
+// endLookup gives back a place startLookup gave.
+func (s *shared) endLookup() { s.lookups.Add(-1) }
+
 // fetch is one flight of get.
 func (s *shared) fetch(key string, limit int, use func([]byte) (any, bool)) sharedFlight {
+	if !s.startLookup(key) {
+		s.report(SharedSkipped, 0, 0, 0)
+		return sharedFlight{}
+	}
+	defer s.endLookup()
 	if !s.breaker.allow() {
 		s.report(SharedSkipped, 0, 0, 0)
 		return sharedFlight{}
 	}
-	if !s.inflight.TryAcquire(int64(limit)) {
-		s.breaker.cancel()
-		s.report(SharedSkipped, 0, 0, 0)
-		return sharedFlight{}
-	}
-	defer s.inflight.Release(int64(limit))
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	t0 := time.Now()
-	value, found, err := s.store.Get(ctx, key, limit)
+	r := s.read(ctx, key, limit)
+	defer s.inflight.Release(r.held)
 	elapsed := time.Since(t0)
+	err := r.err
 	switch {
+	case r.skipped:
+		s.report(SharedSkipped, 0, 0, elapsed)
+		return sharedFlight{}
 	case err == nil && ctx.Err() != nil:
 		err = ctx.Err() // an answer after the deadline is not one
-	case err == nil && len(value) > limit:
-		s.rejected.Set(key, struct{}{})
-		s.breaker.failure()
-		s.report(SharedRejected, int64(len(value)), 0, elapsed)
+	case err == nil && len(r.value) > limit:
+		s.refuse(key, len(r.value), elapsed)
 		return sharedFlight{}
 	}
 	if err != nil {
@@ -181,30 +278,90 @@ func (s *shared) fetch(key string, limit int, use func([]byte) (any, bool)) shar
 		s.report(SharedError, 0, 0, elapsed)
 		return sharedFlight{}
 	}
-	if !found {
+	if !r.found {
 		s.breaker.success()
+		s.missed.note(key)
 		s.report(SharedMiss, 0, 0, elapsed)
 		return sharedFlight{}
 	}
-	v, ok := use(value)
+	v, ok := use(r.value)
 	if !ok {
-		s.rejected.Set(key, struct{}{})
-		s.breaker.failure()
-		s.report(SharedRejected, int64(len(value)), 0, elapsed)
+		s.refuse(key, len(r.value), elapsed)
 		return sharedFlight{}
 	}
 	s.breaker.success()
-	s.report(SharedHit, int64(len(value)), 0, elapsed)
+	s.report(SharedHit, int64(len(r.value)), 0, elapsed)
 	return sharedFlight{v: v, ok: true}
+}
+
+// refuse accounts for a value of n bytes under key that failed
+// verification: the store answered, so the breaker counts a success; the
+// key is not asked again for sharedRejectedFor.
+func (s *shared) refuse(key string, n int, elapsed time.Duration) {
+	s.rejected.Set(key, struct{}{})
+	s.breaker.success()
+	s.report(SharedRejected, int64(n), 0, elapsed)
+}
+
+// sharedRead is what read found.
+type sharedRead struct {
+	value []byte
+	found bool // a value within the limit; false for one over it
+	err   error
+	// held is what read holds of the in-flight budget, for its caller to
+	// release.
+	held int64
+	// skipped: the budget had no room for the value; nothing more was
+	// asked.
+	skipped bool
+}
+
+// read asks the store for key's value of at most limit bytes, within ctx,
+// holding in the in-flight budget what the store may transfer: limit for
+// a plain SharedStore; for a SharedStoreSizer, sharedProbe bytes (or
+// limit, if less) for a first call that brings a short value whole and
+// tells a longer one's length, then that length for a second call that
+// brings it. A key that holds nothing holds at most sharedProbe.
+func (s *shared) read(ctx context.Context, key string, limit int) (r sharedRead) {
+	sizer, sized := s.store.(SharedStoreSizer)
+	first := limit
+	if sized {
+		first = min(limit, sharedProbe)
+	}
+	if !s.inflight.TryAcquire(int64(first)) {
+		s.breaker.cancel()
+		return sharedRead{skipped: true}
+	}
+	r.held = int64(first)
+	if !sized {
+		r.value, r.found, r.err = s.store.Get(ctx, key, limit)
+		return r
+	}
+	value, size, found, err := sizer.GetOrSize(ctx, key, first)
+	if err == nil && found && size > first && size <= limit {
+		// Longer than the first call could bring: hold its length.
+		if !s.inflight.TryAcquire(int64(size - first)) {
+			s.breaker.success() // the store answered
+			r.skipped = true
+			return r
+		}
+		r.held = int64(size)
+		value, size, found, err = sizer.GetOrSize(ctx, key, size)
+	}
+	// A value told longer than what was asked (over the limit, or grown
+	// since its length was told) was not brought: a miss, as for Get.
+	r.value, r.found, r.err = value, found && (value != nil || size <= int(r.held)), err
+	return r
 }
 
 // setAsync writes value under key for lifetime in the background, unless
 // it is over the size limit, the breaker is open, the values in flight
 // leave no room for it or the write budget has none (shared_admission.go):
 // a write only saves another replica work, so none waits for it. It
-// reports whether the write was started. value must not be modified
+// reports whether the write was started; failed, if not nil, is called
+// if the store then does not take it. value must not be modified
 // afterwards.
-func (s *shared) setAsync(key string, value []byte, lifetime time.Duration) bool {
+func (s *shared) setAsync(key string, value []byte, lifetime time.Duration, failed func()) bool {
 	if len(value) > s.maxValue {
 		return false
 	}
@@ -220,7 +377,9 @@ func (s *shared) setAsync(key string, value []byte, lifetime time.Duration) bool
 	go func() {
 		defer s.writes.Done()
 		defer s.inflight.Release(int64(len(value)))
-		_ = s.set(context.Background(), key, value, lifetime)
+		if !s.set(context.Background(), key, value, lifetime) && failed != nil {
+			failed()
+		}
 	}()
 	return true
 }
@@ -241,6 +400,7 @@ func (s *shared) set(ctx context.Context, key string, value []byte, lifetime tim
 		return false
 	}
 	s.rejected.Invalidate(key) // the store holds a good value now
+	s.missed.forget(key)
 	return true
 }
 

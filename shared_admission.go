@@ -17,8 +17,9 @@ import (
 //   - A value is a candidate only once it has earned it (sharedCandidate):
 //     it is public (publicResponse) and was asked for by hash (a client
 //     named a dictionary in Available-Dictionary) or served
-//     sharedAdmitAfter times, or it is the operator's own (a FileServer's
-//     file). A flood of distinct bodies, each served once, earns nothing.
+//     WithSharedStoreAdmitAfter times, or it is the operator's own (a
+//     FileServer's file). A flood of distinct bodies, each served once,
+//     earns nothing.
 //   - Every write, claims included, takes one write and its bytes from
 //     the replica's write budget (writeBudget, WithSharedStoreWriteBudget):
 //     a client that does earn its bodies, asking for each by hash, still
@@ -43,10 +44,16 @@ const (
 	DefaultSharedStoreWriteBytes = 16 << 20
 )
 
-// sharedAdmitAfter is how many times a body is served with
+// DefaultSharedStoreAdmitAfter is how many times a body is sent with
 // Use-As-Dictionary before it is written to the store as a dictionary
-// unasked: a body served once (one of a flood of query strings) is not.
-const sharedAdmitAfter = 2
+// unasked, when [WithSharedStoreAdmitAfter] is not given: a body sent once
+// (one of a flood of query strings) is not.
+const DefaultSharedStoreAdmitAfter = 2
+
+// maxSharedAdmitAfter is the most WithSharedStoreAdmitAfter takes: the
+// count lives in an int32, and a body sent that often is asked for by
+// hash long before.
+const maxSharedAdmitAfter = 1 << 20
 
 // writeBudget is a replica's budget of writes to its store: at most
 // writes values and bytes bytes a minute, refilled continuously, a
@@ -105,16 +112,25 @@ const (
 )
 
 // markPublic records that the value went out in a public response.
-func (c *sharedCandidate) markPublic() { c.flags.Or(candidatePublic) }
+func (c *sharedCandidate) markPublic() { c.set(candidatePublic) }
 
 // earn records that the value has earned its place in the store: a client
 // asked for it by hash, or it is the operator's own.
-func (c *sharedCandidate) earn() { c.flags.Or(candidateEarned) }
+func (c *sharedCandidate) earn() { c.set(candidateEarned) }
 
-// served counts a serve; the sharedAdmitAfter-th earns.
-func (c *sharedCandidate) served() {
-	if c.serves.Add(1) >= sharedAdmitAfter {
+// served counts a serve; the after-th earns. Once earned, serves are not
+// counted: a popular dictionary's serves write no shared word.
+func (c *sharedCandidate) served(after int) {
+	if c.flags.Load()&candidateEarned == 0 && c.serves.Add(1) >= int32(after) {
 		c.earn()
+	}
+}
+
+// set sets flag unless it is set: a read where it is, so that the
+// dictionary of every delta does not take its cache line on each request.
+func (c *sharedCandidate) set(flag uint32) {
+	if c.flags.Load()&flag == 0 {
+		c.flags.Or(flag)
 	}
 }
 
@@ -135,7 +151,7 @@ func (c *sharedCandidate) start() bool {
 
 // taken records that the value came from the store: it is not written
 // back.
-func (c *sharedCandidate) taken() { c.flags.Or(candidateWritten) }
+func (c *sharedCandidate) taken() { c.set(candidateWritten) }
 
 // abort gives back a start whose write was not made (the budget refused
 // it): the value may be written when it earns again.
@@ -175,6 +191,27 @@ func WithSharedStoreWriteBudget(writes int, bytes int64) Option {
 			return fmt.Errorf("squeeze: WithSharedStoreWriteBudget(%d, %d): writes and bytes per minute must be positive, bytes at most %d (2 GiB)", writes, bytes, math.MaxInt32)
 		}
 		c.sharedWrites, c.sharedWriteBytes = writes, bytes
+		return nil
+	}
+}
+
+// WithSharedStoreAdmitAfter sets how many times a body is sent with
+// Use-As-Dictionary ([WithDictionaryMatch]) before it is written to the
+// store of [WithSharedStore] unasked; a body a client names in
+// Available-Dictionary is written at once (either way only if it is public
+// and within [WithSharedStoreWriteBudget]). The default,
+// [DefaultSharedStoreAdmitAfter], keeps a flood of distinct bodies, each
+// sent once, out of the store. 1 writes every body once sent, for a fleet
+// whose every response is a dictionary of its own (a feed sent as a delta
+// against the one before, through replicas without stickiness): then what
+// clients ask for decides what the fleet writes, up to the write budget.
+// n must be 1 to 1048576.
+func WithSharedStoreAdmitAfter(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > maxSharedAdmitAfter {
+			return fmt.Errorf("squeeze: WithSharedStoreAdmitAfter(%d): the number of times sent must be 1 to %d", n, maxSharedAdmitAfter)
+		}
+		c.sharedAdmitAfter = n
 		return nil
 	}
 }

@@ -23,7 +23,7 @@ func bodyOf(body func(path, query string) []byte) http.Handler {
 	})
 }
 
-func TestSharedStoreWriteBudgetOptionErrors(t *testing.T) {
+func TestSharedStoreAdmissionOptionErrors(t *testing.T) {
 	for _, tc := range []struct {
 		opts []squeeze.Option
 		want string // "" for no error
@@ -34,6 +34,8 @@ func TestSharedStoreWriteBudgetOptionErrors(t *testing.T) {
 		{[]squeeze.Option{squeeze.WithSharedStore(newMemStore()), squeeze.WithSharedStoreWriteBudget(10, 1<<20)},
 			"WithSharedStoreWriteBudget(10, 1048576): bytes must be at least the largest value written, 4194304 (WithSharedStoreMaxValue)"},
 		{[]squeeze.Option{squeeze.WithSharedStore(newMemStore()), squeeze.WithSharedStoreWriteBudget(10, 1<<20), squeeze.WithSharedStoreMaxValue(1 << 20)}, ""},
+		{[]squeeze.Option{squeeze.WithSharedStoreAdmitAfter(0)}, "WithSharedStoreAdmitAfter(0): the number of times sent must be 1 to 1048576"},
+		{[]squeeze.Option{squeeze.WithSharedStoreAdmitAfter(1 << 21)}, "WithSharedStoreAdmitAfter(2097152)"},
 	} {
 		_, err := squeeze.New(tc.opts...)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
@@ -66,7 +68,7 @@ func TestSharedStoreWritesOnlyEarnedDictionariesWithinTheBudget(t *testing.T) {
 	serveToEarn(h, "/js/app.v1.js?q=real")
 	squeeze.WaitSharedStore(m)
 	if n := store.sets.Load(); n != 1 {
-		t.Fatalf("a body sent %d times: %d writes, want 1", squeeze.SharedAdmitAfter, n)
+		t.Fatalf("a body sent %d times: %d writes, want 1", squeeze.DefaultSharedStoreAdmitAfter, n)
 	}
 	// Asked for by hash, each earns its write, within the budget.
 	for i := range 50 {
@@ -83,6 +85,31 @@ func TestSharedStoreWritesOnlyEarnedDictionariesWithinTheBudget(t *testing.T) {
 	var prom strings.Builder
 	if err := counters.WritePrometheus(&prom); err != nil || !strings.Contains(prom.String(), "# TYPE squeeze_shared_store_writes_refused_total counter\n") {
 		t.Errorf("Prometheus output lacks squeeze_shared_store_writes_refused_total (%v)", err)
+	}
+}
+
+// WithSharedStoreAdmitAfter(1) writes a body once sent: a fleet whose
+// every response is a dictionary of its own shares each.
+func TestSharedStoreAdmitAfterOneWritesEveryBodySent(t *testing.T) {
+	for _, tc := range []struct {
+		opts []squeeze.Option
+		want int64
+	}{
+		{nil, 0},
+		{[]squeeze.Option{squeeze.WithSharedStoreAdmitAfter(1)}, 3},
+		{[]squeeze.Option{squeeze.WithSharedStoreAdmitAfter(1), squeeze.WithSharedStoreWriteBudget(2, 4<<20)}, 2},
+	} {
+		store := newMemStore()
+		v1, _ := versions(8 << 10)
+		m := newMiddleware(t, append([]squeeze.Option{squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithSharedStore(store)}, tc.opts...)...)
+		h := m.Handler(bodyOf(func(_, q string) []byte { return append([]byte(q), v1...) }))
+		for i := range 3 {
+			serveAt(h, fmt.Sprintf("/js/app.v1.js?%d", i), chromeAE)
+		}
+		squeeze.WaitSharedStore(m)
+		if n := store.sets.Load(); n != tc.want {
+			t.Errorf("%d options: 3 bodies sent once each made %d writes, want %d", len(tc.opts), n, tc.want)
+		}
 	}
 }
 
@@ -108,5 +135,25 @@ func TestSharedUpgradeClaimIsTakenFromTheWriteBudget(t *testing.T) {
 	}
 	if s := c.Stats(); s.Upgrades != 2 {
 		t.Errorf("cache stats %+v; want both entries upgraded locally", s)
+	}
+}
+
+// A dictionary whose write the store did not take is written when it
+// earns again: a store that was down when it first earned still gets it.
+func TestSharedDictionaryWriteThatFailedIsMadeWhenItEarnsAgain(t *testing.T) {
+	store := newMemStore()
+	store.down.Store(true)
+	v1, _ := versions(8 << 10)
+	a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
+	serveToEarn(a.h, "/js/app.v1.js")
+	squeeze.WaitSharedStore(a.m)
+	if s := a.shared(t); s.Errors != 1 || len(store.keys()) != 0 {
+		t.Fatalf("with the store down: %+v, keys %q; want one failed write", s, store.keys())
+	}
+	store.down.Store(false)
+	serveAt(a.h, "/js/app.v1.js", chromeAE)
+	squeeze.WaitSharedStore(a.m)
+	if s := a.shared(t); s.Writes != 1 || len(store.keys()) != 1 {
+		t.Errorf("the store back, v1 sent again: %+v, keys %q; want it written", s, store.keys())
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"slices"
-
-	"github.com/squeezehttp/squeeze/internal/cdt"
 )
 
 // This file holds the dictionaries a fleet shares through its SharedStore
@@ -20,8 +18,11 @@ import (
 // SHA-256, as sharedDictMagic, the length of its pattern (two bytes, big
 // endian), the pattern and the bytes. Nothing read is trusted: the bytes
 // must hash to the key's SHA-256, the framing must hold, and the pattern
-// must be one of this Middleware's own WithDictionaryMatch patterns, which
-// begin then matches against the request's path as for any dictionary.
+// must be one of this Middleware's own WithDictionaryMatch patterns. Those
+// checks are of the value alone; whether the pattern matches the request's
+// path is begin's check, as for any dictionary, after the fetch: a request
+// on another pattern's path gets no delta, but neither marks the value bad
+// nor keeps it from the requests it does match.
 
 // sharedDictMagic starts every dictionary value: a value of another kind,
 // or of a later framing, is refused.
@@ -60,8 +61,9 @@ func parseSharedDict(v []byte) (pattern string, data []byte, ok bool) {
 
 // share writes d to the shared store if it is due (public, earned, not
 // written yet: see sharedCandidate). A write the store's wrapper did not
-// start (the budget, the breaker or the values in flight had no room) is
-// given back, to be made when d earns again.
+// start (the budget, the breaker or the values in flight had no room), or
+// that the store did not take, is given back, to be made when d earns
+// again.
 func (s *dictStore) share(d *dictionary) {
 	if d.fleet.start() && !s.publish(d) {
 		d.fleet.abort()
@@ -81,16 +83,16 @@ func (s *dictStore) publish(d *dictionary) bool {
 	if s.shared.breaker.blocked() {
 		return false
 	}
-	return s.shared.setAsync(sharedDictKey(d.hash), sharedDictValue(d), 0)
+	return s.shared.setAsync(sharedDictKey(d.hash), sharedDictValue(d), 0, d.fleet.abort)
 }
 
-// fetch returns the dictionary with this hash from the shared store, for a
-// request to path, kept in this store (counted against its budget) once
-// verified, or nil.
-func (s *dictStore) fetch(ctx context.Context, hash [32]byte, path string) *dictionary {
+// fetch returns the dictionary with this hash from the shared store, kept
+// in this store (counted against its budget) once verified, or nil. The
+// caller checks that its pattern matches the request's path.
+func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
 	limit := int(min(s.maxBody+int64(sharedDictHeader+s.longestPattern()), int64(s.shared.maxValue)))
 	v, ok := s.shared.get(ctx, sharedDictKey(hash), limit, func(value []byte) (any, bool) {
-		d := s.verifyShared(hash, value, path)
+		d := s.verifyShared(hash, value)
 		if d == nil {
 			return nil, false
 		}
@@ -104,18 +106,19 @@ func (s *dictStore) fetch(ctx context.Context, hash [32]byte, path string) *dict
 }
 
 // verifyShared returns the dictionary value holds, if it is the one that
-// hashes to hash, on one of s.patterns that path matches, and one the store
-// would have remembered itself (not empty, within the largest body); else
-// nil. Its caller charges it the whole value's capacity, which its bytes
+// hashes to hash, on one of s.patterns, and one the store would have
+// remembered itself (not empty, within the largest body); else nil. It
+// checks the value alone, never the request that asked for it, so that
+// what it refuses is refused whoever asks. Its caller charges it the whole value's capacity, which its bytes
 // keep. The checks that cost little come first: a hostile value costs a
 // hash of its bytes only when its framing and pattern would be used.
-func (s *dictStore) verifyShared(hash [32]byte, value []byte, path string) *dictionary {
+func (s *dictStore) verifyShared(hash [32]byte, value []byte) *dictionary {
 	pattern, data, ok := parseSharedDict(value)
 	if !ok || len(data) == 0 || int64(len(data)) > s.maxBody {
 		return nil
 	}
 	i := slices.Index(s.patterns, pattern)
-	if i < 0 || !cdt.MatchPath(s.patterns[i], path) || sha256.Sum256(data) != hash {
+	if i < 0 || sha256.Sum256(data) != hash {
 		return nil
 	}
 	return &dictionary{hash: hash, data: data, pattern: s.patterns[i]}

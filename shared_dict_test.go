@@ -6,11 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -85,7 +88,7 @@ func balancer(replicas ...*replica) http.Handler {
 // write.
 func learnV1(t *testing.T, a *replica) {
 	t.Helper()
-	for range squeeze.SharedAdmitAfter {
+	for range squeeze.DefaultSharedStoreAdmitAfter {
 		rec := serveAt(a.h, "/js/app.v1.js", chromeAE)
 		if rec.Code != http.StatusOK || rec.Header().Get("Use-As-Dictionary") == "" {
 			t.Fatalf("v1 from the first replica: %d, Use-As-Dictionary %q", rec.Code, rec.Header().Get("Use-As-Dictionary"))
@@ -97,7 +100,7 @@ func learnV1(t *testing.T, a *replica) {
 // serveToEarn serves path from h as often as a dictionary takes to earn
 // its write to the fleet's store.
 func serveToEarn(h http.Handler, path string) {
-	for range squeeze.SharedAdmitAfter {
+	for range squeeze.DefaultSharedStoreAdmitAfter {
 		serveAt(h, path, chromeAE)
 	}
 }
@@ -123,7 +126,7 @@ func TestSharedDictionaryServesDeltaFromAnotherReplica(t *testing.T) {
 			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1}, tc.opts...)
 			b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, tc.opts...)
 			forEachProtocol(t, balancer(a, b), func(t *testing.T, srv *httptest.Server, c *http.Client) {
-				for range squeeze.SharedAdmitAfter { // earning the write
+				for range squeeze.DefaultSharedStoreAdmitAfter { // earning the write
 					res, raw := fetch(t, c, srv.URL+"/js/app.v1.js", chromeAE, "X-Replica", "0")
 					checkBody(t, res.Header, raw, v1)
 				}
@@ -210,7 +213,6 @@ func TestSharedDictionaryRejectsWhatFailsVerification(t *testing.T) {
 		{"a byte of the body flipped", func(v []byte) []byte { v[len(v)-1] ^= 1; return v }},
 		{"the body cut short", func(v []byte) []byte { return v[:len(v)-1] }},
 		{"a pattern this replica does not use", func([]byte) []byte { return dictValue("/*", v1) }},
-		{"one of its patterns not matching the path", func([]byte) []byte { return dictValue("/css/*", v1) }},
 		{"another framing", func(v []byte) []byte { v[4] = '2'; return v }},
 		{"a pattern length past the value", func([]byte) []byte { return dictValue("/js/app.*.js", nil)[:7] }},
 		{"garbage", func([]byte) []byte { return randomBody(3, 5000) }},
@@ -474,7 +476,7 @@ func TestSharedStoreDownLeavesResponsesAlone(t *testing.T) {
 	store.down.Store(true)
 	v1, _ := versions(4 << 10)
 	a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
-	for range squeeze.SharedAdmitAfter {
+	for range squeeze.DefaultSharedStoreAdmitAfter {
 		rec := serveAt(a.h, "/js/app.v1.js", chromeAE)
 		checkBody(t, rec.Header(), rec.Body.Bytes(), v1)
 	}
@@ -538,5 +540,184 @@ func TestSharedStoreNotAskedOffDictionaryPaths(t *testing.T) {
 	serveAt(b.h, "/js/app.v2.js", "gzip, br, zstd", "Available-Dictionary", availableFor(v1))
 	if got := store.gets.Load(); got != 0 {
 		t.Errorf("store asked %d times for requests that could use no dictionary", got)
+	}
+}
+
+// A request names a real dictionary of the fleet on a path of another of
+// the replica's patterns: it gets no delta, but it neither marks the
+// value bad nor counts against the store, so however many such requests
+// come, the clients the dictionaries belong to get their deltas. Values
+// that are truly bad are refused and counted apart, and do not open the
+// breaker either: only calls that fail do.
+func TestSharedDictionaryOnAnotherPatternsPathKeepsSharing(t *testing.T) {
+	const n = 6 // dictionaries: more than the breaker's failures in a row
+	v1, v2 := versions(20 << 10)
+	dicts := make([][]byte, n)
+	files := map[string][]byte{}
+	for i := range dicts {
+		dicts[i] = append(bytes.Clone(v1), fmt.Sprintf("// build %d\n", i)...)
+		files["/js/app.b"+strconv.Itoa(i)+".js"] = dicts[i]
+	}
+	store := newMemStore()
+	a := newReplica(t, store, files)
+	for path := range files {
+		if rec := serveAt(a.h, path, chromeAE); rec.Header().Get("Use-As-Dictionary") == "" {
+			t.Fatalf("%s: no Use-As-Dictionary", path)
+		}
+	}
+	squeeze.WaitSharedStore(a.m)
+
+	b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2, "/css/site.css": v2},
+		squeeze.WithDictionaryMatch(fleetPattern, "/css/*"))
+	for round := range 3 {
+		for i, d := range dicts {
+			rec := serveAt(b.h, "/css/site.css", chromeAE, "Available-Dictionary", availableFor(d))
+			if ce := rec.Header().Get("Content-Encoding"); ce == squeeze.DCZ || ce == squeeze.DCB {
+				t.Fatalf("round %d, dictionary %d: %s against a dictionary whose pattern does not match /css/site.css", round, i, ce)
+			}
+			checkBody(t, rec.Header(), rec.Body.Bytes(), v2)
+		}
+	}
+	deltas := 0
+	for i, d := range dicts {
+		for range 2 {
+			rec := serveAt(b.h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(d))
+			if rec.Header().Get("Content-Encoding") == squeeze.DCZ {
+				decodeDelta(t, rec.Header(), rec.Body.Bytes(), dicts[i], v2)
+				deltas++
+			}
+		}
+	}
+	s := b.shared(t)
+	t.Logf("%d of %d requests got deltas after %d requests on another pattern's path; shared counters %+v", deltas, 2*n, 3*n, s)
+	if deltas != 2*n || s.BreakerOpened != 0 || s.VerificationsFailed != 0 || s.Hits != n {
+		t.Errorf("%d of %d deltas, shared counters %+v: want every request a delta, one hit per dictionary, nothing failed and the breaker never opened", deltas, 2*n, s)
+	}
+
+	// Values that fail verification: refused and counted, the breaker closed.
+	bad := make([][]byte, n)
+	for i := range bad {
+		bad[i] = append(bytes.Clone(v1), fmt.Sprintf("// corrupted %d\n", i)...)
+		if err := store.Set(t.Context(), "dict:"+availableKey(bad[i]), dictValue(fleetPattern, append(bytes.Clone(bad[i]), 'x')), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		for _, d := range bad {
+			rec := serveAt(b.h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(d))
+			if ce := rec.Header().Get("Content-Encoding"); ce == squeeze.DCZ || ce == squeeze.DCB {
+				t.Fatalf("%s against a value that fails verification", ce)
+			}
+			checkBody(t, rec.Header(), rec.Body.Bytes(), v2)
+		}
+	}
+	if s := b.shared(t); s.VerificationsFailed != n || s.BreakerOpened != 0 || s.BreakerOpen != 0 {
+		t.Errorf("after %d corrupted values: shared counters %+v, want %d verifications failed and the breaker never opened", n, s, n)
+	}
+}
+
+// availableKey returns the unpadded base64url SHA-256 of dict, as the keys
+// of dictionaries hold it.
+func availableKey(dict []byte) string {
+	h := sha256.Sum256(dict)
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// plainStore hides a store's GetOrSize: a SharedStore that cannot tell a
+// value's length, read in one call that holds the whole limit.
+type plainStore struct{ squeeze.SharedStore }
+
+// Requests naming hashes no replica ever stored, from many clients at
+// once, cost few reads of the store and hold little while they are read,
+// so a client naming the dictionary the fleet holds still gets its deltas:
+// the flood's reads take the places of keys asked for the first time, the
+// client's second request (its key asked again) one of the others, and
+// after that fetch the replica holds the dictionary itself. The client's
+// requests come one after another, amid the flood.
+func TestSharedDictionaryUnknownHashesLeaveRoomForKnownOnes(t *testing.T) {
+	const (
+		attackers = 16
+		requests  = 20
+		warm      = 200 // attacker requests before the client's first
+		// minDeltas is the bound: the client's first request may find the
+		// places full, and its second read may miss the timeout on a
+		// loaded machine; every later request is served from the
+		// replica's own copy.
+		minDeltas = requests - 5
+	)
+	v1, v2 := versions(20 << 10)
+	for _, tc := range []struct {
+		name  string
+		plain bool
+	}{{"store telling lengths", false}, {"plain store", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newMemStore()
+			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
+			learnV1(t, a)
+			store.latency = 10 * time.Millisecond
+			var s squeeze.SharedStore = store
+			if tc.plain {
+				s = plainStore{store}
+			}
+			// The attackers ask for a short script, not compressed: their
+			// requests cost the replica little but the lookup.
+			b := newReplica(t, s, map[string][]byte{"/js/app.v2.js": v2, "/js/app.x.js": []byte("x")},
+				squeeze.WithSharedStoreTimeout(100*time.Millisecond))
+			reads0 := store.gets.Load()
+
+			var attacks atomic.Int64
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range attackers {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(i), 1))
+					var hash [32]byte
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						for j := range hash {
+							hash[j] = byte(rng.Uint32())
+						}
+						avail := ":" + base64.StdEncoding.EncodeToString(hash[:]) + ":"
+						if rec := serveAt(b.h, "/js/app.x.js", chromeAE, "Available-Dictionary", avail); rec.Code != http.StatusOK {
+							t.Errorf("attacker's request: %d", rec.Code)
+							return
+						}
+						attacks.Add(1)
+					}
+				})
+			}
+			for attacks.Load() < warm {
+				time.Sleep(100 * time.Microsecond)
+			}
+			deltas := 0
+			for range requests {
+				rec := serveAt(b.h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(v1))
+				if rec.Header().Get("Content-Encoding") == squeeze.DCZ {
+					decodeDelta(t, rec.Header(), rec.Body.Bytes(), v1, v2)
+					deltas++
+					continue
+				}
+				checkBody(t, rec.Header(), rec.Body.Bytes(), v2)
+			}
+			close(stop)
+			wg.Wait()
+			reads, n, peak := store.gets.Load()-reads0, attacks.Load(), store.peak.Load()
+			t.Logf("%d of %d requests got deltas; the store was read %d times for %d attacker requests, at most %d at once; shared counters %+v",
+				deltas, requests, reads, n, peak, b.shared(t))
+			if deltas < minDeltas {
+				t.Errorf("%d of %d requests got deltas under a flood of unknown hashes, want at least %d", deltas, requests, minDeltas)
+			}
+			// 4 reads of keys asked for the first time, and the client's.
+			if peak > 5 {
+				t.Errorf("%d reads in flight at once, want at most 5", peak)
+			}
+			if reads*4 > n {
+				t.Errorf("the store was read %d times for %d requests naming unknown hashes, want at most a quarter", reads, n)
+			}
+		})
 	}
 }

@@ -98,10 +98,21 @@ func (v *sharedVariant) take(ctx context.Context, limit int) (value []byte, reje
 
 // verify decodes value once and reports whether it yields exactly the
 // plain body: size bytes whose SHA-256 is sum, and then the end of a
-// well-formed stream. It reads at most size+1 bytes from the decoder, so a
-// value that decodes to more costs no more than one that decodes right.
+// well-formed stream in the canonical form of its coding, with nothing
+// beside the encoding (shared_canonical.go). It reads at most size+1 bytes
+// from the decoder, so a value that decodes to more costs no more than one
+// that decodes right.
 func (v *sharedVariant) verify(value []byte) bool {
-	dec, done, err := newUpgradeDecoder(v.coding, value, v.dict)
+	if !canonicalFraming(v.coding, value) {
+		return false
+	}
+	var dec io.Reader
+	done, err := func() {}, error(nil)
+	if v.coding == Gzip {
+		dec, err = newOneMember(value)
+	} else {
+		dec, done, err = newUpgradeDecoder(v.coding, value, v.dict)
+	}
 	if err != nil {
 		return false
 	}
@@ -139,7 +150,7 @@ func (v *sharedVariant) claim(ctx context.Context) claimOutcome {
 // publish writes the variant's encoding, made by this replica, in the
 // background.
 func (v *sharedVariant) publish(encoded []byte) {
-	_ = v.s.setAsync(v.key, encoded, 0)
+	_ = v.s.setAsync(v.key, encoded, 0, nil)
 }
 
 // upgradeFromFleet is the fleet's side of the cache's upgrade of j's entry

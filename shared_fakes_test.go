@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/squeezehttp/squeeze"
 )
 
 // Fake SharedStores for the fleet tests: one in memory that can be made to
@@ -35,7 +37,13 @@ type memStore struct {
 	// entered, if set, receives a token as each Get starts; gate, if set,
 	// holds each Get until it is closed.
 	entered, gate chan struct{}
+	// latency, if set, is how long each Get takes (within its context);
+	// reading counts the Gets in flight, peak the most at once.
+	latency       time.Duration
+	reading, peak atomic.Int64
 }
+
+var _ squeeze.SharedStoreSizer = (*memStore)(nil)
 
 func newMemStore() *memStore {
 	return &memStore{values: map[string][]byte{}, release: make(chan struct{})}
@@ -58,6 +66,13 @@ func (s *memStore) wait(ctx context.Context, get bool) error {
 }
 
 func (s *memStore) Get(ctx context.Context, key string, limit int) ([]byte, bool, error) {
+	v, size, ok, err := s.GetOrSize(ctx, key, limit)
+	return v, ok && (v != nil || size <= limit), err
+}
+
+// GetOrSize is Get, telling a value's length when it is over limit. It is
+// what Get calls, so a Get and a GetOrSize count the same.
+func (s *memStore) GetOrSize(ctx context.Context, key string, limit int) ([]byte, int, bool, error) {
 	s.gets.Add(1)
 	if s.entered != nil {
 		s.entered <- struct{}{}
@@ -65,19 +80,34 @@ func (s *memStore) Get(ctx context.Context, key string, limit int) ([]byte, bool
 	if s.gate != nil {
 		<-s.gate
 	}
+	if s.latency > 0 {
+		n := s.reading.Add(1)
+		defer s.reading.Add(-1)
+		for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
+		}
+		select {
+		case <-time.After(s.latency):
+		case <-ctx.Done():
+			return nil, 0, false, ctx.Err()
+		}
+	}
 	if err := s.wait(ctx, true); err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	s.mu.Lock()
 	v, ok := s.values[key]
 	s.mu.Unlock()
 	if s.rewrite != nil && ok {
-		return s.rewrite(key, append([]byte(nil), v...)), true, nil
+		v = s.rewrite(key, append([]byte(nil), v...))
+		return v, len(v), true, nil
 	}
-	if !ok || len(v) > limit {
-		return nil, false, nil
+	if !ok {
+		return nil, 0, false, nil
 	}
-	return append([]byte(nil), v...), true, nil
+	if len(v) > limit {
+		return nil, len(v), true, nil
+	}
+	return append(make([]byte, 0, len(v)), v...), len(v), true, nil
 }
 
 func (s *memStore) Set(ctx context.Context, key string, value []byte, _ time.Duration) error {

@@ -164,7 +164,7 @@ func BenchmarkSharedDictionaryFetch(b *testing.B) {
 					b.Fatal(err)
 				}
 				s.shared = shared
-				if s.fetch(context.Background(), hash, "/js/app.js") == nil {
+				if s.fetch(context.Background(), hash) == nil {
 					b.Fatal("no dictionary")
 				}
 			}
@@ -185,9 +185,12 @@ func (s *gatedStore) Get(ctx context.Context, key string, limit int) ([]byte, bo
 	return s.claimStore.Get(ctx, key, limit)
 }
 
-// Values being read hold at most sharedInflightValues times the value
-// limit: fetches of distinct keys beyond that are not made while the
-// others are in flight, whatever their number.
+// Reads in flight are bounded twice: keys asked for the first time take
+// sharedFirstLookups places at most, and the values being read hold at
+// most sharedInflightValues times the value limit. Fetches beyond either
+// bound are not made while the others are in flight, whatever their
+// number; a key asked for again may take a place beyond the first ones,
+// within the budget.
 func TestSharedFetchesInFlightAreBounded(t *testing.T) {
 	store := &gatedStore{claimStore: claimStore{values: map[string][]byte{}}, gate: make(chan struct{}), calls: make(chan struct{}, 100)}
 	var mu sync.Mutex
@@ -200,26 +203,39 @@ func TestSharedFetchesInFlightAreBounded(t *testing.T) {
 	accept := func(v []byte) (any, bool) { return v, true }
 	var wg sync.WaitGroup
 	const n = 3 * sharedInflightValues
+	// skipped waits until want gets have been skipped.
+	skipped := func(want int) {
+		t.Helper()
+		for give := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			mu.Lock()
+			got := counts[SharedSkipped]
+			mu.Unlock()
+			if got == want {
+				return
+			}
+			if time.Now().After(give) {
+				close(store.gate)
+				t.Fatalf("%d of %d fetches skipped, %d calls made: the fetches in flight are not bounded", got, want, len(store.calls))
+			}
+		}
+	}
+	// The first asks: sharedFirstLookups calls; the others find no place
+	// and give up at once.
 	for i := range n {
 		wg.Go(func() { s.get(context.Background(), fmt.Sprint("k", i), 1<<10, accept) })
 	}
-	for range sharedInflightValues {
+	for range sharedFirstLookups {
 		<-store.calls
 	}
-	// The others find no room and give up at once.
-	for give := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		mu.Lock()
-		skipped := counts[SharedSkipped]
-		mu.Unlock()
-		if skipped == n-sharedInflightValues {
-			break
-		}
-		if time.Now().After(give) {
-			close(store.gate)
-			t.Fatalf("%d of %d fetches skipped, %d calls made: the fetches in flight are not bounded",
-				skipped, n-sharedInflightValues, sharedInflightValues+len(store.calls))
-		}
+	skipped(n - sharedFirstLookups)
+	// Asked again, the keys skipped take places up to the budget.
+	for i := range n {
+		wg.Go(func() { s.get(context.Background(), fmt.Sprint("k", i), 1<<10, accept) })
 	}
+	for range sharedInflightValues - sharedFirstLookups {
+		<-store.calls
+	}
+	skipped(2*n - sharedFirstLookups - sharedInflightValues) // those in flight are joined
 	close(store.gate)
 	wg.Wait()
 	if got := len(store.calls); got != 0 {
@@ -227,5 +243,69 @@ func TestSharedFetchesInFlightAreBounded(t *testing.T) {
 	}
 	if counts[SharedMiss] != sharedInflightValues {
 		t.Errorf("results %v, want %d misses", counts, sharedInflightValues)
+	}
+}
+
+// sizedStore is a gatedStore that tells a value's length (a
+// SharedStoreSizer), and records the limits it is asked with.
+type sizedStore struct {
+	gatedStore
+	mu     sync.Mutex
+	limits []int
+}
+
+func (s *sizedStore) GetOrSize(ctx context.Context, key string, limit int) ([]byte, int, bool, error) {
+	s.mu.Lock()
+	s.limits = append(s.limits, limit)
+	s.mu.Unlock()
+	s.calls <- struct{}{}
+	<-s.gate
+	s.claimStore.mu.Lock()
+	v, ok := s.claimStore.values[key]
+	s.claimStore.mu.Unlock()
+	if ok && len(v) > limit {
+		return nil, len(v), true, nil
+	}
+	return v, len(v), ok, nil
+}
+
+// A read of a key the store lacks holds the in-flight budget for what the
+// store may send before it tells the value's length, not for the whole
+// limit; a long value is read in a second call holding its length; and a
+// key missed is not asked again for a while.
+func TestSharedReadHoldsWhatTheValueIs(t *testing.T) {
+	long := bytes.Repeat([]byte("v"), 3*sharedProbe)
+	store := &sizedStore{gatedStore: gatedStore{claimStore: claimStore{values: map[string][]byte{"long": long}}, gate: make(chan struct{}), calls: make(chan struct{}, 100)}}
+	s := newShared(&config{shared: store, sharedTimeout: 5 * time.Second}, nil)
+	accept := func(v []byte) (any, bool) { return v, true }
+	budget := int64(s.maxValue) * sharedInflightValues
+
+	var wg sync.WaitGroup
+	for i := range sharedFirstLookups {
+		wg.Go(func() { s.get(context.Background(), fmt.Sprint("unknown", i), s.maxValue, accept) })
+	}
+	for range sharedFirstLookups {
+		<-store.calls
+	}
+	// Four reads in flight of keys the store lacks leave the budget all
+	// but four probes.
+	if free := budget - sharedFirstLookups*sharedProbe; !s.inflight.TryAcquire(free) {
+		t.Errorf("%d reads in flight leave less than %d of the %d-byte budget: each holds more than %d bytes", sharedFirstLookups, free, budget, sharedProbe)
+	} else {
+		s.inflight.Release(free)
+	}
+	close(store.gate)
+	wg.Wait()
+
+	store.limits = nil
+	if v, ok := s.get(context.Background(), "long", s.maxValue, accept); !ok || !bytes.Equal(v.([]byte), long) {
+		t.Fatalf("the long value: %v", ok)
+	}
+	if want := []int{sharedProbe, len(long)}; fmt.Sprint(store.limits) != fmt.Sprint(want) {
+		t.Errorf("the long value was asked with limits %v, want %v", store.limits, want)
+	}
+	store.limits = nil
+	if _, ok := s.get(context.Background(), "unknown0", s.maxValue, accept); ok || len(store.limits) != 0 {
+		t.Errorf("a key missed a moment ago was asked again (limits %v)", store.limits)
 	}
 }

@@ -40,6 +40,27 @@ type SharedStore interface {
 	Claim(ctx context.Context, key string, value []byte, lifetime time.Duration) (bool, error)
 }
 
+// SharedStoreSizer is a [SharedStore] that can tell the length of a value
+// too long for a call's limit without transferring it. squeeze reads from
+// such a store in two steps: a first call with a small limit brings a short
+// value whole, or tells a longer one's length; only then does squeeze set
+// aside that many bytes of its in-flight budget and ask for the value. So a
+// key that holds nothing, the usual answer to a request naming a hash the
+// fleet never stored, holds little of the budget while it is asked, and
+// reads of real values are not turned away behind it. A SharedStore without
+// this method is read in one call that holds the whole size limit.
+// github.com/squeezehttp/squeeze/redisstore implements it.
+type SharedStoreSizer interface {
+	SharedStore
+
+	// GetOrSize returns the value stored under key, its length and true
+	// when it is at most limit bytes long; a nil value, its length (more
+	// than limit) and true when it is longer, without transferring it;
+	// and false when key holds none. An error means the store could not
+	// answer.
+	GetOrSize(ctx context.Context, key string, limit int) (value []byte, size int, ok bool, err error)
+}
+
 // Defaults for the options of the same names.
 const (
 	// DefaultSharedStoreTimeout is the per-call deadline of a SharedStore
@@ -57,7 +78,8 @@ const (
 )
 
 // Breaker settings of the shared store: after sharedBreakerFailures calls
-// in a row fail (an error, a timeout or a value that fails verification),
+// in a row fail (an error or a timeout; a value that fails verification is
+// an answer, counted apart),
 // no call is made for sharedBreakerCooldown; then one call probes the
 // store, and closes the breaker if it succeeds or opens it again if not.
 const (
@@ -75,7 +97,11 @@ const maxSharedTimeout = 10 * time.Second
 //
 //   - A body remembered as a dictionary ([WithDictionaryMatch]), and a
 //     [Middleware.FileServer] file used as one, is written to s under its
-//     SHA-256, with the pattern it was stored under. A replica asked for a
+//     SHA-256, with the pattern it was stored under, once it has earned
+//     it: a body sent in a public response that a client named in
+//     Available-Dictionary or that was sent twice
+//     ([WithSharedStoreAdmitAfter]), a file once sent in a public
+//     response. A replica asked for a
 //     delta against a dictionary it does not hold fetches it from s,
 //     checks its SHA-256 and that its pattern is one of this Middleware's
 //     own WithDictionaryMatch patterns matching the request's path, keeps it
@@ -86,22 +112,37 @@ const maxSharedTimeout = 10 * time.Second
 //   - A best-level encoding that a [Cache]'s upgrade or a FileServer's
 //     makes, of a plain coding or a delta, is written to s under the
 //     SHA-256 of the plain body, the coding, the level and the
-//     dictionary's SHA-256. Before it upgrades, a replica looks there; it
+//     dictionary's SHA-256, once it went out in a public response (and,
+//     for a Cache's entry, after three hits). Before it upgrades, a
+//     replica looks there; it
 //     keeps what it finds only after decoding it once and checking the
 //     SHA-256 of the result. On a miss it claims the work, so that each
 //     encoding is made once per fleet; a claim its owner never fulfils
 //     expires after a minute.
 //
+// Nothing private is written: a response that is private, no-store, sets
+// a cookie or answers Authorization or Cookie without Cache-Control:
+// public is no dictionary and its encodings stay local. Each Middleware
+// writes at most [WithSharedStoreWriteBudget] a minute, claims included.
+//
 // Local stores stay in front: s is asked only on a local miss, at most
 // once at a time per key per Middleware, and every call ends at the per-call
 // timeout ([WithSharedStoreTimeout]). Writes are made in the background and
-// never delay a response. After 5 calls in a row fail (an error, a timeout
-// or a value that fails verification), s is not asked for 2 seconds; then
-// one call probes it. Meanwhile, responses are what they would be without
-// s: local deltas or the plain codings. A value that fails verification is
-// never served nor kept, and its key is not asked for again for a minute. Values over [WithSharedStoreMaxValue] are neither
-// written nor read; values being read or written hold at most 8 times that
-// limit at once, and a call that would go beyond it is skipped. The
+// never delay a response. After 5 calls in a row fail (an error or a
+// timeout), s is not asked for 2 seconds; then one call probes it.
+// Meanwhile, responses are what they would be without s: local deltas or
+// the plain codings. A value that fails verification is never served nor
+// kept, and its key is not asked for again for a minute; it is counted
+// (SharedRejected), not charged to the breaker, so neither a bad value nor
+// a request naming a good one on a path its pattern does not match stops
+// the sharing. A key the store lacks is not asked for again for a second.
+// At most 16 reads are in flight, only 4 of them for keys not asked for
+// before, so that requests naming random hashes cost few reads and leave
+// room for a client that names its dictionary again. Values over
+// [WithSharedStoreMaxValue] are neither written nor read; values being
+// read or written hold at most 8 times that limit at once, a read holding
+// the limit, or with a [SharedStoreSizer] the value's own length, and a
+// call that would go beyond it is skipped. The
 // observer ([WithObserver], [Counters]) receives a [SharedStoreEvent] for
 // each call and breaker change.
 //

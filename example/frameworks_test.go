@@ -31,6 +31,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/squeezehttp/squeeze"
+	squeezeecho "github.com/squeezehttp/squeeze/echo"
+	squeezegin "github.com/squeezehttp/squeeze/gin"
 	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
@@ -84,6 +86,7 @@ var commonRequests = []frameworkRequest{
 }
 
 func frameworks() []framework {
+	m := squeeze.MustNew() // the Middleware the echo and gin adapters mount
 	items := frameworkItems()
 	upload := func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
@@ -113,6 +116,9 @@ func frameworks() []framework {
 			app: func(compress bool) http.Handler {
 				gin.SetMode(gin.TestMode)
 				engine := gin.New()
+				if compress {
+					engine.Use(squeezegin.Middleware(m))
+				}
 				engine.GET("/json", func(c *gin.Context) { c.JSON(http.StatusOK, items) })
 				engine.GET("/stream", func(c *gin.Context) {
 					i := 0
@@ -133,11 +139,7 @@ func frameworks() []framework {
 					}
 					c.String(http.StatusOK, uploadAnswer(b))
 				})
-				if !compress {
-					return engine
-				}
-				handler := squeeze.Handler(engine) // gin takes net/http middleware around the engine
-				return handler
+				return engine
 			},
 			requests: append(commonRequests[:len(commonRequests):len(commonRequests)],
 				frameworkRequest{"GET", "/error", false, http.StatusBadRequest}),
@@ -148,7 +150,7 @@ func frameworks() []framework {
 				e := echo.New()
 				e.HideBanner, e.HidePort = true, true
 				if compress {
-					e.Use(echo.WrapMiddleware(squeeze.Handler))
+					e.Use(squeezeecho.Middleware(m))
 				}
 				e.GET("/json", func(c echo.Context) error { return c.JSON(http.StatusOK, items) })
 				e.GET("/stream", func(c echo.Context) error {
@@ -159,7 +161,7 @@ func frameworks() []framework {
 				e.GET("/not-found", func(echo.Context) error { return echo.ErrNotFound })
 				e.GET("/failure", func(echo.Context) error { return errors.New("handler failed") })
 				e.GET("/long-error", func(echo.Context) error {
-					return echo.NewHTTPError(http.StatusUnprocessableEntity, items) // long enough to compress, had squeeze seen it
+					return echo.NewHTTPError(http.StatusUnprocessableEntity, items) // long enough to compress
 				})
 				e.POST("/upload", func(c echo.Context) error {
 					b, err := io.ReadAll(c.Request().Body)
@@ -174,7 +176,7 @@ func frameworks() []framework {
 				frameworkRequest{"GET", "/error", false, http.StatusBadRequest},
 				frameworkRequest{"GET", "/not-found", false, http.StatusNotFound},
 				frameworkRequest{"GET", "/failure", false, http.StatusInternalServerError},
-				frameworkRequest{"GET", "/long-error", false, http.StatusUnprocessableEntity},
+				frameworkRequest{"GET", "/long-error", true, http.StatusUnprocessableEntity},
 				frameworkRequest{"POST", "/json", false, http.StatusMethodNotAllowed}),
 		},
 		{
@@ -425,7 +427,7 @@ func TestReadmeFrameworkRecipesAreTested(t *testing.T) {
 	}
 	found := false
 	for _, block := range fences(t, "go") {
-		if !strings.Contains(block, "echo.WrapMiddleware") {
+		if !strings.Contains(block, "squeezeecho.Middleware") {
 			continue
 		}
 		found = true
@@ -437,6 +439,6 @@ func TestReadmeFrameworkRecipesAreTested(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Error("README.md has no framework recipe (a ```go block with echo.WrapMiddleware)")
+		t.Error("README.md has no framework recipe (a ```go block with squeezeecho.Middleware)")
 	}
 }

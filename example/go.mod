@@ -6,6 +6,10 @@ replace github.com/squeezehttp/squeeze => ../
 
 replace github.com/squeezehttp/squeeze/redisstore => ../redisstore
 
+replace github.com/squeezehttp/squeeze/echo => ../echo
+
+replace github.com/squeezehttp/squeeze/gin => ../gin
+
 require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-chi/chi/v5 v5.5.0
@@ -13,6 +17,8 @@ require (
 	github.com/labstack/echo/v4 v4.16.5
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/squeezehttp/squeeze v0.0.0
+	github.com/squeezehttp/squeeze/echo v0.0.0
+	github.com/squeezehttp/squeeze/gin v0.0.0
 	github.com/squeezehttp/squeeze/redisstore v0.0.0
 )
 

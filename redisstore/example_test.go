@@ -15,12 +15,16 @@ import (
 // dictionaries any replica remembered. It needs a Redis server, so it has
 // no output to check.
 func Example() {
-	client := redis.NewClient(&redis.Options{
+	opt := &redis.Options{
 		Addr: "localhost:6379",
 		// Let the store's and squeeze's deadlines end a call (see the
 		// package documentation).
 		ContextTimeoutEnabled: true,
-	})
+	}
+	// Fail a reply that declares more than squeeze reads, before go-redis
+	// allocates it.
+	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
+	client := redis.NewClient(opt)
 	defer client.Close()
 
 	store, err := redisstore.New(client,

@@ -278,8 +278,10 @@ func TestFleetRedisStoppedThenRestarted(t *testing.T) {
 	if ce := b.get(t, files, 2, files[0]); !isDelta(ce) {
 		t.Fatalf("v2 with the store up: %q, want a delta", ce)
 	}
-	a.earn(t, files, 3) // v3: in a and the store, not in b
-	waitStored(t, raw, redisstore.DefaultPrefix, 2) // v1 and v3: b sent v2 once, which earns nothing
+	// v3: in a and the store, not in b. The store holds v1 and v3: b sent
+	// v2 once, which earns nothing.
+	a.earn(t, files, 3)
+	waitStored(t, raw, redisstore.DefaultPrefix, 2)
 
 	// A server that does not answer: every response is still right, and
 	// none waits for the server, only (at most) for the timeout.

@@ -24,6 +24,21 @@
 // Get never transfers a value longer than its limit: a Lua script takes the
 // value's length and, only when it is within the limit, the value, in one
 // round trip (EVALSHA; EVAL once when the server does not hold the script).
+// GetOrSize returns that length too, which makes the Store a
+// squeeze.SharedStoreSizer.
+//
+// # A Redis that is not to be trusted
+//
+// go-redis allocates what a reply's header declares before it reads the
+// reply, so a hostile or impersonated server could make each call allocate
+// gigabytes. Give the Store a client of its own whose dialer is wrapped by
+// LimitReplies, which fails a reply declaring more than squeeze reads, and
+// connect with TLS as an ACL user that reaches only the Store's keys:
+//
+//	opt := &redis.Options{Addr: "redis:6380", ContextTimeoutEnabled: true,
+//		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}, Username: "squeeze", Password: password}
+//	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
+//	store, err := redisstore.New(redis.NewClient(opt))
 //
 // # Timeouts
 //
@@ -112,7 +127,7 @@ type Store struct {
 	abandoned      atomic.Int64
 }
 
-var _ squeeze.SharedStore = (*Store)(nil)
+var _ squeeze.SharedStoreSizer = (*Store)(nil)
 
 // Option configures a Store in New.
 type Option func(*Store) error
@@ -221,29 +236,43 @@ func (s *Store) Prefix() string { return s.prefix }
 // value longer than limit bytes, which is not transferred. A negative limit
 // is an error.
 func (s *Store) Get(ctx context.Context, key string, limit int) ([]byte, bool, error) {
+	value, size, ok, err := s.GetOrSize(ctx, key, limit)
+	return value, ok && size <= limit, err
+}
+
+// GetOrSize returns the value under key, its length and true; when the
+// value is longer than limit bytes, a nil value, its length and true,
+// without transferring it; false when key holds none. One round trip
+// either way: a script takes the value's length and, only when it is
+// within the limit, the value. A negative limit is an error.
+func (s *Store) GetOrSize(ctx context.Context, key string, limit int) ([]byte, int, bool, error) {
 	if limit < 0 {
-		return nil, false, fmt.Errorf("redisstore: Get(%q) with a negative limit %d", key, limit)
+		return nil, 0, false, fmt.Errorf("redisstore: Get(%q) with a negative limit %d", key, limit)
 	}
-	value, err := call(s, ctx, func(ctx context.Context) ([]byte, error) {
+	type answer struct {
+		value []byte
+		size  int
+	}
+	a, err := call(s, ctx, func(ctx context.Context) (answer, error) {
 		res, err := getScript.Run(ctx, s.client, []string{s.prefix + key}, limit).Result()
 		if err != nil {
-			return nil, err
+			return answer{}, err
 		}
 		switch v := res.(type) {
 		case string:
-			return []byte(v), nil
+			return answer{[]byte(v), len(v)}, nil
 		case int64:
-			return nil, redis.Nil // longer than limit: not transferred
+			return answer{nil, int(v)}, nil // longer than limit: not transferred
 		}
-		return nil, fmt.Errorf("redisstore: Get(%q): the script answered %T", key, res)
+		return answer{}, fmt.Errorf("redisstore: Get(%q): the script answered %T", key, res)
 	})
 	switch {
 	case errors.Is(err, redis.Nil):
-		return nil, false, nil
+		return nil, 0, false, nil
 	case err != nil:
-		return nil, false, err
+		return nil, 0, false, err
 	}
-	return value, true, nil
+	return a.value, a.size, true, nil
 }
 
 // Set stores value under key for lifetime (0: the Store's lifetime),

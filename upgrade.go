@@ -3,7 +3,6 @@ package squeeze
 import (
 	"bytes"
 	"io"
-	"weak"
 
 	"github.com/klauspost/compress/zstd"
 	brrr "github.com/molecule-man/go-brrr"
@@ -13,13 +12,100 @@ import (
 	"github.com/squeezehttp/squeeze/writers"
 )
 
-// This file holds what the cache's upgrade worker (cache.go) needs to
-// upgrade a delta, a dcz or dcb encoding made against a dictionary: the
-// dictionary-aware encoders at the best level, the decoder of an entry
-// kept without its plain bytes, and what both cost the budget. An upgraded
-// delta keeps the framing and the window limits of RFC 9842 §4: dcz's
-// window is dczWindow of the dictionary, as at the Middleware's level, and
-// dcb's is dcbWindowBits, the dictionary being reached beyond it.
+// This file is the one home of best-level work, for the Cache's upgrade
+// worker (cache.go) and the FileServer's (fileserver_upgrade.go) alike:
+// which level is best (BestLevel, upgradeLevel) and the fallbacks when the
+// budget has no room for it (upgradeLevels); the encoders an upgrade
+// builds for one encoding, the dictionary-aware ones for deltas included
+// (newUpgradeEncoder); the decoders of an entry kept without its plain
+// bytes (newUpgradeDecoder); and one estimate of what each holds
+// (encoderMemory and the estimates built on it), which the budgets claim
+// before the work starts. An upgraded delta keeps the framing and the
+// window limits of RFC 9842 §4: dcz's window is dczWindow of the
+// dictionary, as at the Middleware's level, and dcb's is dcbWindowBits,
+// the dictionary being reached beyond it.
+
+// BestLevel returns the level squeeze's precompression uses for coding:
+// the highest the codec has ([writers.Levels]), except zstd at 19, as the
+// zstd command line's highest level without --ultra (klauspost/compress
+// runs 10 to 22 alike). It reads coding as [WithEncodings] and [WithLevel]
+// do: case-insensitively, "x-gzip" meaning gzip. For a coding it does not
+// know ("identity", "dcz", a typo) it returns -1, a level that no coding
+// takes, so that passing it on to [WithLevel] or [writers.NewEncoder] is
+// an error rather than a valid level of another coding.
+//
+// It is the level of every best-level encoding squeeze makes: the
+// [Cache]'s upgrades and the [Middleware.FileServer]'s, of deltas too
+// (dcz at zstd's, dcb at br's), so that both name one encoding alike in a
+// fleet's store ([WithSharedStore]).
+func BestLevel(coding string) int {
+	canonical, ok := writers.Canonical(coding)
+	if !ok {
+		return -1
+	}
+	if canonical == Zstd {
+		return 19
+	}
+	r, _ := writers.Levels(canonical)
+	return r.Max
+}
+
+// upgradeLevel is the level a best-level upgrade of coding encodes at, the
+// Cache's and the FileServer's, a delta's included: BestLevel of the codec
+// it runs on (dcz zstd's, dcb br's). zstd's is 19, not 22: klauspost/compress
+// runs 10 to 22 alike, so a higher number would only name the same bytes
+// under another key in a fleet's store, and make an encoding at 19 look
+// short of the best.
+func upgradeLevel(coding string) int {
+	return BestLevel(deltaCodec(coding))
+}
+
+// reachedBest reports whether an encoding of coding at level is at its
+// best: at upgradeLevel or above, which encodes no better.
+func reachedBest(coding string, level int) bool {
+	return level >= upgradeLevel(coding)
+}
+
+// upgradeLevels are the levels an upgrade tries for coding, best first:
+// when the budget has no room for a best-level encoder, a lesser one still
+// gains.
+func upgradeLevels(coding string, best int) []int {
+	switch deltaCodec(coding) {
+	case writers.Zstd:
+		return []int{best, 9}
+	case writers.Brotli:
+		return []int{best, 7, 6}
+	}
+	return []int{best}
+}
+
+// encoderMemory bounds the heap an encoder for coding at level allocates
+// over its life, tables and transient buffers of one encode together
+// (TestUpgradeCodecMemoryIsBounded checks it). zstd runs levels 10-22 as
+// klauspost/compress's best, with its largest tables; br 9 and over search
+// deeper hash chains, and 10-11 allocate their tables at each encode.
+func encoderMemory(coding string, level int) int64 {
+	const MiB = 1 << 20
+	switch {
+	case coding == writers.Zstd && level >= 10:
+		return 38 * MiB
+	case coding == writers.Zstd:
+		return 6 * MiB
+	case coding == writers.Brotli && level >= 9:
+		return 42 * MiB
+	case coding == writers.Brotli && level >= 8:
+		return 21 * MiB
+	case coding == writers.Brotli && level >= 7:
+		return 12 * MiB
+	case coding == writers.Brotli:
+		return 7 * MiB
+	}
+	return 2 * MiB // gzip and deflate
+}
+
+// decoderMemory bounds what a decoder of an entry allocates: the cache's
+// own encodings, whose windows NewEncoder keeps to 256 KiB at most.
+const decoderMemory = 1 << 20
 
 // deltaCodec returns the codec a coding runs on: zstd for dcz, br for dcb,
 // and coding itself for the others.
@@ -132,24 +218,6 @@ func newDeltaDecoder(coding string, body []byte, d *dictionary) (io.Reader, func
 	return decode.NewDictionaryReader(coding, bytes.NewReader(body), decode.Dictionary{Data: d.data, Hash: d.hash})
 }
 
-// upgradeSource is what an upgrade of an entry needs beyond the entry: the
-// dictionary of a dcz or dcb key, and the fleet's store of the Middleware
-// that found the entry, each nil when there is none.
-type upgradeSource struct {
-	dict   *dictionary
-	shared *shared
-}
-
-// newUpgradeJob returns the job of upgrading e, stored under k, at level
-// best, with what src holds.
-func newUpgradeJob(k *cacheKey, e *cacheEntry, best int, src upgradeSource) upgradeJob {
-	j := upgradeJob{key: *k, entry: e, best: best, shared: src.shared}
-	if src.dict != nil && k.dictionary != "" {
-		j.dict = weak.Make(src.dict)
-	}
-	return j
-}
-
 // upgradeDecoderMemory bounds what decoding an entry of coding kept without
 // its plain bytes holds, against d for a delta; plainMax bounds its plain
 // bytes.
@@ -174,4 +242,21 @@ func newUpgradeDecoder(coding string, body []byte, d *dictionary) (io.Reader, fu
 		return nil, nil, err
 	}
 	return dec, func() {}, nil
+}
+
+// fileEncoderMemory bounds what the encoder of o holds: a dictionary
+// coding's is its codec's, with the dictionary's tables.
+func fileEncoderMemory(o *offer) int64 {
+	coding := o.coding
+	switch coding {
+	case DCZ:
+		coding = Zstd
+	case DCB:
+		coding = Brotli
+	}
+	n := encoderMemory(coding, o.encoders.Level())
+	if o.dict != nil {
+		n += int64(len(o.dict.data))
+	}
+	return n
 }

@@ -2,9 +2,77 @@ package squeeze
 
 import (
 	"context"
+	"crypto/sha256"
+	"io/fs"
 	"sync"
 	"time"
 )
+
+// This file holds the file server's best-level upgrades: one goroutine at a
+// time re-encodes a stored representation at its coding's best level (or a
+// fallback the budget has room for), against its dictionary for a delta,
+// taking the fleet's encoding instead when another replica made it.
+
+// startBest encodes version meta of the file name at the best level of
+// k.coding (against d for a delta) on a goroutine of its own, unless one
+// is running already: then it does nothing, and a later request tries
+// again. The goroutine ends with the encoding. old is the representation
+// stored now, which the new encoding replaces only if it is smaller: passed
+// in rather than looked up again, so a store that counts its look-ups (a
+// Cache) counts only the requests'. public says the request that started
+// it got a public response: only then is the encoding written to the
+// fleet's store (bestEncoding).
+func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte, d *dictionary, public bool) {
+	select {
+	case s.bestToken <- struct{}{}:
+	default:
+		return
+	}
+	s.bestRuns.Add(1)
+	go func() {
+		defer func() {
+			<-s.bestToken
+			s.bestRuns.Done()
+		}()
+		// The encoder is made for this encoding and dropped with it, not
+		// kept for later, and what the work holds is counted against the
+		// store's budget, as for encodedRep: a best-level encoder holds
+		// tens of megabytes (with a delta's dictionary tables), the file is
+		// read whole (a fleet's store is keyed and checked by its hash), and
+		// the encoding is at most limit bytes.
+		level := upgradeLevel(k.coding)
+		limit := meta.size - 1
+		if old != nil {
+			limit = int64(len(old)) - 1 // an encoding no smaller is of no use
+		}
+		// The best level, or the first fallback level (as the Cache's
+		// upgrades have) that the budget has room for.
+		var e *fileEncoding
+		for _, l := range upgradeLevels(k.coding, level) {
+			if e = newFileEncoding(s.reps, upgradeEncoderMemory(k.coding, l, d)+meta.size+max(limit, 0), limit); e != nil {
+				level = l
+				break
+			}
+		}
+		if e == nil {
+			return // a later request tries again
+		}
+		plain, err := fs.ReadFile(fsys, name)
+		if err != nil || sha256.Sum256(plain) != meta.hash {
+			e.release()
+			return // changed or gone: the next request sees the new version
+		}
+		data, wait, err := s.bestEncoding(k, plain, old, d, level, public)
+		if err != nil || wait {
+			e.release()
+			return
+		}
+		if old != nil && (data == nil || len(data) >= len(old)) {
+			data = old // the faster level did better: keep it
+		}
+		e.store(k, rep{data: data, best: true})
+	}()
+}
 
 // encodeBest encodes plain, version k.plain of a file, at level (the best
 // of k.coding, or a fallback), against d for a delta (dcz, dcb), with an
@@ -48,9 +116,6 @@ func (s *fileServer) bestEncoding(k repKey, plain, old []byte, d *dictionary, le
 		return nil, true, nil
 	}
 	best := upgradeLevel(k.coding)
-	if d == nil {
-		best = BestLevel(k.coding)
-	}
 	v := newSharedVariant(sh, k.plain, len(plain), k.coding, best, d)
 	limit := len(plain) - 1
 	if old != nil {

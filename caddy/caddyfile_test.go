@@ -1,0 +1,144 @@
+package squeezecaddy_test
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the Caddyfile adapter
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	squeezecaddy "github.com/squeezehttp/squeeze/caddy"
+)
+
+// adapt returns the JSON config of a Caddyfile, as caddy adapt does.
+func adapt(t *testing.T, caddyfile string) ([]byte, error) {
+	t.Helper()
+	adapter := caddyconfig.GetAdapter("caddyfile")
+	if adapter == nil {
+		t.Fatal("no caddyfile adapter registered")
+	}
+	out, _, err := adapter.Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"})
+	return out, err
+}
+
+// The directive's settings reach the handler's JSON, and squeeze runs
+// before encode in the route whichever comes first in the site block.
+func TestCaddyfileDirectiveRunsBeforeEncode(t *testing.T) {
+	out, err := adapt(t, `
+http://example.com {
+	encode zstd gzip
+	squeeze zstd br {
+		gzip 6
+		minimum_length 512
+		types text/* application/json
+		dictionary /js/app.*.js /css/*.css
+		max_request_body 1MiB
+		cache 64MiB
+		store redis 127.0.0.1:6379 myapp:
+	}
+	file_server
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handlers []string
+	var got squeezecaddy.Handler
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if name, ok := v["handler"].(string); ok {
+				handlers = append(handlers, name)
+				if name == "squeeze" {
+					b, _ := json.Marshal(v)
+					if err := json.Unmarshal(b, &got); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for _, k := range []string{"apps", "http", "servers", "srv0", "routes", "handle"} {
+				if child, ok := v[k]; ok {
+					walk(child)
+				}
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	var config any
+	if err := json.Unmarshal(out, &config); err != nil {
+		t.Fatal(err)
+	}
+	walk(config)
+	if strings.Join(handlers, " ") != "subroute squeeze encode file_server" {
+		t.Errorf("handlers in the order %q, want squeeze before encode:\n%s", handlers, out)
+	}
+	want := squeezecaddy.Handler{
+		Prefer:         []string{"zstd", "br", "gzip"},
+		Levels:         map[string]int{"gzip": 6},
+		MinLength:      512,
+		Types:          []string{"text/*", "application/json"},
+		Dictionaries:   []string{"/js/app.*.js", "/css/*.css"},
+		MaxRequestBody: 1 << 20,
+		CacheSize:      64 << 20,
+		Redis:          &squeezecaddy.Redis{Address: "127.0.0.1:6379", Prefix: "myapp:"},
+	}
+	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+		t.Errorf("the handler's config is\n%s\nwant\n%s", g, w)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A directive Caddy cannot read is an error naming the line's mistake.
+func TestCaddyfileDirectiveErrors(t *testing.T) {
+	for _, tc := range []struct{ block, want string }{
+		{"squeeze {\n\tgzip fast\n}", `gzip level "fast"`},
+		{"squeeze {\n\tminimum_length\n}", "wrong argument count"},
+		{"squeeze {\n\tcache lots\n}", `cache "lots": not a size`},
+		{"squeeze {\n\tstore memcached 1.2.3.4:11211\n}", "store redis <host:port>"},
+		{"squeeze {\n\tcompress harder\n}", `unrecognized squeeze subdirective "compress"`},
+		{"squeeze {\n\tdictionary\n}", "wrong argument count"},
+	} {
+		_, err := adapt(t, "http://example.com {\n"+tc.block+"\n}")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one with %q", tc.block, err, tc.want)
+		}
+	}
+}
+
+// The README's Caddyfile recipe, in a site block, is a valid config with
+// squeeze in it.
+func TestReadmeCaddyfileRecipeAdapts(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```caddyfile\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no ```caddyfile block")
+	}
+	for _, block := range blocks {
+		out, err := adapt(t, "http://example.com {\n"+block[1]+"}\n")
+		if err != nil {
+			t.Errorf("the README's Caddyfile:\n%s\n%v", block[1], err)
+			continue
+		}
+		if !strings.Contains(string(out), `"handler":"squeeze"`) {
+			t.Errorf("the README's Caddyfile has no squeeze handler: %s", out)
+		}
+	}
+}

@@ -1,0 +1,200 @@
+// Package squeezecaddy is squeeze as a Caddy module: the HTTP handler
+// http.handlers.squeeze and its Caddyfile directive, squeeze. It compresses
+// responses with zstd, br or gzip as Caddy's encode does, and sends RFC 9842
+// dictionary deltas (dcz, dcb), which encode cannot: a browser that holds
+// the previous version of a script gets the next one as a delta against it.
+// It only translates: the handler is a [squeeze.Middleware] mounted through
+// [squeeze.Middleware.Handler] in front of the rest of the route.
+//
+// Build Caddy with it (xcaddy build --with github.com/squeezehttp/squeeze/caddy,
+// or a main package importing caddy's cmd, its standard modules and this
+// package, as cmd/caddy-squeeze does) and write, in a site block:
+//
+//	squeeze {
+//		dictionary /js/app.*.js
+//	}
+//
+// The directive is ordered before encode, so the two can share a route:
+// encode steps aside for a response squeeze has encoded, as it does for any
+// response that already has a Content-Encoding.
+package squeezecaddy
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/redisstore"
+)
+
+// Caddy finds its modules through registration at init, the convention
+// every Caddy module follows (caddy.RegisterModule): the one package-level
+// side effect squeeze's code has, and only in this module, which exists to
+// be imported by a Caddy build.
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// Handler is the http.handlers.squeeze module. Its zero value has squeeze's
+// defaults: zstd, br and gzip, bodies of 1 KiB and more of the types in
+// [squeeze.DefaultContentTypes], no dictionaries.
+type Handler struct {
+	// Prefer lists the codings to offer, most preferred first: zstd, br,
+	// gzip, deflate (and dcz, dcb to order the dictionary codings). Empty:
+	// zstd, br, gzip.
+	Prefer []string `json:"prefer,omitempty"`
+	// Levels sets a coding's level, on its own scale (zstd 1 to 22, br 0 to
+	// 11, gzip and deflate 1 to 9).
+	Levels map[string]int `json:"levels,omitempty"`
+	// MinLength is the smallest body compressed, in bytes; 0 means
+	// squeeze's default (1024).
+	MinLength int `json:"minimum_length,omitempty"`
+	// Types are the media types to compress, with patterns such as text/*
+	// and */*+json; empty means squeeze.DefaultContentTypes.
+	Types []string `json:"types,omitempty"`
+	// Dictionaries are RFC 9842 match patterns ("/js/app.*.js"): a
+	// response to a matching path becomes a dictionary for the later ones,
+	// which a browser holding it gets as dcz or dcb deltas.
+	Dictionaries []string `json:"dictionaries,omitempty"`
+	// MaxRequestBody caps each decoded request body, in bytes; 0 means
+	// squeeze's default (10 MiB).
+	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+	// CacheSize, when positive, keeps encoded bodies in a cache of at most
+	// this many bytes, re-encoded at the best level once hit a few times.
+	CacheSize int64 `json:"cache_size,omitempty"`
+	// Redis, when set, shares dictionaries and best-level encodings with
+	// the other replicas through Redis or Valkey.
+	Redis *Redis `json:"redis,omitempty"`
+
+	m      *squeeze.Middleware
+	cache  *squeeze.Cache
+	client *redis.Client
+}
+
+// Redis is the shared store of a [Handler]: a Redis or Valkey server.
+type Redis struct {
+	// Address is the server's host:port.
+	Address string `json:"address"`
+	// Prefix starts every key squeeze writes; empty means redisstore's.
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.squeeze",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// Validate checks what squeeze itself does not see: the sizes and the
+// Redis address. Provision has built the Middleware, which checked the
+// rest.
+func (h *Handler) Validate() error {
+	switch {
+	case h.MinLength < 0:
+		return fmt.Errorf("squeeze: minimum_length %d is negative", h.MinLength)
+	case h.MaxRequestBody < 0:
+		return fmt.Errorf("squeeze: max_request_body %d is negative", h.MaxRequestBody)
+	case h.CacheSize < 0:
+		return fmt.Errorf("squeeze: cache %d is negative", h.CacheSize)
+	case h.Redis != nil && h.Redis.Address == "":
+		return errors.New("squeeze: store redis needs the server's address")
+	}
+	return nil
+}
+
+// Provision builds the [squeeze.Middleware], its cache and its Redis
+// client; an error names the option squeeze refused.
+func (h *Handler) Provision(caddy.Context) error {
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	var opts []squeeze.Option
+	if len(h.Prefer) > 0 {
+		opts = append(opts, squeeze.WithEncodings(h.Prefer...))
+	}
+	for _, coding := range slices.Sorted(maps.Keys(h.Levels)) { // the same error every time
+		opts = append(opts, squeeze.WithLevel(coding, h.Levels[coding]))
+	}
+	if h.MinLength > 0 {
+		opts = append(opts, squeeze.WithMinSize(h.MinLength))
+	}
+	if len(h.Types) > 0 {
+		opts = append(opts, squeeze.WithContentTypes(h.Types...))
+	}
+	if len(h.Dictionaries) > 0 {
+		opts = append(opts, squeeze.WithDictionaryMatch(h.Dictionaries...))
+	}
+	if h.MaxRequestBody > 0 {
+		opts = append(opts, squeeze.WithMaxDecompressedSize(h.MaxRequestBody))
+	}
+	if h.CacheSize > 0 {
+		cache, err := squeeze.NewCache(h.CacheSize)
+		if err != nil {
+			return fmt.Errorf("squeeze: cache: %w", err)
+		}
+		h.cache = cache
+		opts = append(opts, squeeze.WithCache(cache))
+	}
+	if h.Redis != nil {
+		h.client = redis.NewClient(&redis.Options{Addr: h.Redis.Address, ContextTimeoutEnabled: true})
+		var storeOpts []redisstore.Option
+		if h.Redis.Prefix != "" {
+			storeOpts = append(storeOpts, redisstore.WithPrefix(h.Redis.Prefix))
+		}
+		store, err := redisstore.New(h.client, storeOpts...)
+		if err != nil {
+			return errors.Join(fmt.Errorf("squeeze: store redis: %w", err), h.Cleanup())
+		}
+		opts = append(opts, squeeze.WithSharedStore(store))
+	}
+	m, err := squeeze.New(opts...)
+	if err != nil {
+		return errors.Join(err, h.Cleanup())
+	}
+	h.m = m
+	return nil
+}
+
+// Cleanup stops the cache's worker and closes the Redis client, when the
+// config that provisioned h is unloaded.
+func (h *Handler) Cleanup() error {
+	var errs []error
+	if h.cache != nil {
+		errs = append(errs, h.cache.Close())
+		h.cache = nil
+	}
+	if h.client != nil {
+		errs = append(errs, h.client.Close())
+		h.client = nil
+	}
+	return errors.Join(errs...)
+}
+
+// ServeHTTP runs the rest of the route behind squeeze and returns its
+// error for Caddy's error handling. A response Caddy writes for an error
+// (handle_errors) is written after squeeze has finished: put squeeze in the
+// handle_errors routes too to compress it.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	var err error
+	h.m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err = next.ServeHTTP(w, r)
+	})).ServeHTTP(w, r)
+	return err
+}

@@ -1,0 +1,158 @@
+package squeezecaddy_test
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/squeezehttp/squeeze"
+	squeezecaddy "github.com/squeezehttp/squeeze/caddy"
+	"github.com/squeezehttp/squeeze/internal/corpus"
+	"github.com/squeezehttp/squeeze/internal/testtool"
+)
+
+// provisioned returns h provisioned as Caddy does, cleaned up when the
+// test ends.
+func provisioned(t *testing.T, h *squeezecaddy.Handler) *squeezecaddy.Handler {
+	t.Helper()
+	if err := h.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Cleanup(); err != nil {
+			t.Error(err)
+		}
+	})
+	return h
+}
+
+// route is h in front of next, as Caddy's route runs it: the error the
+// route returns is Caddy's to answer, with its status.
+func route(h caddyhttp.MiddlewareHandler, next caddyhttp.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h.ServeHTTP(w, r, next); err != nil {
+			var he caddyhttp.HandlerError
+			if !errors.As(err, &he) {
+				he.StatusCode = http.StatusInternalServerError
+			}
+			w.WriteHeader(he.StatusCode)
+		}
+	})
+}
+
+// Over HTTP/1.1 and HTTP/2, the provisioned handler compresses what the
+// rest of the route sends, marks a script under its dictionary pattern as
+// a dictionary, sends the next release as a dcz delta to a client that
+// names it, and passes the route's error on to Caddy.
+func TestHandlerSendsDeltasAndPassesErrorsOn(t *testing.T) {
+	pair := corpus.Releases(t)[1]
+	h := provisioned(t, &squeezecaddy.Handler{Dictionaries: []string{"/js/lodash-*.js"}})
+	next := func(w http.ResponseWriter, r *http.Request) error {
+		var body []byte
+		switch r.URL.Path {
+		case "/js/lodash-4.17.15.js":
+			body = pair.Old
+		case "/js/lodash-4.17.21.js":
+			body = pair.New
+		default:
+			return caddyhttp.Error(http.StatusNotFound, errors.New("no such file"))
+		}
+		w.Header().Set("Content-Type", "text/javascript")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		_, err := w.Write(body)
+		return err
+	}
+	hash := sha256.Sum256(pair.Old)
+	for _, proto := range []struct {
+		name  string
+		major int
+	}{{"HTTP/1.1", 1}, {"HTTP/2", 2}} {
+		srv, client := testtool.StartServer(t, proto.name, proto.major, route(h, next), true)
+		for _, tc := range []struct {
+			name, path, ae, dict string
+			status               int
+			coding, header       string
+			want                 []byte
+		}{
+			{"the first release", "/js/lodash-4.17.15.js", "zstd, gzip", "", http.StatusOK, squeeze.Zstd, "Use-As-Dictionary", pair.Old},
+			{"the next release as a delta", "/js/lodash-4.17.21.js", "zstd, gzip, dcz", ":" + base64.StdEncoding.EncodeToString(hash[:]) + ":", http.StatusOK, squeeze.DCZ, "Use-As-Dictionary", pair.New},
+			{"a missing file", "/js/nothing.js", "zstd", "", http.StatusNotFound, "", "", nil},
+		} {
+			t.Run(proto.name+" "+tc.name, func(t *testing.T) {
+				r, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+tc.path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Header.Set("Accept-Encoding", tc.ae)
+				if tc.dict != "" {
+					r.Header.Set("Available-Dictionary", tc.dict)
+				}
+				res, err := client.Do(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				raw, err := io.ReadAll(res.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ce := res.Header.Get("Content-Encoding")
+				if res.StatusCode != tc.status || ce != tc.coding {
+					t.Fatalf("%d with Content-Encoding %q, want %d with %q", res.StatusCode, ce, tc.status, tc.coding)
+				}
+				if tc.header != "" && res.Header.Get(tc.header) == "" {
+					t.Errorf("no %s header", tc.header)
+				}
+				if tc.want == nil {
+					return
+				}
+				var got []byte
+				if ce == squeeze.DCZ {
+					got, err = testtool.DecodeDictionary(ce, raw, pair.Old)
+					t.Logf("the delta: %d bytes for %d", len(raw), len(pair.New))
+				} else {
+					got, err = testtool.TryDecode(ce, raw)
+				}
+				if err != nil || string(got) != string(tc.want) {
+					t.Errorf("decoded %d bytes (%v), want the %d of the release", len(got), err, len(tc.want))
+				}
+			})
+		}
+	}
+}
+
+// Provision refuses what squeeze refuses, and Validate what squeeze does
+// not see, each error naming what the configuration said.
+func TestHandlerRefusesInvalidConfigurations(t *testing.T) {
+	for _, tc := range []struct {
+		h    squeezecaddy.Handler
+		want string
+	}{
+		{squeezecaddy.Handler{Prefer: []string{"zstd", "lzma"}}, `"lzma"`},
+		{squeezecaddy.Handler{Levels: map[string]int{"br": 12}}, "level must be 0 to 11"},
+		{squeezecaddy.Handler{Prefer: []string{"zstd"}, Levels: map[string]int{"gzip": 5}}, "gzip is not offered"},
+		{squeezecaddy.Handler{Dictionaries: []string{"/js/(app).js"}}, "/js/(app).js"},
+		{squeezecaddy.Handler{Types: []string{"text"}}, `"text"`},
+		{squeezecaddy.Handler{MinLength: -1}, "minimum_length -1"},
+		{squeezecaddy.Handler{CacheSize: -1}, "cache -1"},
+		{squeezecaddy.Handler{Redis: &squeezecaddy.Redis{}}, "store redis needs"},
+	} {
+		err := tc.h.Provision(caddy.Context{})
+		if err == nil {
+			err = tc.h.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want one with %q", tc.h, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package squeeze
+
+import "net/http"
+
+// DictionaryCacheControl is the Cache-Control a response marked
+// Use-As-Dictionary gets, from a [Middleware.FileServer], a handler behind
+// [Middleware.Handler] or a [WithDictionary] dictionary, when its handler
+// set none: a browser keeps a dictionary only while the response it came
+// in is fresh (RFC 9842), so a response served without freshness is never
+// used for a delta. A day; the client revalidates with the ETag after
+// that. Set a Cache-Control in the handler (or in front of the file
+// server) to choose another (a year and immutable for names that carry a
+// version). Only a public response is marked (not private, no-store, nor
+// setting a cookie or answering credentials unless public), so the
+// freshness added never lets a shared cache keep what is one client's.
+const DictionaryCacheControl = "max-age=86400"
+
+// dictionaryHeaders writes the RFC 9842 header fields of a response, the
+// one place they are written, for the Middleware's responses, the
+// FileServer's files and the WithDictionary dictionaries alike:
+//
+//   - varies (the path matches a dictionary pattern): Vary names
+//     Available-Dictionary and Sec-Fetch-Site beside Accept-Encoding
+//     (dictVary), since whether the response is a delta depends on them;
+//   - useAs, unless "" (the response, public, is one to keep as a
+//     dictionary): Use-As-Dictionary, and the freshness a browser needs to
+//     keep it, DictionaryCacheControl, unless the handler set a
+//     Cache-Control;
+//   - links, the Link values to the standalone dictionaries, added to a
+//     text/html response (the caller passes nil for any other).
+func dictionaryHeaders(h http.Header, varies bool, useAs string, links []string) {
+	if varies {
+		if v := h["Vary"]; len(v) == 1 && v[0] == "Accept-Encoding" {
+			h["Vary"] = []string{dictVary}
+		} else {
+			addVaryTokens(h, "Accept-Encoding", "Available-Dictionary", "Sec-Fetch-Site")
+		}
+	}
+	if useAs != "" {
+		h["Use-As-Dictionary"] = []string{useAs}
+		if !hasField(h, "Cache-Control") {
+			h["Cache-Control"] = []string{DictionaryCacheControl}
+		}
+	}
+	if len(links) > 0 {
+		v := h["Link"]
+		h["Link"] = append(v[:len(v):len(v)], links...)
+	}
+}
+
+// htmlLinks returns the Link values to the standalone dictionaries that a
+// response carries: links on text/html (typed: contentType is the
+// response's own, not sniffed), else nil.
+func htmlLinks(links []string, typed bool, contentType string) []string {
+	if len(links) == 0 || !typed || !matchTypes(htmlTypes, contentType) {
+		return nil
+	}
+	return links
+}

@@ -1,0 +1,174 @@
+package squeezegin_test
+
+import (
+	"bufio"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/squeezehttp/squeeze"
+	squeezegin "github.com/squeezehttp/squeeze/gin"
+	"github.com/squeezehttp/squeeze/internal/testtool"
+)
+
+// items is what the JSON routes answer: about 5 KiB, long enough to
+// compress.
+func items() []gin.H {
+	list := make([]gin.H, 120)
+	for i := range list {
+		list[i] = gin.H{"id": i, "name": fmt.Sprintf("item %d", i), "tags": []string{"squeeze", "gin"}}
+	}
+	return list
+}
+
+// groupApp mounts the middleware on the /api group only; /plain is outside.
+func groupApp() *gin.Engine {
+	gin.SetMode(gin.TestMode)
+	r := gin.New()
+	r.GET("/plain", func(c *gin.Context) { c.JSON(http.StatusOK, items()) })
+	api := r.Group("/api", squeezegin.Middleware(nil))
+	api.GET("/items", func(c *gin.Context) { c.JSON(http.StatusOK, items()) })
+	api.GET("/invalid", func(c *gin.Context) { c.AbortWithStatusJSON(http.StatusUnprocessableEntity, items()) })
+	api.GET("/created", func(c *gin.Context) { c.Status(http.StatusCreated) })
+	api.GET("/short", func(c *gin.Context) { c.String(http.StatusTeapot, "short") })
+	return r
+}
+
+// engineApp mounts the middleware on the engine, where gin's own 404 runs
+// it too.
+func engineApp() *gin.Engine {
+	gin.SetMode(gin.TestMode)
+	r := gin.New()
+	r.Use(squeezegin.Middleware(nil))
+	r.GET("/items", func(c *gin.Context) { c.JSON(http.StatusOK, items()) })
+	return r
+}
+
+// Over HTTP/1.1 and HTTP/2, on a group the middleware compresses the
+// group's responses, its errors too, keeps every status a handler sets,
+// and leaves the routes outside the group alone; on the engine, gin's own
+// 404 keeps its body.
+func TestMiddlewareOnAGroupKeepsStatusesAndBodies(t *testing.T) {
+	for _, tc := range []struct {
+		app          string
+		path         string
+		status       int
+		coding, body string
+		vary         bool
+	}{
+		{"group", "/api/items", http.StatusOK, squeeze.Zstd, `"item 119"`, true},
+		{"group", "/api/invalid", http.StatusUnprocessableEntity, squeeze.Zstd, `"item 119"`, true},
+		{"group", "/api/created", http.StatusCreated, "", "", false},
+		{"group", "/api/short", http.StatusTeapot, "", "short", true},
+		{"group", "/plain", http.StatusOK, "", `"item 119"`, false},
+		{"engine", "/items", http.StatusOK, squeeze.Zstd, `"item 119"`, true},
+		{"engine", "/missing", http.StatusNotFound, "", "404 page not found", false},
+	} {
+		app := groupApp()
+		if tc.app == "engine" {
+			app = engineApp()
+		}
+		for _, proto := range []struct {
+			name  string
+			major int
+		}{{"HTTP/1.1", 1}, {"HTTP/2", 2}} {
+			t.Run(tc.app+" "+tc.path+" over "+proto.name, func(t *testing.T) {
+				srv, client := testtool.StartServer(t, proto.name, proto.major, app, true)
+				r, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+tc.path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Header.Set("Accept-Encoding", "zstd, gzip")
+				res, err := client.Do(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				raw, err := io.ReadAll(res.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ce := res.Header.Get("Content-Encoding")
+				got, err := testtool.TryDecode(ce, raw)
+				if err != nil {
+					t.Fatalf("decoding the %s body: %v", ce, err)
+				}
+				if res.StatusCode != tc.status || ce != tc.coding || !strings.Contains(string(got), tc.body) {
+					t.Errorf("%d, Content-Encoding %q, body %.100q; want %d, %q, a body with %q", res.StatusCode, ce, got, tc.status, tc.coding, tc.body)
+				}
+				if vary := res.Header.Get("Vary"); strings.Contains(vary, "Accept-Encoding") != tc.vary {
+					t.Errorf("Vary %q, want Accept-Encoding in it: %v", vary, tc.vary)
+				}
+			})
+		}
+	}
+}
+
+// Over HTTP/1.1 and HTTP/2, each event Context.Stream sends reaches the
+// client, compressed, before the handler sends the next one.
+func TestMiddlewareStreamsEachEvent(t *testing.T) {
+	for _, proto := range []struct {
+		name  string
+		major int
+	}{{"HTTP/1.1", 1}, {"HTTP/2", 2}} {
+		t.Run(proto.name, func(t *testing.T) {
+			read := make(chan struct{})
+			gin.SetMode(gin.TestMode)
+			r := gin.New()
+			r.Group("/events", squeezegin.Middleware(nil)).GET("", func(c *gin.Context) {
+				i := 0
+				c.Stream(func(io.Writer) bool {
+					if i > 0 {
+						select {
+						case <-read: // the client has decoded the last event
+						case <-c.Request.Context().Done():
+							return false
+						}
+					}
+					c.SSEvent("tick", i)
+					i++
+					return i < 3
+				})
+			})
+			srv, client := testtool.StartServer(t, proto.name, proto.major, r, true)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/events", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept-Encoding", squeeze.Gzip)
+			res, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			if ce := res.Header.Get("Content-Encoding"); ce != squeeze.Gzip {
+				t.Fatalf("Content-Encoding %q, want gzip", ce)
+			}
+			zr, err := gzip.NewReader(res.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := bufio.NewReader(zr)
+			for i := range 3 {
+				var event strings.Builder
+				for line := ""; line != "\n"; {
+					if line, err = lines.ReadString('\n'); err != nil {
+						t.Fatalf("event %d: %q, %v", i, event.String(), err)
+					}
+					event.WriteString(line)
+				}
+				if want := fmt.Sprintf("event:tick\ndata:%d\n\n", i); event.String() != want {
+					t.Fatalf("event %d: %q, want %q", i, event.String(), want)
+				}
+				if i < 2 {
+					read <- struct{}{}
+				}
+			}
+		})
+	}
+}

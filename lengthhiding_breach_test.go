@@ -1,0 +1,90 @@
+package squeeze_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/squeezehttp/squeeze"
+)
+
+// breachPage is a handler of the kind BREACH attacks: a page that holds a
+// secret token and reflects a query parameter next to it.
+func breachPage(token string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><html><head><title>Account</title></head><body>
+<form method="post" action="/transfer"><input type="hidden" name="csrf" value="token=%s">
+<label>Amount <input name="amount"></label><button>Send</button></form>
+<p>You searched for: %s</p>
+<footer>%s</footer></body></html>`, token, r.URL.Query().Get("q"), strings.Repeat("All rights reserved. ", 60))
+	}
+}
+
+// breachGuess runs the attack of the BREACH paper on h with coding: it
+// guesses the token's characters one at a time from the lengths of the
+// compressed responses, with the two-tries method: for each candidate c it
+// asks for "token=<known><c>{}" and "token=<known>{}<c>", which cost the
+// same when c is wrong and where the first compresses better when c is
+// right, and takes the c with the largest difference (the first of equals).
+// Since lengths are whole bytes and a longer match saves a few bits, each
+// pair is asked behind eight prefixes of 0 to 7 characters, which shift
+// where the bits fall, and the differences summed. It returns what it
+// recovered and how many requests that took.
+func breachGuess(h http.Handler, coding string, length int) (string, int) {
+	const alphabet = "0123456789abcdef"
+	size := func(q string) int {
+		rec := serveAt(h, "/account?q="+url.QueryEscape(q), coding)
+		return rec.Body.Len()
+	}
+	known, requests := "", 0
+	for len(known) < length {
+		best, bestScore := byte(0), -1<<31
+		for i := range len(alphabet) {
+			c := string(alphabet[i])
+			score := 0
+			for j := range 8 {
+				shift := "~!@#$%^&"[:j]
+				score += size(shift+"token="+known+"{}"+c) - size(shift+"token="+known+c+"{}")
+				requests += 2
+			}
+			if score > bestScore {
+				best, bestScore = alphabet[i], score
+			}
+		}
+		known += string(best)
+	}
+	return known, requests
+}
+
+// TestLengthHidingDefeatsBreachOracle runs the attack on zstd, whose
+// lengths at the default level show a right guess clearly enough for it to
+// recover the whole token; gzip's and br's show it on only some of the
+// page's characters within these requests (the attack needs more there).
+func TestLengthHidingDefeatsBreachOracle(t *testing.T) {
+	t.Parallel()
+	const token = "7f3a9c0e5b1d"
+	plain := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd)).Handler(breachPage(token))
+	got, n := breachGuess(plain, squeeze.Zstd, len(token))
+	if got != token {
+		t.Fatalf("without length hiding the attack recovered %q in %d requests, want %q: the oracle is too weak to show anything", got, n, token)
+	}
+	m := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd), squeeze.WithLengthHiding(32))
+	squeeze.SetLengthHidingSecret(m, [32]byte{1, 2, 3})
+	padded, n2 := breachGuess(m.Handler(breachPage(token)), squeeze.Zstd, len(token))
+	if n2 != n {
+		t.Fatalf("%d requests with padding, %d without", n2, n)
+	}
+	right := 0
+	for i := range token {
+		if padded[i] == token[i] {
+			right++
+		}
+	}
+	// Chance alone gets one in 16 right; the first character is easy.
+	if right > 3 {
+		t.Errorf("with length hiding the attack still recovered %q of %q (%d characters right) in %d requests", padded, token, right, n)
+	}
+}

@@ -1,0 +1,212 @@
+package redisstore_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/redisstore"
+)
+
+// hostileRedis is a server on loopback that speaks just enough RESP for
+// go-redis to connect (it refuses HELLO and the rest, which go-redis
+// tolerates), and answers each EVALSHA or EVAL, a Store's Get, with reply
+// and nothing more: a header that declares what it never sends. With
+// split, it writes the reply a byte at a time.
+func hostileRedis(t *testing.T, reply string, split bool) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				go func() { <-t.Context().Done(); _ = c.Close() }()
+				rd := bufio.NewReader(c)
+				for {
+					args, err := readCommand(rd)
+					if err != nil {
+						return
+					}
+					answer := "-ERR unknown command\r\n"
+					if cmd := strings.ToUpper(args[0]); cmd == "EVALSHA" || cmd == "EVAL" {
+						answer = reply
+					}
+					if !split || answer != reply {
+						if _, err := io.WriteString(c, answer); err != nil {
+							return
+						}
+						continue
+					}
+					for i := range len(answer) {
+						if _, err := io.WriteString(c, answer[i:i+1]); err != nil {
+							return
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}
+			})
+		}
+	})
+	return ln.Addr().String()
+}
+
+// readCommand reads one command as a client sends it: an array of bulk
+// strings.
+func readCommand(rd *bufio.Reader) ([]string, error) {
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(line, "*") {
+		return nil, fmt.Errorf("not a command: %q", line)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
+	if err != nil || n < 1 || n > 64 {
+		return nil, fmt.Errorf("command of %q arguments", line)
+	}
+	args := make([]string, n)
+	for i := range args {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "$")))
+		if err != nil || size < 0 || size > 1<<20 {
+			return nil, fmt.Errorf("argument header %q", line)
+		}
+		b := make([]byte, size+2)
+		if _, err := io.ReadFull(rd, b); err != nil {
+			return nil, err
+		}
+		args[i] = string(b[:size])
+	}
+	return args, nil
+}
+
+// A server that declares a reply of gigabytes, in any of RESP's types
+// that go-redis allocates for, makes a Get on a LimitReplies client fail
+// with ErrReplyTooLarge before anything is allocated for it: eight at
+// once leave the heap as it was, give or take what a few calls allocate.
+func TestLimitRepliesRefusesDeclaredGiantsBeforeAllocating(t *testing.T) {
+	const gets = 8
+	for _, tc := range []struct{ name, reply string }{
+		{"bulk string", "$2000000000\r\n"},
+		{"verbatim string", "=2000000000\r\n"},
+		{"blob error", "!2000000000\r\n"},
+		{"array", "*2000000000\r\n"},
+		{"set", "~2000000000\r\n"},
+		{"map", "%1000000000\r\n"},
+		{"push", ">2000000000\r\n"},
+		{"attribute", "|1000000000\r\n"},
+		{"header split across writes", "$2000000000\r\n"},
+		{"arrays nested", strings.Repeat("*1\r\n", 100)},
+		{"elements adding up", "*2\r\n$1000000\r\n" + strings.Repeat("x", 1000000) + "\r\n$4000000\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := hostileRedis(t, tc.reply, strings.HasPrefix(tc.name, "header split"))
+			opt := &redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: gets}
+			opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
+			client := redis.NewClient(opt)
+			t.Cleanup(func() { _ = client.Close() })
+			store := redisstore.MustNew(client, redisstore.WithTimeout(5*time.Second))
+
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			errs := make([]error, gets)
+			var wg sync.WaitGroup
+			for i := range errs {
+				wg.Go(func() {
+					_, _, errs[i] = store.Get(context.Background(), "k"+strconv.Itoa(i), squeeze.DefaultSharedStoreMaxValue)
+				})
+			}
+			wg.Wait()
+			runtime.ReadMemStats(&after)
+			grew := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d Gets allocated %d KiB; the first error: %v", gets, grew>>10, errs[0])
+			for _, err := range errs {
+				if !errors.Is(err, redisstore.ErrReplyTooLarge) {
+					t.Fatalf("Get's error %v, want ErrReplyTooLarge", err)
+				}
+			}
+			if grew > 32<<20 {
+				t.Errorf("%d Gets of a reply declaring gigabytes allocated %d MiB, want under 32 MiB", gets, grew>>20)
+			}
+		})
+	}
+}
+
+// A Store whose client limits its replies reads and writes values up to
+// the limit as any other, over RESP2 and RESP3 (whose handshake's map the
+// limit must let through); a value over the limit plus ReplySlack, which
+// a Get of the Store never asks for, fails a raw GET on that client.
+func TestLimitRepliesLetsTheStoreWork(t *testing.T) {
+	srv, raw := startRedis(t)
+	const limit = 256 << 10
+	big := bytes.Repeat([]byte("v"), limit+redisstore.ReplySlack+1)
+	if err := raw.Set(t.Context(), "huge", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, protocol := range []int{2, 3} {
+		t.Run("RESP"+strconv.Itoa(protocol), func(t *testing.T) {
+			opt := &redis.Options{Addr: srv.Addr(), Protocol: protocol, ContextTimeoutEnabled: true, MaxRetries: -1}
+			opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), limit)
+			client := redis.NewClient(opt)
+			t.Cleanup(func() { _ = client.Close() })
+			s := redisstore.MustNew(client, redisstore.WithTimeout(10*time.Second))
+			ctx := t.Context()
+			want := bytes.Repeat([]byte("w"), limit)
+			if err := s.Set(ctx, "value", want, 0); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				got, ok, err := s.Get(ctx, "value", limit)
+				if err != nil || !ok || !bytes.Equal(got, want) {
+					t.Fatalf("Get: %d bytes, %v, %v; want the %d bytes set", len(got), ok, err, len(want))
+				}
+			}
+			if _, ok, err := s.Get(ctx, "huge", limit); ok || err != nil {
+				t.Fatalf("Get of a value over the limit: %v, %v; want not found", ok, err)
+			}
+			if err := client.Get(ctx, "huge").Err(); !errors.Is(err, redisstore.ErrReplyTooLarge) {
+				t.Fatalf("a raw GET of %d bytes: %v, want ErrReplyTooLarge", len(big), err)
+			}
+			if err := client.Ping(ctx).Err(); err != nil {
+				t.Fatalf("the client after a refused reply: %v", err)
+			}
+		})
+	}
+}
+
+func TestLimitRepliesNegativeLimitPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("LimitReplies(nil, -1) did not panic")
+		}
+	}()
+	redisstore.LimitReplies(nil, -1)
+}
