@@ -712,7 +712,7 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 			}
 		}
 	}
-	dictionaryHeaders(h, true, useAs, s.pageLinks(f.typed, f.contentType))
+	dictionaryHeaders(h, true, useAs, false, s.pageLinks(f.typed, f.contentType))
 	return d.remember
 }
 
@@ -758,7 +758,7 @@ type dictLinks struct {
 }
 
 func (l *dictLinks) committed(h http.Header, f facts) bool {
-	dictionaryHeaders(h, false, "", l.s.pageLinks(f.typed, f.contentType))
+	dictionaryHeaders(h, false, "", false, l.s.pageLinks(f.typed, f.contentType))
 	return false
 }
 
@@ -807,7 +807,7 @@ func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request
 	h := w.Header()
 	h["Content-Type"] = []string{sd.contentType}
 	h["Etag"] = []string{sd.etag}
-	dictionaryHeaders(h, false, sd.useAs, nil)
+	dictionaryHeaders(h, false, sd.useAs, true, nil)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
 }
 

@@ -109,7 +109,7 @@ func (r *learnedRoute) poll() {
 	if !behind {
 		return
 	}
-	d := r.fetch(context.Background(), p.hash)
+	d := r.fetch(context.Background(), p.hash, false)
 	if d == nil {
 		return
 	}
@@ -119,11 +119,12 @@ func (r *learnedRoute) poll() {
 }
 
 // fetch returns the route's dictionary with this hash from the store,
-// verified (verifyLearned), or nil. It is not kept anywhere: the caller
-// publishes it or stores it within a budget.
-func (r *learnedRoute) fetch(ctx context.Context, hash [32]byte) *dictionary {
+// verified (verifyLearned), or nil; named says a client's request named
+// it (see shared.getNamed). It is not kept anywhere: the caller publishes
+// it or stores it within a budget.
+func (r *learnedRoute) fetch(ctx context.Context, hash [32]byte, named bool) *dictionary {
 	limit := sharedDictHeader + len(r.cfg.pattern) + r.cfg.dictSize
-	v, ok := r.s.shared.get(ctx, sharedDictKey(hash), limit, func(value []byte) (any, bool) {
+	v, ok := r.s.shared.lookup(ctx, sharedDictKey(hash), limit, named, func(value []byte) (any, bool) {
 		d := r.verifyLearned(hash, value)
 		return d, d != nil
 	})
@@ -149,7 +150,7 @@ func (r *learnedRoute) verifyLearned(hash [32]byte, value []byte) *dictionary {
 // and kept among the remembered dictionaries (within their budget), or
 // nil.
 func (r *learnedRoute) fetchForClient(ctx context.Context, hash [32]byte) *dictionary {
-	d := r.fetch(ctx, hash)
+	d := r.fetch(ctx, hash, true)
 	if d == nil {
 		return nil
 	}
