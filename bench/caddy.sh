@@ -30,6 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+load=$(cut -d' ' -f1 /proc/loadavg)
 echo "caddy: building cmd/caddy-squeeze" >&2
 (cd "$root/caddy" && go build -o "$tmp/caddy" ./cmd/caddy-squeeze)
 mkdir -p "$tmp/site/lib"
@@ -122,7 +123,7 @@ cat <<MD
 
 <!-- Written by bench/caddy.sh (bench/stamp.sh appends it); do not edit by hand. -->
 
-Measured at commit \`$commit\` on $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $("$tmp/caddy" version | cut -d' ' -f1), load average $(cut -d' ' -f1 /proc/loadavg) at the start, by \`bench/caddy.sh\`: Caddy built from \`caddy/cmd/caddy-squeeze\` with \`file_server\`, serving Underscore.js 1.13.7 ($size2 bytes) to a client that holds 1.13.6 as a dictionary and says so as Chromium does. squeeze: \`squeeze { dictionary /lib/underscore-*.js }\`, and with \`cache 64MiB\` added; encode: \`encode zstd gzip\`. Requests per second: wrk, one thread, $conns connections, $duration per run, the three in alternation, $rounds rounds; medians, and the median of the per-round ratios.
+Measured at commit \`$commit\` on $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $("$tmp/caddy" version | cut -d' ' -f1), load average $load at the start, by \`bench/caddy.sh\`: Caddy built from \`caddy/cmd/caddy-squeeze\` with \`file_server\`, serving Underscore.js 1.13.7 ($size2 bytes) to a client that holds 1.13.6 as a dictionary and says so as Chromium does. squeeze: \`squeeze { dictionary /lib/underscore-*.js }\`, and with \`cache 64MiB\` added; encode: \`encode zstd gzip\`. Requests per second: wrk, one thread, $conns connections, $duration per run, the three in alternation, $rounds rounds; medians, and the median of the per-round ratios.
 
 | Caddy | Content-Encoding | bytes per response | requests/s | rounds |
 | --- | --- | ---: | ---: | --- |
@@ -130,5 +131,5 @@ Measured at commit \`$commit\` on $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cor
 | squeeze, cache 64MiB | ${coding[cached]} | ${bytes[cached]} | $(median "${runs[cached]}") | ${runs[cached]}|
 | encode zstd gzip | ${coding[encode]} | ${bytes[encode]} | $(median "${runs[encode]}") | ${runs[encode]}|
 
-squeeze sends $(awk -v s="${bytes[squeeze]}" -v e="${bytes[encode]}" 'BEGIN {printf "%.1f", e / s}')x fewer bytes than encode. Requests per second against encode's, median of the per-round ratios: squeeze $(median "${ratios[squeeze]}")x (per round: ${ratios[squeeze]% }), squeeze with its cache $(median "${ratios[cached]}")x (${ratios[cached]% }). Without the cache both encode every response, squeeze a delta against the dictionary, encode zstd at its default level; with it squeeze encodes the delta once (and re-encodes it at the best level once it is hit a few times, so the cached run's bytes per response can be fewer than the first response's shown here). wrk and the Caddies share 2 cores with whatever else runs: read the ratios, not the rates.
+squeeze sends $(awk -v s="${bytes[squeeze]}" -v e="${bytes[encode]}" 'BEGIN {printf "%.1f", e / s}')x fewer bytes than encode. Requests per second against encode's, median of the per-round ratios: squeeze $(median "${ratios[squeeze]}")x (per round: ${ratios[squeeze]% }), squeeze with its cache $(median "${ratios[cached]}")x (${ratios[cached]% }). Without the cache both encode every response, squeeze a delta against the dictionary, encode zstd at its default level; with it squeeze encodes the delta once (and re-encodes it at the best level once it is hit a few times, so the cached run's bytes per response can be fewer than the first response's shown here). wrk and the Caddies share $(nproc) cores with whatever else runs (load average $(cut -d' ' -f1 /proc/loadavg) at the end): the rates move with the load, and so, less, do the per-round ratios; compare their spread before the medians.
 MD
