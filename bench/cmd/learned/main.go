@@ -328,6 +328,9 @@ func bestDeltas(dict, doc []byte) (int, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	defer zw.Close()
-	return 36 + b.Len(), 40 + len(zw.EncodeAll(doc, nil)), nil
+	n := len(zw.EncodeAll(doc, nil))
+	if err := zw.Close(); err != nil {
+		return 0, 0, err
+	}
+	return 36 + b.Len(), 40 + n, nil
 }
