@@ -171,23 +171,26 @@ const (
 // responseFields is what the response header says about encoding, read in one
 // pass when the handler chooses its status: net/http too sends the header as
 // it was then.
+//
+// The booleans come last, together, so that the struct pads once: it is
+// part of the pooled per-response state (see responseWriter).
 type responseFields struct {
 	// contentType is the declared media type; typed is false when the
-	// handler declared none. eligible records that the type is one to
-	// compress (matched once, by the writer, as the type is fixed from
-	// here on).
-	contentType     string
-	typed, eligible bool
+	// handler declared none.
+	contentType string
 	// declared is the Content-Length the handler set, or -1.
 	declared int64
+	// keys is the number of keys the header had, so that keys added later
+	// (prefixed trailers, set after the body) can be noticed cheaply.
+	keys int
+	// eligible records that the type is one to compress (matched once,
+	// by the writer, as the type is fixed from here on).
+	typed, eligible bool
 	// encoded, partial and noTransform record Content-Encoding,
 	// Content-Range and Cache-Control: no-transform.
 	encoded, partial, noTransform bool
 	// trailers records a Trailer field or a key with [http.TrailerPrefix].
 	trailers bool
-	// keys is the number of keys the header had, so that keys added later
-	// (prefixed trailers, set after the body) can be noticed cheaply.
-	keys int
 }
 
 // readFields reads the fields decide needs from h, all but eligible.

@@ -88,6 +88,12 @@ type dictionary struct {
 	data    []byte
 	pattern string // the match pattern it was stored or registered under
 	static  bool   // registered with WithDictionary: never evicted
+	// learned is set on a dictionary of WithLearnedDictionary (learned.go):
+	// the fleet's store has it from the replica that trained it, and, as
+	// for a remembered one, only public responses go out as deltas
+	// against it. One of a route's live dictionaries is outside the
+	// remembered store and not charged to its budget.
+	learned bool
 
 	dcz, dcb lazyOffer
 	// fleet is what a remembered dictionary has earned of the fleet's
@@ -288,7 +294,7 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 // (shared_admission.go): public, and asked for by hash, sent
 // WithSharedStoreAdmitAfter times, or a FileServer's file.
 func (s *dictStore) seen(d *dictionary, from dictOrigin) {
-	if s.shared == nil || d.static {
+	if s.shared == nil || d.static || d.learned {
 		return
 	}
 	switch from {
@@ -324,9 +330,9 @@ func (s *dictStore) insert(d *dictionary, weight int64) *dictionary {
 // budget. It reports false when d is no longer in the store, would not fit
 // the budget alone (then nothing is charged), or is itself evicted to make
 // room (its cost leaves with it): then the state is not to be built. A
-// static dictionary is not charged.
+// static dictionary, or a live learned one, is not charged.
 func (s *dictStore) charge(d *dictionary, n int64) bool {
-	if d.static {
+	if d.static || d.learned && s.liveLearned(d) {
 		return true
 	}
 	s.mu.Lock()
@@ -339,7 +345,7 @@ func (s *dictStore) charge(d *dictionary, n int64) bool {
 
 // uncharge gives back n bytes charged for d whose state could not be built.
 func (s *dictStore) uncharge(d *dictionary, n int64) {
-	if d.static {
+	if d.static || d.learned && s.liveLearned(d) {
 		return // not charged
 	}
 	s.mu.Lock()
@@ -512,7 +518,9 @@ type dictResponse struct {
 // delta needs all of: a dictionary
 // coding named explicitly in Accept-Encoding ("*" does not count), a valid
 // Available-Dictionary naming a held dictionary, a path matching that
-// dictionary's pattern, and a same-origin (or direct) request (RFC 9842 §9).
+// dictionary's pattern, and a request from the same origin, a direct one,
+// or a same-site CORS request (RFC 9842 §9: see deltaSite); at the verdict,
+// deltaAllowed may still refuse it for what the response's header says.
 func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) {
 	path := r.URL.EscapedPath()
 	o, pattern, varies := s.begin(r, path, ranged)
@@ -542,7 +550,7 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	lr := s.learnedFor(path)
 	varies = varies || lr != nil
 	avail := r.Header["Available-Dictionary"]
-	if ranged || len(avail) == 0 || len(s.codings) == 0 || !sameSite(r.Header["Sec-Fetch-Site"]) {
+	if _, ok := deltaSite(r.Header); ranged || len(avail) == 0 || len(s.codings) == 0 || !ok {
 		return nil, pattern, varies
 	}
 	coding := explicitCoding(r.Header["Accept-Encoding"], s.codings)
@@ -590,22 +598,70 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 // Refusing such deltas also makes the answer to a private request the same
 // whether or not the dictionary it names is held: no private page confirms
 // a guess by coming back as dcz rather than zstd.
+//
+// A request from another origin of the site (deltaSite) gets a delta only
+// if the response is readable by that origin (corsReadable), which its
+// header says only now: the handler sets Access-Control-Allow-Origin.
 func deltaAllowed(req, resp http.Header, d *dictionary) bool {
+	if origin, _ := deltaSite(req); origin != "" && !corsReadable(resp, origin) {
+		return false
+	}
 	return d.static || publicResponse(req, resp)
 }
 
-// sameSite reports whether Sec-Fetch-Site allows a dictionary: absent (not
-// a browser, or an old one), same-origin, or none (the user's own
-// navigation).
-func sameSite(lines []string) bool {
-	if len(lines) == 0 {
-		return true
+// deltaSite reports whether the request's Sec-Fetch-Site allows a delta,
+// and returns the Origin whose reading of the response it then depends
+// on, "" for none. A delta's size tells how much of the response the
+// dictionary holds, so it goes only where the page that asked may read
+// both (RFC 9842 §9):
+//   - no Sec-Fetch-Site (not a browser, or an old one), same-origin, or
+//     none (the user's own navigation): yes;
+//   - same-site, another origin of the site (a static or CDN subdomain,
+//     another port): only for a CORS request (Sec-Fetch-Mode: cors) with
+//     one Origin, and then only if the response turns out readable there
+//     (corsReadable, in deltaAllowed); a browser names no dictionary in a
+//     no-cors request anyway;
+//   - cross-site, or anything else: never, whatever the response allows.
+func deltaSite(h http.Header) (origin string, ok bool) {
+	site := h["Sec-Fetch-Site"]
+	if len(site) == 0 {
+		return "", true
 	}
-	if len(lines) > 1 {
+	if len(site) > 1 {
+		return "", false
+	}
+	switch v := trimOWS(site[0]); {
+	case equalFold(v, "same-origin") || equalFold(v, "none"):
+		return "", true
+	case !equalFold(v, "same-site"):
+		return "", false
+	}
+	mode, from := h["Sec-Fetch-Mode"], h["Origin"]
+	if len(mode) != 1 || !equalFold(trimOWS(mode[0]), "cors") || len(from) != 1 {
+		return "", false
+	}
+	origin = trimOWS(from[0])
+	if origin == "" || origin == "null" {
+		return "", false
+	}
+	return origin, true
+}
+
+// corsReadable reports whether a response with header h passes the CORS
+// check of a request from origin: its one Access-Control-Allow-Origin is
+// that origin, byte for byte, or "*". "*" counts because a response any
+// page may read hides nothing a delta's size could tell: the page could
+// read the response, and the dictionary (a response the browser kept only
+// because that page could read it). A request with credentials does not
+// pass the browser's check with "*", so its page reads neither the body
+// nor, with it, the size.
+func corsReadable(h http.Header, origin string) bool {
+	v := h["Access-Control-Allow-Origin"]
+	if len(v) != 1 {
 		return false
 	}
-	v := trimOWS(lines[0])
-	return equalFold(v, "same-origin") || equalFold(v, "none")
+	allow := trimOWS(v[0])
+	return allow == "*" || allow == origin
 }
 
 // explicitCoding returns the one of codings that Accept-Encoding names
@@ -656,7 +712,7 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 			}
 		}
 	}
-	dictionaryHeaders(h, true, useAs, s.pageLinks(f.typed, f.contentType))
+	dictionaryHeaders(h, true, useAs, false, s.pageLinks(f.typed, f.contentType))
 	return d.remember
 }
 
@@ -702,7 +758,7 @@ type dictLinks struct {
 }
 
 func (l *dictLinks) committed(h http.Header, f facts) bool {
-	dictionaryHeaders(h, false, "", l.s.pageLinks(f.typed, f.contentType))
+	dictionaryHeaders(h, false, "", false, l.s.pageLinks(f.typed, f.contentType))
 	return false
 }
 
@@ -716,6 +772,15 @@ func (l *dictLinks) ended(responseEnd) {}
 // cache could hand a same-origin delta to a cross-site request. The file
 // server sends it as it is; dictResponse.committed adds the same tokens to
 // a handler's Vary.
+//
+// A same-site request's delta depends on Sec-Fetch-Mode and Origin as well
+// (deltaSite), which Vary need not name: a browser sends
+// Available-Dictionary only in CORS mode, so a no-cors request never
+// matches a stored delta; and a delta stored for one origin carries the
+// Access-Control-Allow-Origin that allowed it, which fails the CORS check
+// of any origin it does not name, as the response without a delta would.
+// A handler that writes that field from Origin varies on Origin already,
+// as CORS asks.
 const dictVary = "Accept-Encoding, Available-Dictionary, Sec-Fetch-Site"
 
 // addVaryTokens adds each token to Vary unless it, or "*", is there.
@@ -742,7 +807,7 @@ func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request
 	h := w.Header()
 	h["Content-Type"] = []string{sd.contentType}
 	h["Etag"] = []string{sd.etag}
-	dictionaryHeaders(h, false, sd.useAs, nil)
+	dictionaryHeaders(h, false, sd.useAs, true, nil)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
 }
 
@@ -781,8 +846,11 @@ type standaloneConfig struct {
 // is not sent as a delta against a remembered dictionary either, only
 // against one of [WithDictionary]. A later
 // request whose path matches the same pattern, naming that body in
-// Available-Dictionary and [DCZ] or [DCB] in Accept-Encoding, from the same
-// site, gets the response as a delta against it. Every response to a
+// Available-Dictionary and [DCZ] or [DCB] in Accept-Encoding, gets the
+// response as a delta against it when it comes from the same origin, or
+// from another origin of the same site in CORS mode and the response's
+// Access-Control-Allow-Origin names that origin or is "*" (a script on a
+// static subdomain loaded with crossorigin); never from another site. Every response to a
 // matching path carries Vary: Accept-Encoding, Available-Dictionary.
 //
 // Do not use it for responses that mix secrets with input an attacker can

@@ -2,15 +2,18 @@ package squeeze
 
 import "net/http"
 
-// DictionaryCacheControl is the Cache-Control a response marked
-// Use-As-Dictionary gets, from a [Middleware.FileServer], a handler behind
-// [Middleware.Handler] or a [WithDictionary] dictionary, when its handler
-// set none: a browser keeps a dictionary only while the response it came
+// DictionaryCacheControl is the Cache-Control a file marked
+// Use-As-Dictionary gets from a [Middleware.FileServer], and a
+// [WithDictionary] dictionary, when the handler in front set none: a browser keeps a dictionary only while the response it came
 // in is fresh (RFC 9842), so a response served without freshness is never
 // used for a delta. A day; the client revalidates with the ETag after
 // that. Set a Cache-Control in the handler (or in front of the file
 // server) to choose another (a year and immutable for names that carry a
-// version). Only a public response is marked (not private, no-store, nor
+// version). A handler's own response behind [Middleware.Handler] keeps the
+// freshness its handler gave it, none included: the Middleware cannot tell
+// a versioned asset from a page that must not be reused for a day, so such
+// a handler sets a Cache-Control for browsers to keep its dictionaries.
+// Only a public response is marked (not private, no-store, nor
 // setting a cookie or answering credentials unless public), so the
 // freshness added never lets a shared cache keep what is one client's.
 const DictionaryCacheControl = "max-age=86400"
@@ -23,12 +26,12 @@ const DictionaryCacheControl = "max-age=86400"
 //     Available-Dictionary and Sec-Fetch-Site beside Accept-Encoding
 //     (dictVary), since whether the response is a delta depends on them;
 //   - useAs, unless "" (the response, public, is one to keep as a
-//     dictionary): Use-As-Dictionary, and the freshness a browser needs to
-//     keep it, DictionaryCacheControl, unless the handler set a
-//     Cache-Control;
+//     dictionary): Use-As-Dictionary, and, when fresh is set (a file or a
+//     WithDictionary dictionary), the freshness a browser needs to keep it,
+//     DictionaryCacheControl, unless the handler set a Cache-Control;
 //   - links, the Link values to the standalone dictionaries, added to a
 //     text/html response (the caller passes nil for any other).
-func dictionaryHeaders(h http.Header, varies bool, useAs string, links []string) {
+func dictionaryHeaders(h http.Header, varies bool, useAs string, fresh bool, links []string) {
 	if varies {
 		if v := h["Vary"]; len(v) == 1 && v[0] == "Accept-Encoding" {
 			h["Vary"] = []string{dictVary}
@@ -38,7 +41,7 @@ func dictionaryHeaders(h http.Header, varies bool, useAs string, links []string)
 	}
 	if useAs != "" {
 		h["Use-As-Dictionary"] = []string{useAs}
-		if !hasField(h, "Cache-Control") {
+		if fresh && !hasField(h, "Cache-Control") {
 			h["Cache-Control"] = []string{DictionaryCacheControl}
 		}
 	}

@@ -146,7 +146,7 @@ func TestDictionaryFallsBackToPlainCodings(t *testing.T) {
 		{"cross-site request", "/js/app.v2.js", chromeAE, []string{"Available-Dictionary", avail, "Sec-Fetch-Site", "cross-site"}, nil, squeeze.Zstd},
 		{"same-site but not same-origin", "/js/app.v2.js", chromeAE, []string{"Available-Dictionary", avail, "Sec-Fetch-Site", "same-site"}, nil, squeeze.Zstd},
 		{"range request", "/js/app.v2.js", chromeAE, []string{"Available-Dictionary", avail, "Range", "bytes=0-99"}, nil, ""},
-		{"dictionary codings not listed", "/js/app.v2.js", chromeAE, []string{"Available-Dictionary", avail}, []squeeze.Option{squeeze.WithEncodings(squeeze.Brotli, squeeze.Zstd)}, squeeze.Brotli},
+		{"only the other dictionary coding listed", "/js/app.v2.js", "br, zstd, dcb", []string{"Available-Dictionary", avail}, []squeeze.Option{squeeze.WithEncodings(squeeze.Brotli, squeeze.Zstd, squeeze.DCZ)}, squeeze.Brotli},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

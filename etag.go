@@ -252,3 +252,34 @@ func listHasTag(lines []string, tag string) bool {
 	}
 	return false
 }
+
+// ifRangeNeverHolds reports whether an If-Range field (RFC 9110 §13.1.5)
+// names an entity tag the handler's representation cannot match, so that
+// the Range it guards is to be ignored and the whole body sent: a weak
+// tag, which never matches (If-Range compares strongly), or a strong tag
+// with a coding's suffix, which names an encoded representation squeeze
+// made, whose bytes the handler cannot cut a range from. That whole body
+// may then go out encoded, in the coding the client holds the start of;
+// left as a Range request it would go out plain, another representation
+// than the client's. An HTTP-date, or a plain tag, is the handler's to
+// judge.
+func ifRangeNeverHolds(lines []string) bool {
+	if len(lines) != 1 {
+		return false
+	}
+	v := trimOWS(lines[0])
+	_, weak, ok := entityTag(v)
+	return ok && (weak || endsLikeCodedTag(v))
+}
+
+// withoutRange returns a copy of r without Range and If-Range, with a
+// cloned header: the request the handler sees when its If-Range never
+// holds (ifRangeNeverHolds).
+func withoutRange(r *http.Request) *http.Request {
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.Header = r.Header.Clone()
+	delete(r2.Header, "Range")
+	delete(r2.Header, "If-Range")
+	return r2
+}

@@ -39,6 +39,9 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Should the Middleware's Handler wrap the file server after all, the
 	// file server reports this response, and the Handler must not.
 	s.m.skipReport(w)
+	if len(r.Header["Range"]) > 0 && ifRangeNeverHolds(r.Header["If-Range"]) {
+		r = withoutRange(r) // the whole file, which may go out encoded
+	}
 	fr := &fileRequest{s: s, r: r, w: &fileWriter{ResponseWriter: w}}
 	if s.m.observe != nil {
 		fr.ev.Kind = ResponseEvent
@@ -344,7 +347,7 @@ func (fr *fileRequest) fileHeader(f fs.File, meta *fileMeta, eligible bool, dict
 			fr.rememberFileDictionary(f, d.patterns[dictPattern-1])
 		}
 	}
-	dictionaryHeaders(h, dictVaries, useAs, htmlLinks(d.links, true, meta.ctype))
+	dictionaryHeaders(h, dictVaries, useAs, true, d.pageLinks(true, meta.ctype))
 }
 
 // serveEncoding sends the file encoded as o offers, from the store or

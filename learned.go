@@ -385,6 +385,17 @@ func (s *dictStore) pageLinks(typed bool, contentType string) []string {
 	return links
 }
 
+// liveLearned reports whether d is one of the live dictionaries of a
+// learned route.
+func (s *dictStore) liveLearned(d *dictionary) bool {
+	for _, r := range s.learned {
+		if r.holds(d) {
+			return true
+		}
+	}
+	return false
+}
+
 // holds reports whether d is one of the route's live dictionaries.
 func (r *learnedRoute) holds(d *dictionary) bool {
 	for _, ld := range r.live.Load().dicts {
@@ -413,7 +424,7 @@ func (r *learnedRoute) newLearnedDict(data []byte, gen uint64) *learnedDict {
 	id, _ := sfv.QuoteString(name)
 	ld := &learnedDict{
 		sd: &standaloneDictionary{
-			d:           &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, static: true},
+			d:           &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, learned: true},
 			etag:        `"` + name + `"`,
 			useAs:       useAsDictionary(r.cfg.pattern) + ", id=" + id,
 			contentType: "text/plain; charset=utf-8", // compressed on the way, as text
@@ -558,7 +569,8 @@ func (r *learnedRoute) follow(inner responseHook, req *http.Request, o *offer) r
 
 // committed adds Vary for the dictionaries, lets the inner hook make its
 // edits, and starts sampling a body squeeze may learn from: a GET 200 of
-// an eligible type, not encoded by the handler nor a range, that
+// an eligible type, not encoded by the handler nor a range nor one of the
+// learned dictionaries (a pattern may cover their path), that
 // publicResponse allows to be shared, while the route collects.
 func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	if l.inner != nil {
@@ -570,10 +582,11 @@ func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	if l.inner == nil {
 		links = l.r.s.pageLinks(f.typed, f.contentType)
 	}
-	dictionaryHeaders(h, true, "", links)
+	dictionaryHeaders(h, true, "", false, links)
 	r := l.r
 	if l.req.Method == http.MethodGet && f.status == http.StatusOK && f.eligible && !f.encoded && !f.ranged &&
-		f.declared <= r.maxSample() && r.collecting() && publicResponse(l.req.Header, h) {
+		f.declared <= r.maxSample() && !strings.HasPrefix(l.req.URL.Path, r.cfg.path) && // not a dictionary itself
+		r.collecting() && publicResponse(l.req.Header, h) {
 		l.sampling = true
 		if f.declared > 0 {
 			if !r.reserve(f.declared) {

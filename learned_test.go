@@ -222,3 +222,38 @@ func TestWithLearnedDictionaryRejectsBadOptions(t *testing.T) {
 }
 
 var _ = io.Discard
+
+// TestLearnedDictionaryGivesPrivateResponsesNoDelta: a learned dictionary
+// holds text clients may have chosen (a search page echoes its query), so,
+// as against a remembered one, a response that may not be shared never
+// goes out as a delta against it.
+func TestLearnedDictionaryGivesPrivateResponsesNoDelta(t *testing.T) {
+	m := newMiddleware(t, squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Query().Get("private") != "" {
+			w.Header().Set("Cache-Control", "private")
+		}
+		_, _ = w.Write(searchPage("shop", len(r.URL.Path)))
+	}))
+	trainSearch(t, m, h, 0, 8)
+	_, dict, _ := learnedOf(h)
+	if dict == nil {
+		t.Fatal("no dictionary was trained")
+	}
+	for _, tc := range []struct {
+		path string
+		hdr  []string
+		want string
+	}{
+		{"/search/12", nil, squeeze.DCZ},
+		{"/search/12?private=1", nil, squeeze.Zstd},
+		{"/search/12", []string{"Cookie", "session=abc"}, squeeze.Zstd},
+		{"/search/12", []string{"Authorization", "Bearer x"}, squeeze.Zstd},
+	} {
+		hdr := append([]string{"Available-Dictionary", availableFor(dict)}, tc.hdr...)
+		if ce := serveAt(h, tc.path, "dcz, zstd", hdr...).Header().Get("Content-Encoding"); ce != tc.want {
+			t.Errorf("%s %q: Content-Encoding %q, want %q", tc.path, tc.hdr, ce, tc.want)
+		}
+	}
+}

@@ -187,13 +187,13 @@ func (s *dictStore) measure(data []byte, samples [][]byte) learnedMeasure {
 	if err != nil {
 		return learnedMeasure{}
 	}
-	defer plain.Close()
+	defer func() { _ = plain.Close() }()
 	delta, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
 		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(data))), zstd.WithEncoderDictRaw(0, data))
 	if err != nil {
 		return learnedMeasure{}
 	}
-	defer delta.Close()
+	defer func() { _ = delta.Close() }()
 	var a, b, n int
 	var buf []byte
 	for _, p := range samples {

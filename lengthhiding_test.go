@@ -272,3 +272,45 @@ func TestLengthHidingDecodesInChromium(t *testing.T) {
 		}
 	}
 }
+
+// A stream the Cache knows by its strong ETag (WithTrustedETags) is padded
+// on a hit as the fresh stream was: the same bytes.
+func TestLengthHidingPadsStreamHitsAsFresh(t *testing.T) {
+	t.Parallel()
+	body := textBody(6, 64<<10) // past the buffer: a stream
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("ETag", `"v1"`)
+		_, _ = w.Write(body)
+	})
+	for _, coding := range []string{squeeze.Gzip, squeeze.Zstd} {
+		t.Run(coding, func(t *testing.T) {
+			t.Parallel()
+			c, err := squeeze.NewCache(1 << 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hits := 0
+			h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c), squeeze.WithTrustedETags(),
+				squeeze.WithLengthHiding(hidingMax), squeeze.WithObserver(func(e squeeze.Event) {
+					if e.Cached {
+						hits++
+					}
+				})).Handler(handler)
+			fresh := serve(h, http.MethodGet, coding).Body.Bytes()
+			hit := serve(h, http.MethodGet, coding)
+			if hits != 1 {
+				t.Fatalf("%d hits, want the second response from the Cache", hits)
+			}
+			if !bytes.Equal(hit.Body.Bytes(), fresh) {
+				t.Errorf("the hit is %d bytes, the fresh stream %d", hit.Body.Len(), len(fresh))
+			}
+			if cl := hit.Header().Get("Content-Length"); cl != strconv.Itoa(hit.Body.Len()) {
+				t.Errorf("the hit's Content-Length is %q for %d bytes", cl, hit.Body.Len())
+			}
+			if got := testtool.Decode(t, coding, hit.Body.Bytes()); !bytes.Equal(got, body) {
+				t.Errorf("the hit decodes to %d bytes, want %d", len(got), len(body))
+			}
+		})
+	}
+}

@@ -161,6 +161,10 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if len(rh.ranges) > 0 && ifRangeNeverHolds(r.Header["If-Range"]) {
+			// The whole body, which squeeze may encode, is the answer.
+			r, rh.ranges = withoutRange(r), nil
+		}
 		s, hw := m.open(w, r, &rh)
 		r = withPlainTags(r, rh.ifNoneMatch, rh.ifMatch, s.rw.coding(), m.offers)
 		completed := false

@@ -102,12 +102,13 @@ type config struct {
 //
 // The dictionary codings DCZ and DCB apply only where dictionaries are
 // configured ([WithDictionaryMatch], [WithDictionary]) and win over the
-// others when a client can use one. Without WithEncodings both are offered,
-// dcz first; a list that names neither turns dictionary compression off,
-// and one listing DCB before DCZ prefers dcb. A list of dictionary codings
-// alone is an error: a client holds a dictionary only after a response in
-// another coding (or plain) gave it one, and a response whose client holds
-// none would never be compressed.
+// others when a client can use one. A list that names neither leaves both
+// on, dcz first: configuring a dictionary is what asks for deltas, and a
+// list written for the other codings does not turn them off. A list naming
+// one offers only that one, and one listing DCB before DCZ prefers dcb. A
+// list of dictionary codings alone is an error: a client holds a dictionary
+// only after a response in another coding (or plain) gave it one, and a
+// response whose client holds none would never be compressed.
 func WithEncodings(codings ...string) Option {
 	return func(c *config) error {
 		call := fmt.Sprintf("WithEncodings(%s)", quoteList(codings))
@@ -135,6 +136,9 @@ func WithEncodings(codings ...string) Option {
 		if len(encodings) == 0 {
 			return fmt.Errorf("squeeze: %s: dcz and dcb need a fallback coding: a client holds a "+
 				"dictionary only after a response sent in another coding; list zstd, br, gzip or deflate too", call)
+		}
+		if len(dictCodings) == 0 {
+			dictCodings = []string{DCZ, DCB} // the dictionary options decide
 		}
 		c.encodings, c.dictCodings = encodings, dictCodings
 		return nil

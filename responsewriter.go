@@ -86,6 +86,12 @@ type responseWriter struct {
 	// offer is the negotiated coding (one of m.offers, or a dictionary
 	// coding's offer), or nil for identity.
 	offer *offer
+	// held points to the bytes of the string a WriteString gave while
+	// the verdict waited, when the buffer holds that one write and
+	// nothing else (see writeString): a plain body then goes on to the
+	// underlying writer's WriteString, as if squeeze were not there. Its
+	// length is the buffer's.
+	held *byte
 
 	// after is set when the handler asked for the header after choosing
 	// the status (see restoreHeader).
@@ -323,6 +329,7 @@ func (rw *responseWriter) implicitHeader() {
 // write holds p back while the verdict waits, then passes the body on.
 func (rw *responseWriter) write(p []byte) (int, error) {
 	if rw.state == stateWaiting {
+		rw.held = nil // the buffer holds more than one string now
 		held, err := rw.hold(p)
 		if err != nil {
 			return 0, err
@@ -337,10 +344,15 @@ func (rw *responseWriter) write(p []byte) (int, error) {
 // writeString is write for a string, which it does not copy: the held
 // back buffer, the dictionary being collected and the encoders copy or
 // only read its bytes, and a plain body goes to the underlying writer's
-// own WriteString (io.WriteString), which is given the string itself.
+// own WriteString (io.WriteString), which is given the string itself: a
+// body held back whole as one string too (see held and sendHeld).
 func (rw *responseWriter) writeString(s string) (int, error) {
 	p := unsafe.Slice(unsafe.StringData(s), len(s))
 	if rw.state == stateWaiting {
+		rw.held = nil
+		if len(rw.buffered()) == 0 && len(s) > 0 {
+			rw.held = unsafe.StringData(s)
+		}
 		held, err := rw.hold(p)
 		if err != nil {
 			return 0, err
@@ -451,12 +463,11 @@ func (rw *responseWriter) advance(ev event, next []byte) error {
 	}
 	if o := rw.offer; o != nil && o.dict != nil && !deltaAllowed(rw.req.Header, h, o.dict) {
 		// A response that may not be shared is no delta against a
-		// remembered dictionary: it goes out as the client's
-		// Accept-Encoding allows without one (dictionary.go).
-		rw.offer = nil
-		if i := rw.slot.negotiate(rw.req.Header["Accept-Encoding"], rw.m.offers); i >= 0 {
-			rw.offer = &rw.m.offers[i]
-		}
+		// remembered dictionary, nor one that the page of another
+		// origin of the site that asked may not read: it goes out as
+		// the client's Accept-Encoding allows without one
+		// (dictionary.go).
+		rw.offer = rw.withoutDictionary()
 	}
 	f := facts{
 		responseFields: rw.hdr, status: rw.status, buffered: len(rw.buffered()), event: ev,
@@ -561,12 +572,24 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 // calls pass, never write, so that the flow from a write through the
 // verdict to the client goes one way and never back into hold.
 func (rw *responseWriter) sendHeld() error {
+	held := rw.held
+	rw.held = nil
 	if rw.buf == nil {
 		return nil
 	}
 	var err error
-	if len(*rw.buf) > 0 {
-		_, err = rw.pass(*rw.buf)
+	switch b := *rw.buf; {
+	case len(b) > 0 && held != nil && rw.state == statePlain:
+		// The one string a WriteString gave, to the underlying
+		// writer's WriteString, as without squeeze.
+		if rw.teeing != 0 {
+			rw.tee(b)
+		}
+		var n int
+		n, err = io.WriteString(rw.w, unsafe.String(held, len(b)))
+		rw.sent += int64(n)
+	case len(b) > 0:
+		_, err = rw.pass(b)
 	}
 	rw.releaseBuffer()
 	return err
@@ -665,6 +688,7 @@ func hijackerOf(w http.ResponseWriter) http.Hijacker {
 // with net/http's own ReadFrom, an empty src writes nothing: the status is
 // set (200 unless WriteHeader came first) by the first byte, not the call.
 func (rw *responseWriter) holdFrom(src io.Reader) (int64, error) {
+	rw.held = nil // what src gives joins the buffer
 	var total int64
 	if rw.state == stateWaiting && rw.status == 0 {
 		m, err := readSome(src, rw.first[:])

@@ -12,7 +12,8 @@ import (
 
 // sendWhole encodes a body that ended within the buffer into a second
 // pooled buffer no larger than the body, and sends it with its encoded
-// Content-Length if it came out smaller. It reports whether it sent it; if
+// Content-Length if it came out smaller; a delta goes out only if it is
+// smaller than the coding it replaces too. It reports whether it sent it; if
 // not, it records why in f (noEncoder, noGain) for decide to name. A HEAD
 // handler's declared but unwritten body sends the encoded header without a
 // length, which only the body could give (RFC 9110 §9.3.2). decide sends
@@ -44,16 +45,61 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	// second buffer's Get and Put (docs/internals.md#what-a-response-costs).
 	outBuf := rw.getBuffer()
 	defer rw.keepBuffer(outBuf)
-	rw.out = cappedBuffer{b: (*outBuf)[: 0 : len(body)-1]}
+	out, split, ok, noEncoder := rw.encodeWhole(o, body, (*outBuf)[:0:len(body)-1])
+	if fb := rw.withoutDictionary(); o.dict != nil && fb != nil {
+		// A delta never goes out larger than the coding it replaces:
+		// its header alone takes 36 or 40 bytes, more than a dictionary
+		// that shares little with a small body saves. The coding is
+		// tried capped below the delta, so it wins only when smaller.
+		limit := len(body) - 1
+		if ok {
+			limit = len(out) - 1
+		}
+		fbBuf := rw.getBuffer()
+		defer rw.keepBuffer(fbBuf)
+		if fbOut, fbSplit, fbOK, _ := rw.encodeWhole(fb, body, (*fbBuf)[:0:max(limit, 0)]); fbOK {
+			rw.m.storeWhole(rw.req, h, &key, store, body, nil) // the delta, not kept
+			rw.offer = fb
+			rw.written = int64(len(body))
+			rw.sendEncodedBody(h, fb.coding, fbOut, stateSent, fbSplit)
+			return true
+		}
+	}
+	if !ok {
+		rw.m.storeWhole(rw.req, h, &key, store, body, nil)
+		f.noEncoder, f.noGain = noEncoder, !noEncoder
+		return false
+	}
+	rw.m.storeWhole(rw.req, h, &key, store, body, out)
+	rw.written = int64(len(body))
+	rw.sendEncodedBody(h, o.coding, out, stateSent, split)
+	return true
+}
+
+// withoutDictionary returns the offer the client's Accept-Encoding gets
+// without a dictionary, or nil.
+func (rw *responseWriter) withoutDictionary() *offer {
+	if i := rw.slot.negotiate(rw.req.Header["Accept-Encoding"], rw.m.offers); i >= 0 {
+		return &rw.m.offers[i]
+	}
+	return nil
+}
+
+// encodeWhole encodes body with o into dst, whose capacity is the most the
+// encoding may take. ok is false when it would take more (no gain), or
+// when no encoder could be had (noEncoder). split is where a br or dcb
+// body's data ends under WithLengthHiding, -1 otherwise (see
+// sendEncodedBody).
+func (rw *responseWriter) encodeWhole(o *offer, body, dst []byte) (out []byte, split int, ok, noEncoder bool) {
+	rw.out = cappedBuffer{b: dst}
 	t0 := rw.clock()
 	enc, err := rw.slot.encoder(o, &rw.out)
 	if err != nil {
-		rw.m.storeWhole(rw.req, h, &key, store, body, nil)
-		f.noEncoder = true
-		return false
+		rw.out = cappedBuffer{}
+		return nil, -1, false, true
 	}
 	_, err = enc.Write(body)
-	split := -1
+	split = -1
 	if err == nil && rw.m.hiding != nil && deltaCodec(o.coding) == Brotli {
 		// Length hiding pads br and dcb before the last meta-block: a
 		// Flush ends the data on a byte boundary (writers.AppendPadding).
@@ -65,17 +111,9 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	}
 	rw.slot.keepEncoder(o, enc)
 	rw.spent(t0)
-	out := rw.out.b
+	out = rw.out.b
 	rw.out = cappedBuffer{}
-	if err != nil {
-		rw.m.storeWhole(rw.req, h, &key, store, body, nil)
-		f.noGain = true
-		return false
-	}
-	rw.m.storeWhole(rw.req, h, &key, store, body, out)
-	rw.written = int64(len(body))
-	rw.sendEncodedBody(h, o.coding, out, stateSent, split)
-	return true
+	return out, split, err == nil, false
 }
 
 // sendEncodedBody sends a whole encoded body, freshly encoded or stored,

@@ -31,12 +31,13 @@ import (
 // the key, and a value is good or bad whoever asks.
 //
 // Reads are bounded so that requests naming keys the store lacks cost
-// little: a miss is remembered for sharedMissedFor; at most sharedLookups
-// reads are in flight, of which keys not asked for before take only
+// little: a key a client named (getNamed) and the store lacked is not
+// asked again for sharedMissedFor; at most sharedLookups reads are in
+// flight, of which named keys not asked for before take only
 // sharedFirstLookups, so that a flood of random keys leaves room for a key
-// a client asks for again; and a read holds in the in-flight budget what
-// the value really is when the store can tell (SharedStoreSizer), not the
-// limit.
+// a client asks for again and for the replica's own (get); and a read
+// holds in the in-flight budget what the value really is when the store
+// can tell (SharedStoreSizer), not the limit.
 
 // shared is a Middleware's access to its SharedStore. nil when none is
 // configured: callers check before building keys or values.
@@ -181,21 +182,36 @@ type sharedFlight struct {
 // without it.
 //
 // get reports false, with no call made, while the breaker is open, the
-// key's value failed verification or was missed lately, or the reads or
-// values in flight fill their places or budget.
+// key's value failed verification lately, or the reads or values in
+// flight fill their places or budget. It is for the keys the replica asks
+// for itself (its upgrades, its polls), which come at the pace of its own
+// work; getNamed is for those a client named.
 func (s *shared) get(ctx context.Context, key string, limit int, use func(value []byte) (any, bool)) (any, bool) {
+	return s.lookup(ctx, key, limit, false, use)
+}
+
+// getNamed is get for a key a client's request named (a dictionary's
+// hash in Available-Dictionary), which any client may make up: a key
+// missed lately is not asked again, and a key not asked for lately takes
+// only the first places of the reads in flight (see startLookup).
+func (s *shared) getNamed(ctx context.Context, key string, limit int, use func(value []byte) (any, bool)) (any, bool) {
+	return s.lookup(ctx, key, limit, true, use)
+}
+
+// lookup is get, and getNamed when named is set.
+func (s *shared) lookup(ctx context.Context, key string, limit int, named bool, use func(value []byte) (any, bool)) (any, bool) {
 	limit = min(limit, s.maxValue)
 	if limit <= 0 {
 		return nil, false
 	}
-	if s.known(key) || s.breaker.blocked() {
+	if s.known(key, named) || s.breaker.blocked() {
 		s.report(SharedSkipped, 0, 0, 0)
 		return nil, false
 	}
 	deadline := time.NewTimer(s.timeout)
 	defer deadline.Stop()
 	ch := s.flights.DoChan(key, func() (any, error) {
-		return s.fetch(key, limit, use), nil
+		return s.fetch(key, limit, named, use), nil
 	})
 	select {
 	case r := <-ch:
@@ -213,32 +229,36 @@ func (s *shared) get(ctx context.Context, key string, limit int, use func(value 
 	}
 }
 
-// known reports whether key's value failed verification or was missed
-// lately: then it is not asked for.
-func (s *shared) known(key string) bool {
+// known reports whether key's value failed verification lately, or, for
+// a key a client named, whether the store held none for it lately: then it
+// is not asked for.
+func (s *shared) known(key string, named bool) bool {
 	if _, bad := s.rejected.GetIfPresent(key); bad {
 		return true
 	}
-	return s.missed.has(key)
+	return named && s.missed.has(key)
 }
 
 // startLookup takes a place among the reads in flight for key, or reports
 // false when there is none for it: the first sharedFirstLookups places are
-// open to any key, the others to a key noted as asked for, which is what a
-// key whose read startLookup refused becomes. The caller of a true result
-// gives its place back with endLookup.
-func (s *shared) startLookup(key string) bool {
+// open to any key, the others to the replica's own keys and to a named key
+// noted as asked for, which is what a named key whose read startLookup
+// refused becomes. The caller of a true result gives its place back with
+// endLookup.
+func (s *shared) startLookup(key string, named bool) bool {
 	n := s.lookups.Add(1)
 	if n <= sharedFirstLookups {
 		return true
 	}
 	if n <= sharedLookups {
-		if s.asked.forget(key) {
+		if !named || s.asked.forget(key) {
 			return true
 		}
 	}
 	s.lookups.Add(-1)
-	s.asked.note(key)
+	if named {
+		s.asked.note(key)
+	}
 	return false
 }
 
@@ -246,8 +266,8 @@ func (s *shared) startLookup(key string) bool {
 func (s *shared) endLookup() { s.lookups.Add(-1) }
 
 // fetch is one flight of get.
-func (s *shared) fetch(key string, limit int, use func([]byte) (any, bool)) sharedFlight {
-	if !s.startLookup(key) {
+func (s *shared) fetch(key string, limit int, named bool, use func([]byte) (any, bool)) sharedFlight {
+	if !s.startLookup(key, named) {
 		s.report(SharedSkipped, 0, 0, 0)
 		return sharedFlight{}
 	}
@@ -280,7 +300,9 @@ func (s *shared) fetch(key string, limit int, use func([]byte) (any, bool)) shar
 	}
 	if !r.found {
 		s.breaker.success()
-		s.missed.note(key)
+		if named {
+			s.missed.note(key)
+		}
 		s.report(SharedMiss, 0, 0, elapsed)
 		return sharedFlight{}
 	}

@@ -99,27 +99,7 @@ func TestSharedUpgradeRefusesSmuggledBytes(t *testing.T) {
 				continue
 			}
 			t.Run(tc.name+"/"+s.name, func(t *testing.T) {
-				store := newMemStore()
-				a, ca := newFleetReplica(t, store, tc)
-				tc.upgrade(t, a, ca, 4)
-				best := tc.get(t, a, 1)
-				store.rewrite = func(key string, v []byte) []byte {
-					if strings.HasPrefix(key, "enc:") {
-						return s.rewrite(t, bytes.Clone(v))
-					}
-					return v
-				}
-				b, cb := newFleetReplica(t, store, tc)
-				tc.upgrade(t, b, cb, 4)
-				if s := cb.Stats(); s.Upgrades != 1 || s.UpgradesShared != 0 {
-					t.Errorf("second replica: %+v; want one upgrade, encoded by itself", s)
-				}
-				if s := b.shared(t); s.VerificationsFailed != 1 {
-					t.Errorf("second replica's shared counters %+v; want 1 verification failed", s)
-				}
-				if got := tc.get(t, b, 1); !bytes.Equal(got, best) {
-					t.Errorf("second replica serves %d bytes, want the best level's %d", len(got), len(best))
-				}
+				tc.wantRefused(t, func(v []byte) []byte { return s.rewrite(t, bytes.Clone(v)) })
 			})
 		}
 	}

@@ -91,7 +91,7 @@ func (s *dictStore) publish(d *dictionary) bool {
 // caller checks that its pattern matches the request's path.
 func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
 	limit := int(min(s.maxBody+int64(sharedDictHeader+s.longestPattern()), int64(s.shared.maxValue)))
-	v, ok := s.shared.get(ctx, sharedDictKey(hash), limit, func(value []byte) (any, bool) {
+	v, ok := s.shared.getNamed(ctx, sharedDictKey(hash), limit, func(value []byte) (any, bool) {
 		d := s.verifyShared(hash, value)
 		if d == nil {
 			return nil, false

@@ -561,9 +561,12 @@ func TestSharedDictionaryOnAnotherPatternsPathKeepsSharing(t *testing.T) {
 	store := newMemStore()
 	a := newReplica(t, store, files)
 	for path := range files {
-		if rec := serveAt(a.h, path, chromeAE); rec.Header().Get("Use-As-Dictionary") == "" {
-			t.Fatalf("%s: no Use-As-Dictionary", path)
+		for range squeeze.DefaultSharedStoreAdmitAfter { // earning the write
+			if rec := serveAt(a.h, path, chromeAE); rec.Header().Get("Use-As-Dictionary") == "" {
+				t.Fatalf("%s: no Use-As-Dictionary", path)
+			}
 		}
+		serveToEarn(a.h, path)
 	}
 	squeeze.WaitSharedStore(a.m)
 

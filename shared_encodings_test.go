@@ -167,29 +167,38 @@ func TestSharedUpgradeRejectsWhatFailsVerification(t *testing.T) {
 			{"empty", func([]byte) []byte { return nil }},
 		} {
 			t.Run(tc.name+"/"+bad.name, func(t *testing.T) {
-				store := newMemStore()
-				a, ca := newFleetReplica(t, store, tc)
-				tc.upgrade(t, a, ca, 4)
-				best := tc.get(t, a, 1)
-				store.rewrite = func(key string, v []byte) []byte {
-					if strings.HasPrefix(key, "enc:") {
-						return bad.rewrite(v)
-					}
-					return v
-				}
-				b, cb := newFleetReplica(t, store, tc)
-				tc.upgrade(t, b, cb, 4)
-				if s := cb.Stats(); s.Upgrades != 1 || s.UpgradesShared != 0 {
-					t.Errorf("second replica: %+v; want one upgrade, encoded by itself", s)
-				}
-				if s := b.shared(t); s.VerificationsFailed != 1 {
-					t.Errorf("second replica's shared counters %+v; want 1 verification failed", s)
-				}
-				if got := tc.get(t, b, 1); !bytes.Equal(got, best) {
-					t.Errorf("second replica's own upgrade: %d bytes, want the best level's %d", len(got), len(best))
-				}
+				tc.wantRefused(t, bad.rewrite)
 			})
 		}
+	}
+}
+
+// wantRefused has one replica upgrade the variant and write it to a
+// store that hands the others rewrite of it, and checks that a second
+// replica refuses what it gets (one verification failed), encodes the
+// variant itself and serves what the first did.
+func (tc fleetVariant) wantRefused(t *testing.T, rewrite func(v []byte) []byte) {
+	t.Helper()
+	store := newMemStore()
+	a, ca := newFleetReplica(t, store, tc)
+	tc.upgrade(t, a, ca, 4)
+	best := tc.get(t, a, 1)
+	store.rewrite = func(key string, v []byte) []byte {
+		if strings.HasPrefix(key, "enc:") {
+			return rewrite(v)
+		}
+		return v
+	}
+	b, cb := newFleetReplica(t, store, tc)
+	tc.upgrade(t, b, cb, 4)
+	if s := cb.Stats(); s.Upgrades != 1 || s.UpgradesShared != 0 {
+		t.Errorf("second replica: %+v; want one upgrade, encoded by itself", s)
+	}
+	if s := b.shared(t); s.VerificationsFailed != 1 {
+		t.Errorf("second replica's shared counters %+v; want 1 verification failed", s)
+	}
+	if got := tc.get(t, b, 1); !bytes.Equal(got, best) {
+		t.Errorf("second replica's own upgrade: %d bytes, want the best level's %d", len(got), len(best))
 	}
 }
 

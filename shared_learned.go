@@ -44,20 +44,26 @@ func (r *learnedRoute) claim(gen uint64) claimOutcome {
 }
 
 // share writes ld, just trained, to the store under its hash, then the
-// route's pointer to it.
+// route's pointer to it, within the replica's write budget
+// (shared_admission.go).
 func (r *learnedRoute) share(ld *learnedDict) {
 	sh, d := r.s.shared, ld.sd.d
 	if len(d.pattern) > 0xffff {
 		return
 	}
-	if !sh.set(context.Background(), sharedDictKey(d.hash), sharedDictValue(d), 0) {
-		return
-	}
+	value := sharedDictValue(d)
 	v := make([]byte, 0, sharedLearnedLen)
 	v = append(v, sharedLearnedMagic...)
 	v = binary.BigEndian.AppendUint64(v, ld.gen)
 	v = append(v, d.hash[:]...)
-	sh.set(context.Background(), r.pointerKey(), v, 0)
+	// Each write comes out of the replica's write budget; the pointer is
+	// written only once the dictionary is.
+	if !sh.admit(len(value)) || !sh.set(context.Background(), sharedDictKey(d.hash), value, 0) {
+		return
+	}
+	if sh.admit(len(v)) {
+		sh.set(context.Background(), r.pointerKey(), v, 0)
+	}
 }
 
 // maybePoll starts a look for the fleet's newer dictionary, unless one
@@ -103,7 +109,7 @@ func (r *learnedRoute) poll() {
 	if !behind {
 		return
 	}
-	d := r.fetch(context.Background(), p.hash)
+	d := r.fetch(context.Background(), p.hash, false)
 	if d == nil {
 		return
 	}
@@ -113,11 +119,12 @@ func (r *learnedRoute) poll() {
 }
 
 // fetch returns the route's dictionary with this hash from the store,
-// verified (verifyLearned), or nil. It is not kept anywhere: the caller
-// publishes it or stores it within a budget.
-func (r *learnedRoute) fetch(ctx context.Context, hash [32]byte) *dictionary {
+// verified (verifyLearned), or nil; named says a client's request named
+// it (see shared.getNamed). It is not kept anywhere: the caller publishes
+// it or stores it within a budget.
+func (r *learnedRoute) fetch(ctx context.Context, hash [32]byte, named bool) *dictionary {
 	limit := sharedDictHeader + len(r.cfg.pattern) + r.cfg.dictSize
-	v, ok := r.s.shared.get(ctx, sharedDictKey(hash), limit, func(value []byte) (any, bool) {
+	v, ok := r.s.shared.lookup(ctx, sharedDictKey(hash), limit, named, func(value []byte) (any, bool) {
 		d := r.verifyLearned(hash, value)
 		return d, d != nil
 	})
@@ -135,7 +142,7 @@ func (r *learnedRoute) verifyLearned(hash [32]byte, value []byte) *dictionary {
 	if !ok || pattern != r.cfg.pattern || len(data) == 0 || len(data) > r.cfg.dictSize || sha256.Sum256(data) != hash {
 		return nil
 	}
-	return &dictionary{hash: hash, data: data, pattern: r.cfg.pattern}
+	return &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, learned: true}
 }
 
 // fetchForClient returns the route's dictionary with this hash, which a
@@ -143,7 +150,7 @@ func (r *learnedRoute) verifyLearned(hash [32]byte, value []byte) *dictionary {
 // and kept among the remembered dictionaries (within their budget), or
 // nil.
 func (r *learnedRoute) fetchForClient(ctx context.Context, hash [32]byte) *dictionary {
-	d := r.fetch(ctx, hash)
+	d := r.fetch(ctx, hash, true)
 	if d == nil {
 		return nil
 	}

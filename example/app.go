@@ -36,7 +36,13 @@ var static embed.FS
 // "Static files" section shows (readme_test.go holds the two together).
 func routeStatic(mux *http.ServeMux, m *squeeze.Middleware) {
 	sub, _ := fs.Sub(static, "static")
-	mux.Handle("/static/", http.StripPrefix("/static/", m.FileServer(sub)))
+	files := http.StripPrefix("/static/", m.FileServer(sub))
+	mux.Handle("/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The same bytes for every user: public, so that they stay
+		// dictionaries for a browser that sends a session cookie.
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		files.ServeHTTP(w, r)
+	}))
 }
 
 // maxUpload caps every upload, compressed or not. squeeze enforces it on the
@@ -86,9 +92,9 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 	r.Get("/small", assets.handler("small.html"))
 	// FileServer is a complete handler; behind compress.Handler, as here,
 	// its encoded responses pass through untouched. It is mounted as the
-	// README mounts it, with nothing in front: the scripts under the
-	// dictionary pattern go out with the freshness FileServer gives
-	// dictionaries, which is what lets a browser keep them.
+	// README mounts it, behind a Cache-Control that says public: the demo
+	// sets a cookie on every path, and an answer to a request with Cookie
+	// becomes a dictionary only when it says so.
 	files := http.NewServeMux()
 	routeStatic(files, compress)
 	r.Handle("/static/*", files)

@@ -150,9 +150,9 @@ func TestReadmeCommandsRunAgainstTheDemo(t *testing.T) {
 
 // The README's static-files recipe is the demo's: every line of its code
 // (comments aside) is a line of app.go, where the demo mounts its
-// FileServer with nothing in front, so that the Chromium tests prove the
-// recipe as written (TestChromiumGetsTheNextReleaseAsADelta: deltas need
-// no Cache-Control of the user's own).
+// FileServer, so that the Chromium tests prove the recipe as written
+// (TestChromiumGetsTheNextReleaseAsADelta: deltas to a browser that sends
+// the demo's cookie, behind the recipe's Cache-Control: public).
 func TestReadmeStaticRecipeIsTheDemos(t *testing.T) {
 	app, err := os.ReadFile("app.go")
 	if err != nil {

@@ -269,15 +269,12 @@ func (s *replyScanner) endLine() error {
 // element records an element read whole, closing the aggregates it
 // completes; when none is left open, the reply is whole.
 func (s *replyScanner) element() {
-	attr := s.attrDone
-	s.attrDone = false
+	if s.attrDone {
+		// An attribute is not an element: the one it annotates follows.
+		s.attrDone = false
+		return
+	}
 	for {
-		if attr {
-			// An attribute is not an element: the one it annotates
-			// follows.
-			attr = false
-			return
-		}
 		if len(s.stack) == 0 {
 			s.spent = 0 // a reply read whole
 			return
@@ -287,8 +284,11 @@ func (s *replyScanner) element() {
 		if top.left > 0 {
 			return
 		}
-		attr = top.attr
+		attr := top.attr
 		s.stack = s.stack[:len(s.stack)-1]
+		if attr {
+			return // likewise, once it is closed
+		}
 	}
 }
 
