@@ -28,7 +28,7 @@ func searchPage(site string, i int) []byte {
 	fmt.Fprintf(&b, "<!doctype html><html lang=en><head><meta charset=utf-8><title>%s search: query %d</title>\n", site, i)
 	b.WriteString("<style>\n")
 	for k := range 60 {
-		fmt.Fprintf(&b, ".%s-c%d{margin:%dpx %dpx;padding:%dpx;color:#%06x;font:%dpx/1.4 system-ui,sans-serif}\n", site, k, k%7, k%5, k%3, k*2654435761%0xffffff, 12+k%6)
+		fmt.Fprintf(&b, ".%s-c%d{margin:%dpx %dpx;padding:%dpx;color:#%06x;font:%dpx/1.4 system-ui,sans-serif}\n", site, k, k%7, k%5, k%3, uint64(k)*2654435761%0xffffff, 12+k%6)
 	}
 	b.WriteString("</style></head><body>\n<nav>")
 	for k := range 12 {
