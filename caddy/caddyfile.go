@@ -10,12 +10,14 @@ import (
 )
 
 // The Caddyfile directive, registered at init as Caddy's own directives
-// are (see the comment on the module's registration), ordered before
-// encode so that squeeze sees a response first and encode steps aside for
-// what squeeze encoded.
+// are (see the comment on the module's registration), ordered after
+// encode, that is inside it: squeeze encodes a response first, and encode,
+// which leaves alone a response that has a Content-Encoding, compresses
+// only what squeeze sent plain. Ordered before encode, squeeze would see
+// encode's output and step aside, its deltas lost.
 func init() {
 	httpcaddyfile.RegisterHandlerDirective("squeeze", parseCaddyfile)
-	httpcaddyfile.RegisterDirectiveOrder("squeeze", httpcaddyfile.Before, "encode")
+	httpcaddyfile.RegisterDirectiveOrder("squeeze", httpcaddyfile.After, "encode")
 }
 
 // parseCaddyfile makes the handler of a squeeze directive.

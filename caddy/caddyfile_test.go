@@ -26,8 +26,9 @@ func adapt(t *testing.T, caddyfile string) ([]byte, error) {
 }
 
 // The directive's settings reach the handler's JSON, and squeeze runs
-// before encode in the route whichever comes first in the site block.
-func TestCaddyfileDirectiveRunsBeforeEncode(t *testing.T) {
+// inside encode (after it in the route) whichever comes first in the site
+// block, so that encode steps aside for what squeeze encoded.
+func TestCaddyfileDirectiveRunsInsideEncode(t *testing.T) {
 	out, err := adapt(t, `
 http://example.com {
 	encode zstd gzip
@@ -76,8 +77,8 @@ http://example.com {
 		t.Fatal(err)
 	}
 	walk(config)
-	if strings.Join(handlers, " ") != "subroute squeeze encode file_server" {
-		t.Errorf("handlers in the order %q, want squeeze before encode:\n%s", handlers, out)
+	if strings.Join(handlers, " ") != "subroute encode squeeze file_server" {
+		t.Errorf("handlers in the order %q, want squeeze inside encode:\n%s", handlers, out)
 	}
 	want := squeezecaddy.Handler{
 		Prefer:         []string{"zstd", "br", "gzip"},
@@ -132,7 +133,7 @@ func TestReadmeCaddyfileRecipeAdapts(t *testing.T) {
 		t.Fatal("README.md has no ```caddyfile block")
 	}
 	for _, block := range blocks {
-		out, err := adapt(t, "http://example.com {\n"+block[1]+"}\n")
+		out, err := adapt(t, block[1]) // a whole Caddyfile, as a user runs it
 		if err != nil {
 			t.Errorf("the README's Caddyfile:\n%s\n%v", block[1], err)
 			continue

@@ -218,6 +218,8 @@ func TestCaddyGivesChromiumTheNextReleaseAsADelta(t *testing.T) {
 		{"squeeze, file_server", squeezeBlock + "file_server", true},
 		{"squeeze, reverse_proxy", squeezeBlock + "reverse_proxy " + strings.TrimPrefix(upstream.URL, "http://"), true},
 		{"encode zstd gzip, file_server", "encode zstd gzip\nfile_server", false},
+		// Both on one route: squeeze runs inside encode, which steps aside.
+		{"encode zstd gzip and squeeze, file_server", "encode zstd gzip\n" + squeezeBlock + "file_server", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startCaddy(t, bin, root, tc.handlers)

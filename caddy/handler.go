@@ -14,9 +14,10 @@
 //		dictionary /js/app.*.js
 //	}
 //
-// The directive is ordered before encode, so the two can share a route:
-// encode steps aside for a response squeeze has encoded, as it does for any
-// response that already has a Content-Encoding.
+// The directive is ordered after encode, inside it, so the two can share a
+// route: encode steps aside for a response squeeze has encoded, as it does
+// for any response that already has a Content-Encoding, and compresses
+// what squeeze left plain.
 package squeezecaddy
 
 import (
