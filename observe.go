@@ -144,13 +144,14 @@ const (
 	SharedNone SharedResult = iota
 	// SharedHit: a value was read and passed verification.
 	SharedHit
-	// SharedMiss: the store held no value for the key, or one over the
-	// size limit.
+	// SharedMiss: the store held no value for the key, one over the size
+	// limit, or one sound but not for the reader (a dictionary of another
+	// pattern, or longer than the reader's own limit).
 	SharedMiss
 	// SharedError: the call failed or reached its timeout.
 	SharedError
 	// SharedRejected: a value was read but failed verification (its hash,
-	// its framing, its pattern or its size); it was dropped. The store
+	// its framing or its length); it was dropped. The store
 	// answered: the breaker does not count it as a failure.
 	SharedRejected
 	// SharedSkipped: no call was made, because the breaker was open, the

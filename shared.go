@@ -25,10 +25,19 @@ import (
 // (SharedRejected), and its key is not asked again for a while. Such a
 // value is the store's answer, not its fault: the breaker counts only
 // calls that fail or time out, so no value, and no request naming one, can
-// stop the fleet's sharing. What a request decides (whether a verified
+// stop the fleet's sharing. Only what is wrong with the value alone (its
+// framing, its hash, its size against the size limit) rejects it: a value
+// that is sound but not for the caller that read it (a dictionary of a
+// pattern not the caller's, or longer than the caller's own limit) is
+// sharedNotHere, which marks nothing, so that a request naming a key on a
+// path where it does not belong cannot keep it from the callers it does
+// belong to. Callers that check a key's value differently (the store of
+// remembered dictionaries, each learned route) read it under a via of
+// their own: each has its flight and its misses, and no caller's verdict
+// is shared with another. What a request decides (whether a verified
 // dictionary's pattern matches its path) is checked by the caller after
 // get, never inside it: the flight's result is shared by every caller of
-// the key, and a value is good or bad whoever asks.
+// the key and via.
 //
 // Reads are bounded so that requests naming keys the store lacks cost
 // little: a key a client named (getNamed) and the store lacked is not
@@ -164,8 +173,26 @@ func (s *shared) report(r SharedResult, in, out int64, elapsed time.Duration) {
 	}
 }
 
+// sharedVerdict is what a use function of get found of a value.
+type sharedVerdict uint8
+
+const (
+	// sharedBad: the value alone is wrong, whoever reads it (its framing,
+	// its hash): it is refused and its key not asked again for a while.
+	sharedBad sharedVerdict = iota
+	// sharedTaken: the value passed and was used.
+	sharedTaken
+	// sharedNotHere: the value is not for this caller (a pattern not its
+	// own, a length over its own limit), though it may be for another: it
+	// is dropped and nothing is noted of its key.
+	sharedNotHere
+)
+
+// sharedUse checks and takes a value read from the store (see get).
+type sharedUse func(value []byte) (any, sharedVerdict)
+
 // sharedFlight is the result of one fetch, shared by those that waited for
-// it: v is what use returned, ok whether it accepted a value.
+// it: v is what use returned, ok whether it took a value.
 type sharedFlight struct {
 	v  any
 	ok bool
@@ -174,10 +201,11 @@ type sharedFlight struct {
 // get fetches the value under key, of at most limit bytes (lowered to the
 // size limit), and passes it to use, which checks it (against the hash
 // that names it, and whatever else it claims) and keeps it where it is
-// counted (a local store), returning what the caller needs and true, or
-// false to reject it. One fetch of a key is in flight at once: the
-// callers asking meanwhile wait for it and share its result, which is why
-// use runs in the fetch and not in the caller. A caller waits at most the
+// counted (a local store), returning what the caller needs and
+// sharedTaken, or the verdict that drops it. One fetch of a key is in
+// flight at once: the callers asking meanwhile wait for it and share its
+// result, which is why use runs in the fetch and not in the caller. A
+// caller waits at most the
 // timeout, or until ctx ends; the fetch goes on, bounded by the timeout,
 // without it.
 //
@@ -185,33 +213,40 @@ type sharedFlight struct {
 // key's value failed verification lately, or the reads or values in
 // flight fill their places or budget. It is for the keys the replica asks
 // for itself (its upgrades, its polls), which come at the pace of its own
-// work; getNamed is for those a client named.
-func (s *shared) get(ctx context.Context, key string, limit int, use func(value []byte) (any, bool)) (any, bool) {
-	return s.lookup(ctx, key, limit, false, use)
+// work; getNamed is for those a client named. Every caller of get for
+// key checks its value alike: callers that check it differently use
+// lookup, each with its own via.
+func (s *shared) get(ctx context.Context, key string, limit int, use sharedUse) (any, bool) {
+	return s.lookup(ctx, key, "", limit, false, use)
 }
 
 // getNamed is get for a key a client's request named (a dictionary's
 // hash in Available-Dictionary), which any client may make up: a key
 // missed lately is not asked again, and a key not asked for lately takes
 // only the first places of the reads in flight (see startLookup).
-func (s *shared) getNamed(ctx context.Context, key string, limit int, use func(value []byte) (any, bool)) (any, bool) {
-	return s.lookup(ctx, key, limit, true, use)
+func (s *shared) getNamed(ctx context.Context, key string, limit int, use sharedUse) (any, bool) {
+	return s.lookup(ctx, key, "", limit, true, use)
 }
 
-// lookup is get, and getNamed when named is set.
-func (s *shared) lookup(ctx context.Context, key string, limit int, named bool, use func(value []byte) (any, bool)) (any, bool) {
+// lookup is get, and getNamed when named is set, for a caller that reads
+// key through via: the name of the checks use makes and of limit, the
+// same for every caller of that via. Callers of one key through different
+// vias share no flight and no misses, only the keys whose value was bad
+// (sharedBad) whoever read it.
+func (s *shared) lookup(ctx context.Context, key, via string, limit int, named bool, use sharedUse) (any, bool) {
 	limit = min(limit, s.maxValue)
 	if limit <= 0 {
 		return nil, false
 	}
-	if s.known(key, named) || s.breaker.blocked() {
+	read := via + "\x00" + key // the flight, the misses and the asks
+	if s.known(key, read, named) || s.breaker.blocked() {
 		s.report(SharedSkipped, 0, 0, 0)
 		return nil, false
 	}
 	deadline := time.NewTimer(s.timeout)
 	defer deadline.Stop()
-	ch := s.flights.DoChan(key, func() (any, error) {
-		return s.fetch(key, limit, named, use), nil
+	ch := s.flights.DoChan(read, func() (any, error) {
+		return s.fetch(key, read, limit, named, use), nil
 	})
 	select {
 	case r := <-ch:
@@ -230,13 +265,13 @@ func (s *shared) lookup(ctx context.Context, key string, limit int, named bool, 
 }
 
 // known reports whether key's value failed verification lately, or, for
-// a key a client named, whether the store held none for it lately: then it
-// is not asked for.
-func (s *shared) known(key string, named bool) bool {
+// a key a client named, whether the store held none for its read (key
+// through a via, see lookup) lately: then it is not asked for.
+func (s *shared) known(key, read string, named bool) bool {
 	if _, bad := s.rejected.GetIfPresent(key); bad {
 		return true
 	}
-	return named && s.missed.has(key)
+	return named && s.missed.has(read)
 }
 
 // startLookup takes a place among the reads in flight for key, or reports
@@ -265,9 +300,9 @@ func (s *shared) startLookup(key string, named bool) bool {
 // endLookup gives back a place startLookup gave.
 func (s *shared) endLookup() { s.lookups.Add(-1) }
 
-// fetch is one flight of get.
-func (s *shared) fetch(key string, limit int, named bool, use func([]byte) (any, bool)) sharedFlight {
-	if !s.startLookup(key, named) {
+// fetch is one flight of lookup: read names it (key through its via).
+func (s *shared) fetch(key, read string, limit int, named bool, use sharedUse) sharedFlight {
+	if !s.startLookup(read, named) {
 		s.report(SharedSkipped, 0, 0, 0)
 		return sharedFlight{}
 	}
@@ -289,8 +324,13 @@ func (s *shared) fetch(key string, limit int, named bool, use func([]byte) (any,
 		return sharedFlight{}
 	case err == nil && ctx.Err() != nil:
 		err = ctx.Err() // an answer after the deadline is not one
-	case err == nil && len(r.value) > limit:
+	case err == nil && len(r.value) > s.maxValue:
 		s.refuse(key, len(r.value), elapsed)
+		return sharedFlight{}
+	case err == nil && (len(r.value) > limit || r.over):
+		// Within the size limit, over this caller's: perhaps another's.
+		s.breaker.success()
+		s.report(SharedMiss, 0, 0, elapsed)
 		return sharedFlight{}
 	}
 	if err != nil {
@@ -301,14 +341,21 @@ func (s *shared) fetch(key string, limit int, named bool, use func([]byte) (any,
 	if !r.found {
 		s.breaker.success()
 		if named {
-			s.missed.note(key)
+			// A plain store tells no value from one over limit: the
+			// miss is noted for this read only, not for another via's.
+			s.missed.note(read)
 		}
 		s.report(SharedMiss, 0, 0, elapsed)
 		return sharedFlight{}
 	}
-	v, ok := use(r.value)
-	if !ok {
+	v, verdict := use(r.value)
+	switch verdict {
+	case sharedBad:
 		s.refuse(key, len(r.value), elapsed)
+		return sharedFlight{}
+	case sharedNotHere:
+		s.breaker.success()
+		s.report(SharedMiss, int64(len(r.value)), 0, elapsed)
 		return sharedFlight{}
 	}
 	s.breaker.success()
@@ -329,7 +376,10 @@ func (s *shared) refuse(key string, n int, elapsed time.Duration) {
 type sharedRead struct {
 	value []byte
 	found bool // a value within the limit; false for one over it
-	err   error
+	// over: a SharedStoreSizer told of a value over the limit but within
+	// the size limit, not brought.
+	over bool
+	err  error
 	// held is what read holds of the in-flight budget, for its caller to
 	// release.
 	held int64
@@ -371,8 +421,11 @@ func (s *shared) read(ctx context.Context, key string, limit int) (r sharedRead)
 		value, size, found, err = sizer.GetOrSize(ctx, key, size)
 	}
 	// A value told longer than what was asked (over the limit, or grown
-	// since its length was told) was not brought: a miss, as for Get.
+	// since its length was told) was not brought: over, when it is within
+	// the size limit and so perhaps for another caller; else a miss, as
+	// for Get.
 	r.value, r.found, r.err = value, found && (value != nil || size <= int(r.held)), err
+	r.over = err == nil && found && !r.found && size <= s.maxValue
 	return r
 }
 

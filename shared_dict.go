@@ -18,11 +18,13 @@ import (
 // SHA-256, as sharedDictMagic, the length of its pattern (two bytes, big
 // endian), the pattern and the bytes. Nothing read is trusted: the bytes
 // must hash to the key's SHA-256, the framing must hold, and the pattern
-// must be one of this Middleware's own WithDictionaryMatch patterns. Those
-// checks are of the value alone; whether the pattern matches the request's
-// path is begin's check, as for any dictionary, after the fetch: a request
-// on another pattern's path gets no delta, but neither marks the value bad
-// nor keeps it from the requests it does match.
+// must be one of this Middleware's own WithDictionaryMatch patterns. Only
+// a wrong framing or hash is the value's fault: a sound value on another
+// pattern may be a learned route's, which shares the key, and is only not
+// for this store (sharedNotHere in shared.go). Whether the pattern matches
+// the request's path is begin's check, as for any dictionary, after the
+// fetch: a request on another pattern's path gets no delta, but neither
+// marks the value bad nor keeps it from the requests it does match.
 
 // sharedDictMagic starts every dictionary value: a value of another kind,
 // or of a later framing, is refused.
@@ -91,13 +93,13 @@ func (s *dictStore) publish(d *dictionary) bool {
 // caller checks that its pattern matches the request's path.
 func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
 	limit := int(min(s.maxBody+int64(sharedDictHeader+s.longestPattern()), int64(s.shared.maxValue)))
-	v, ok := s.shared.getNamed(ctx, sharedDictKey(hash), limit, func(value []byte) (any, bool) {
-		d := s.verifyShared(hash, value)
+	v, ok := s.shared.lookup(ctx, sharedDictKey(hash), "dict", limit, true, func(value []byte) (any, sharedVerdict) {
+		d, verdict := s.verifyShared(hash, value)
 		if d == nil {
-			return nil, false
+			return nil, verdict
 		}
 		d.fleet.taken() // the store holds it: not written back
-		return s.insert(d, int64(cap(value))+dictEntryBytes), true
+		return s.insert(d, int64(cap(value))+dictEntryBytes), sharedTaken
 	})
 	if !ok {
 		return nil
@@ -105,23 +107,30 @@ func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
 	return v.(*dictionary)
 }
 
-// verifyShared returns the dictionary value holds, if it is the one that
-// hashes to hash, on one of s.patterns, and one the store would have
-// remembered itself (not empty, within the largest body); else nil. It
-// checks the value alone, never the request that asked for it, so that
-// what it refuses is refused whoever asks. Its caller charges it the whole value's capacity, which its bytes
-// keep. The checks that cost little come first: a hostile value costs a
-// hash of its bytes only when its framing and pattern would be used.
-func (s *dictStore) verifyShared(hash [32]byte, value []byte) *dictionary {
+// verifyShared returns the dictionary value holds and sharedTaken, if it
+// is the one that hashes to hash, on one of s.patterns, and one the store
+// would have remembered itself (not empty, within the largest body). It
+// checks the value, never the request that asked for it. A value whose
+// framing or hash is wrong is sharedBad, refused whoever asks; a sound one
+// on a pattern not in s.patterns or longer than the largest body is
+// sharedNotHere, since it may be a learned route's (shared_learned.go),
+// whose dictionaries share the key. Its caller charges it the whole
+// value's capacity, which its bytes keep. The checks that cost little
+// come first: a hostile value costs a hash of its bytes only when its
+// framing and pattern would be used.
+func (s *dictStore) verifyShared(hash [32]byte, value []byte) (*dictionary, sharedVerdict) {
 	pattern, data, ok := parseSharedDict(value)
-	if !ok || len(data) == 0 || int64(len(data)) > s.maxBody {
-		return nil
+	if !ok || len(data) == 0 {
+		return nil, sharedBad
 	}
 	i := slices.Index(s.patterns, pattern)
-	if i < 0 || sha256.Sum256(data) != hash {
-		return nil
+	if i < 0 || int64(len(data)) > s.maxBody {
+		return nil, sharedNotHere
 	}
-	return &dictionary{hash: hash, data: data, pattern: s.patterns[i]}
+	if sha256.Sum256(data) != hash {
+		return nil, sharedBad
+	}
+	return &dictionary{hash: hash, data: data, pattern: s.patterns[i]}, sharedTaken
 }
 
 // longestPattern returns the length of the longest WithDictionaryMatch

@@ -83,12 +83,12 @@ func (v *sharedVariant) verifyMemory() int64 {
 func (v *sharedVariant) take(ctx context.Context, limit int) (value []byte, rejected bool) {
 	// The fetch may outlive get's wait: the flag is set from its goroutine.
 	var bad atomic.Bool
-	got, ok := v.s.get(ctx, v.key, limit, func(value []byte) (any, bool) {
+	got, ok := v.s.get(ctx, v.key, limit, func(value []byte) (any, sharedVerdict) {
 		if !v.verify(value) {
 			bad.Store(true)
-			return nil, false
+			return nil, sharedBad
 		}
-		return value, true
+		return value, sharedTaken
 	})
 	if !ok {
 		return nil, bad.Load()

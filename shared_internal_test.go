@@ -120,7 +120,12 @@ func TestSharedRejectedKeyIsAskedAgainAfterAWrite(t *testing.T) {
 	store := &claimStore{values: map[string][]byte{"k": []byte("bad")}}
 	var events []SharedResult
 	s := newShared(&config{shared: store}, func(e Event) { events = append(events, e.Shared) })
-	good := func(v []byte) (any, bool) { return string(v), string(v) == "good" }
+	good := func(v []byte) (any, sharedVerdict) {
+		if string(v) != "good" {
+			return nil, sharedBad
+		}
+		return string(v), sharedTaken
+	}
 	ctx := context.Background()
 	for range 2 {
 		if _, ok := s.get(ctx, "k", 100, good); ok {
@@ -200,7 +205,7 @@ func TestSharedFetchesInFlightAreBounded(t *testing.T) {
 		counts[e.Shared]++
 		mu.Unlock()
 	})
-	accept := func(v []byte) (any, bool) { return v, true }
+	accept := func(v []byte) (any, sharedVerdict) { return v, sharedTaken }
 	var wg sync.WaitGroup
 	const n = 3 * sharedInflightValues
 	// skipped waits until want gets have been skipped.
@@ -277,7 +282,7 @@ func TestSharedReadHoldsWhatTheValueIs(t *testing.T) {
 	long := bytes.Repeat([]byte("v"), 3*sharedProbe)
 	store := &sizedStore{gatedStore: gatedStore{claimStore: claimStore{values: map[string][]byte{"long": long}}, gate: make(chan struct{}), calls: make(chan struct{}, 100)}}
 	s := newShared(&config{shared: store, sharedTimeout: 5 * time.Second}, nil)
-	accept := func(v []byte) (any, bool) { return v, true }
+	accept := func(v []byte) (any, sharedVerdict) { return v, sharedTaken }
 	budget := int64(s.maxValue) * sharedInflightValues
 
 	var wg sync.WaitGroup

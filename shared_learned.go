@@ -91,13 +91,13 @@ type learnedPointer struct {
 // store, verified, and publishes it.
 func (r *learnedRoute) poll() {
 	sh := r.s.shared
-	v, ok := sh.get(context.Background(), r.pointerKey(), sharedLearnedLen, func(value []byte) (any, bool) {
+	v, ok := sh.get(context.Background(), r.pointerKey(), sharedLearnedLen, func(value []byte) (any, sharedVerdict) {
 		if len(value) != sharedLearnedLen || string(value[:len(sharedLearnedMagic)]) != sharedLearnedMagic {
-			return nil, false
+			return nil, sharedBad
 		}
 		p := learnedPointer{gen: binary.BigEndian.Uint64(value[len(sharedLearnedMagic):])}
 		copy(p.hash[:], value[len(sharedLearnedMagic)+8:])
-		return p, true
+		return p, sharedTaken
 	})
 	if !ok {
 		return
@@ -121,12 +121,14 @@ func (r *learnedRoute) poll() {
 // fetch returns the route's dictionary with this hash from the store,
 // verified (verifyLearned), or nil; named says a client's request named
 // it (see shared.getNamed). It is not kept anywhere: the caller publishes
-// it or stores it within a budget.
+// it or stores it within a budget. The key is the one of every dictionary
+// of that hash: the route reads it through a via of its own, since it
+// checks it against its own pattern and size (see shared.lookup).
 func (r *learnedRoute) fetch(ctx context.Context, hash [32]byte, named bool) *dictionary {
 	limit := sharedDictHeader + len(r.cfg.pattern) + r.cfg.dictSize
-	v, ok := r.s.shared.lookup(ctx, sharedDictKey(hash), limit, named, func(value []byte) (any, bool) {
-		d := r.verifyLearned(hash, value)
-		return d, d != nil
+	v, ok := r.s.shared.lookup(ctx, sharedDictKey(hash), "learned:"+r.key, limit, named, func(value []byte) (any, sharedVerdict) {
+		d, verdict := r.verifyLearned(hash, value)
+		return d, verdict
 	})
 	if !ok {
 		return nil
@@ -134,15 +136,24 @@ func (r *learnedRoute) fetch(ctx context.Context, hash [32]byte, named bool) *di
 	return v.(*dictionary)
 }
 
-// verifyLearned returns the dictionary value holds if it is the route's
-// (its pattern), within its size, and hashes to hash; else nil. The cheap
-// checks come first.
-func (r *learnedRoute) verifyLearned(hash [32]byte, value []byte) *dictionary {
+// verifyLearned returns the dictionary value holds and sharedTaken if it
+// is the route's (its pattern), within its size, and hashes to hash. A
+// value whose framing or hash is wrong is sharedBad; a sound one of
+// another pattern or longer than the route's size is sharedNotHere: it
+// may be a dictionary of WithDictionaryMatch, or another route's. The
+// cheap checks come first.
+func (r *learnedRoute) verifyLearned(hash [32]byte, value []byte) (*dictionary, sharedVerdict) {
 	pattern, data, ok := parseSharedDict(value)
-	if !ok || pattern != r.cfg.pattern || len(data) == 0 || len(data) > r.cfg.dictSize || sha256.Sum256(data) != hash {
-		return nil
+	if !ok || len(data) == 0 {
+		return nil, sharedBad
 	}
-	return &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, learned: true}
+	if pattern != r.cfg.pattern || len(data) > r.cfg.dictSize {
+		return nil, sharedNotHere
+	}
+	if sha256.Sum256(data) != hash {
+		return nil, sharedBad
+	}
+	return &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, learned: true}, sharedTaken
 }
 
 // fetchForClient returns the route's dictionary with this hash, which a
