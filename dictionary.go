@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/bits"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -859,6 +860,10 @@ type standaloneConfig struct {
 // static subdomain loaded with crossorigin); never from another site. Every response to a
 // matching path carries Vary: Accept-Encoding, Available-Dictionary, Sec-Fetch-Site.
 //
+// Calls add up: two calls match the patterns of both (a pattern an earlier
+// call gave counts once); within one call a pattern listed twice is an
+// error.
+//
 // Do not use it for responses that mix secrets with input an attacker can
 // choose: like any compression of such responses, a delta's size can leak
 // the secret.
@@ -871,7 +876,11 @@ func WithDictionaryMatch(patterns ...string) Option {
 		if err != nil {
 			return err
 		}
-		c.dictMatch = list
+		for _, p := range list {
+			if !slices.Contains(c.dictMatch, p) {
+				c.dictMatch = append(c.dictMatch, p)
+			}
+		}
 		return nil
 	}
 }
