@@ -40,7 +40,7 @@ import (
 // the key and via.
 //
 // Reads are bounded so that requests naming keys the store lacks cost
-// little: a key a client named (getNamed) and the store lacked is not
+// little: a key a client named (lookup's named) and the store lacked is not
 // asked again for sharedMissedFor; at most sharedLookups reads are in
 // flight, of which named keys not asked for before take only
 // sharedFirstLookups, so that a flood of random keys leaves room for a key
@@ -213,24 +213,20 @@ type sharedFlight struct {
 // key's value failed verification lately, or the reads or values in
 // flight fill their places or budget. It is for the keys the replica asks
 // for itself (its upgrades, its polls), which come at the pace of its own
-// work; getNamed is for those a client named. Every caller of get for
-// key checks its value alike: callers that check it differently use
-// lookup, each with its own via.
+// work; lookup with named set is for those a client named. Every caller
+// of get for key checks its value alike: callers that check it
+// differently use lookup, each with its own via.
 func (s *shared) get(ctx context.Context, key string, limit int, use sharedUse) (any, bool) {
 	return s.lookup(ctx, key, "", limit, false, use)
 }
 
-// getNamed is get for a key a client's request named (a dictionary's
-// hash in Available-Dictionary), which any client may make up: a key
-// missed lately is not asked again, and a key not asked for lately takes
-// only the first places of the reads in flight (see startLookup).
-func (s *shared) getNamed(ctx context.Context, key string, limit int, use sharedUse) (any, bool) {
-	return s.lookup(ctx, key, "", limit, true, use)
-}
-
-// lookup is get, and getNamed when named is set, for a caller that reads
-// key through via: the name of the checks use makes and of limit, the
-// same for every caller of that via. Callers of one key through different
+// lookup is get for a caller that reads key through via, and, when named
+// is set, for a key a client's request named (a dictionary's hash in
+// Available-Dictionary), which any client may make up: a key missed
+// lately is not asked again, and a key not asked for lately takes only
+// the first places of the reads in flight (see startLookup). via names
+// the checks use makes and limit, the same for every caller of that via
+// (the store of remembered dictionaries, a learned route). Callers of one key through different
 // vias share no flight and no misses, only the keys whose value was bad
 // (sharedBad) whoever read it.
 func (s *shared) lookup(ctx context.Context, key, via string, limit int, named bool, use sharedUse) (any, bool) {

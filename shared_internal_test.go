@@ -227,7 +227,7 @@ func TestSharedFetchesInFlightAreBounded(t *testing.T) {
 	// The first asks: sharedFirstLookups calls; the others find no place
 	// and give up at once.
 	for i := range n {
-		wg.Go(func() { s.getNamed(context.Background(), fmt.Sprint("k", i), 1<<10, accept) })
+		wg.Go(func() { s.lookup(context.Background(), fmt.Sprint("k", i), "", 1<<10, true, accept) })
 	}
 	for range sharedFirstLookups {
 		<-store.calls
@@ -235,7 +235,7 @@ func TestSharedFetchesInFlightAreBounded(t *testing.T) {
 	skipped(n - sharedFirstLookups)
 	// Asked again, the keys skipped take places up to the budget.
 	for i := range n {
-		wg.Go(func() { s.getNamed(context.Background(), fmt.Sprint("k", i), 1<<10, accept) })
+		wg.Go(func() { s.lookup(context.Background(), fmt.Sprint("k", i), "", 1<<10, true, accept) })
 	}
 	for range sharedInflightValues - sharedFirstLookups {
 		<-store.calls
@@ -287,7 +287,7 @@ func TestSharedReadHoldsWhatTheValueIs(t *testing.T) {
 
 	var wg sync.WaitGroup
 	for i := range sharedFirstLookups {
-		wg.Go(func() { s.getNamed(context.Background(), fmt.Sprint("unknown", i), s.maxValue, accept) })
+		wg.Go(func() { s.lookup(context.Background(), fmt.Sprint("unknown", i), "", s.maxValue, true, accept) })
 	}
 	for range sharedFirstLookups {
 		<-store.calls
@@ -303,14 +303,14 @@ func TestSharedReadHoldsWhatTheValueIs(t *testing.T) {
 	wg.Wait()
 
 	store.limits = nil
-	if v, ok := s.getNamed(context.Background(), "long", s.maxValue, accept); !ok || !bytes.Equal(v.([]byte), long) {
+	if v, ok := s.lookup(context.Background(), "long", "", s.maxValue, true, accept); !ok || !bytes.Equal(v.([]byte), long) {
 		t.Fatalf("the long value: %v", ok)
 	}
 	if want := []int{sharedProbe, len(long)}; fmt.Sprint(store.limits) != fmt.Sprint(want) {
 		t.Errorf("the long value was asked with limits %v, want %v", store.limits, want)
 	}
 	store.limits = nil
-	if _, ok := s.getNamed(context.Background(), "unknown0", s.maxValue, accept); ok || len(store.limits) != 0 {
+	if _, ok := s.lookup(context.Background(), "unknown0", "", s.maxValue, true, accept); ok || len(store.limits) != 0 {
 		t.Errorf("a key missed a moment ago was asked again (limits %v)", store.limits)
 	}
 }

@@ -120,7 +120,7 @@ func (r *learnedRoute) poll() {
 
 // fetch returns the route's dictionary with this hash from the store,
 // verified (verifyLearned), or nil; named says a client's request named
-// it (see shared.getNamed). It is not kept anywhere: the caller publishes
+// it (see shared.lookup). It is not kept anywhere: the caller publishes
 // it or stores it within a budget. The key is the one of every dictionary
 // of that hash: the route reads it through a via of its own, since it
 // checks it against its own pattern and size (see shared.lookup).
