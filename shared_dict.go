@@ -97,7 +97,7 @@ func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
 			return nil, false
 		}
 		d.fleet.taken() // the store holds it: not written back
-		return s.insert(d, int64(cap(value))+dictEntryBytes), true
+		return s.insert(d, int64(cap(value))+dictEntryBytes, 0), true
 	})
 	if !ok {
 		return nil
