@@ -306,10 +306,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	p.each("squeeze_decompressor_compressed_bytes_total", "Encoded bytes of the request bodies, as read from the client.", "coding", codings, func(k string) float64 { return float64(ds.Codings[k].TotalCompressedBytes) })
 	p.each("squeeze_decompressor_decode_seconds_total", "Time spent decoding request bodies.", "coding", codings, func(k string) float64 { return ds.Codings[k].DecodeSeconds })
 	ss := &s.SharedStore
-	for _, m := range []struct {
-		name, help string
-		v          int64
-	}{
+	p.totals("squeeze_shared_store_", []promTotal{
 		{"hits", "Values read from the shared store and verified.", ss.Hits},
 		{"misses", "Reads that found no value in the shared store.", ss.Misses},
 		{"errors", "Calls to the shared store that failed or timed out.", ss.Errors},
@@ -321,26 +318,17 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"read_bytes", "Bytes of the values read from the shared store.", ss.BytesRead},
 		{"written_bytes", "Bytes of the values written to the shared store.", ss.BytesWritten},
 		{"breaker_opened", "Times the shared store's breaker opened.", ss.BreakerOpened},
-	} {
-		p.family("squeeze_shared_store_"+m.name+"_total", m.help)
-		p.sample("", "", float64(m.v))
-	}
+	})
 	p.gauge("squeeze_shared_store_breaker_open", "1 while the shared store's breaker is open, else 0.")
 	p.sample("", "", float64(ss.BreakerOpen))
 	ls := &s.LearnedDictionary
-	for _, m := range []struct {
-		name, help string
-		v          int64
-	}{
+	p.totals("squeeze_learned_dictionary_", []promTotal{
 		{"trained", "Learned dictionaries trained and published.", ls.Trained},
 		{"adopted", "Learned dictionaries another replica trained, taken from the shared store.", ls.Adopted},
 		{"refused_budget", "Trainings of learned dictionaries refused for their CPU or memory budget.", ls.RefusedBudget},
 		{"deltas", "Responses sent as deltas against a learned dictionary.", ls.Deltas},
 		{"saved_bytes", "Bytes the deltas against learned dictionaries saved over zstd without them (estimated).", ls.BytesSaved},
-	} {
-		p.family("squeeze_learned_dictionary_"+m.name+"_total", m.help)
-		p.sample("", "", float64(m.v))
-	}
+	})
 	return p.err
 }
 
@@ -367,6 +355,20 @@ func (p *promWriter) family(name, help string) {
 }
 
 // gauge starts a gauge family with its HELP and TYPE lines.
+// promTotal is one counter of a family without labels.
+type promTotal struct {
+	name, help string
+	v          int64
+}
+
+// totals writes each of ms as the counter prefix+name+"_total".
+func (p *promWriter) totals(prefix string, ms []promTotal) {
+	for _, m := range ms {
+		p.family(prefix+m.name+"_total", m.help)
+		p.sample("", "", float64(m.v))
+	}
+}
+
 func (p *promWriter) gauge(name, help string) {
 	p.name = name
 	p.printf("# HELP %s %s\n# TYPE %s gauge\n", name, escapeHelp(help), name)

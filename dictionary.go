@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/bits"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -875,6 +876,12 @@ func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request
 	h := w.Header()
 	h["Content-Type"] = []string{sd.contentType}
 	h["Etag"] = []string{sd.etag}
+	if !hasField(h, "Cache-Control") {
+		// The same bytes for every client, chosen by the operator or
+		// learned from public responses only: a shared cache may keep
+		// them, and a browser that sends a cookie still stores them.
+		h["Cache-Control"] = []string{"public, " + DictionaryCacheControl}
+	}
 	dictionaryHeaders(h, false, sd.useAs, true, nil)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
 }
@@ -919,7 +926,11 @@ type standaloneConfig struct {
 // from another origin of the same site in CORS mode and the response's
 // Access-Control-Allow-Origin names that origin or is "*" (a script on a
 // static subdomain loaded with crossorigin); never from another site. Every response to a
-// matching path carries Vary: Accept-Encoding, Available-Dictionary.
+// matching path carries Vary: Accept-Encoding, Available-Dictionary, Sec-Fetch-Site.
+//
+// Calls add up: two calls match the patterns of both (a pattern an earlier
+// call gave counts once); within one call a pattern listed twice is an
+// error.
 //
 // Do not use it for responses that mix secrets with input an attacker can
 // choose: like any compression of such responses, a delta's size can leak
@@ -933,7 +944,11 @@ func WithDictionaryMatch(patterns ...string) Option {
 		if err != nil {
 			return err
 		}
-		c.dictMatch = list
+		for _, p := range list {
+			if !slices.Contains(c.dictMatch, p) {
+				c.dictMatch = append(c.dictMatch, p)
+			}
+		}
 		return nil
 	}
 }

@@ -110,9 +110,28 @@ func TestDictionaryHeadersAreTheSameFromFileServerAndMiddleware(t *testing.T) {
 			})
 		}
 	})
-	// The standalone dictionary carries the same freshness.
+	// The standalone dictionary carries the same freshness, public: its
+	// bytes are the same for every client.
 	w := fsGet(mux, "GET", "/dict/common.dat")
-	if got := w.Header().Get("Cache-Control"); got != squeeze.DictionaryCacheControl {
-		t.Errorf("WithDictionary's dictionary: Cache-Control %q, want %q", got, squeeze.DictionaryCacheControl)
+	if got, want := w.Header().Get("Cache-Control"), "public, "+squeeze.DictionaryCacheControl; got != want {
+		t.Errorf("WithDictionary's dictionary: Cache-Control %q, want %q", got, want)
+	}
+}
+
+// A range of a file on a dictionary path is no dictionary: a 206 holds
+// part of the file, and the Middleware marks no ranged response either.
+func TestFileServerMarksNoRangeAsADictionary(t *testing.T) {
+	m := newMiddleware(t, squeeze.WithDictionaryMatch("/app.*.js"))
+	h, _ := fileServer(t, m, os.DirFS(writeTree(t, t.TempDir(), map[string][]byte{"app.v1.js": textBody(31, 20000)})))
+	whole := fsGet(h, "GET", "/app.v1.js", "Accept-Encoding", "gzip")
+	if whole.Header().Get("Use-As-Dictionary") == "" {
+		t.Fatalf("the whole file: no Use-As-Dictionary (%v)", whole.Header())
+	}
+	part := fsGet(h, "GET", "/app.v1.js", "Accept-Encoding", "gzip", "Range", "bytes=0-99")
+	if part.Code != http.StatusPartialContent {
+		t.Fatalf("a range: status %d, want 206", part.Code)
+	}
+	if got := part.Header().Get("Use-As-Dictionary"); got != "" {
+		t.Errorf("a 206 of %d bytes carries Use-As-Dictionary %q", part.Body.Len(), got)
 	}
 }

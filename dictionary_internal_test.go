@@ -73,3 +73,21 @@ func TestDictionaryOptionErrorsNameTheCall(t *testing.T) {
 		t.Errorf("duplicate path: %v", err)
 	}
 }
+
+// WithDictionaryMatch's calls add up: a path matching a pattern of either
+// call is marked, as a newcomer who splits the patterns over two calls
+// expects (the last call alone used to count).
+func TestDictionaryMatchCallsAddUp(t *testing.T) {
+	m, err := New(WithDictionaryMatch("/a/*"), WithDictionaryMatch("/b/*", "/a/*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.dicts.patterns) != 2 {
+		t.Errorf("patterns %q, want /a/* once and /b/*", m.dicts.patterns)
+	}
+	for _, path := range []string{"/a/x.js", "/b/x.js"} {
+		if m.dicts.matchIndex(path) < 0 {
+			t.Errorf("%s matches no pattern; patterns %q", path, m.dicts.patterns)
+		}
+	}
+}

@@ -220,7 +220,7 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 	defer closeSiblings(siblings)
 	offers := fr.fileOffers(offersBuf[:0], meta, encodable, siblings)
 	o, fallback, dictPattern, dictVaries := fr.chooseOffer(offers, encodable, ranged)
-	fr.fileHeader(f, meta, eligible, dictPattern, dictVaries)
+	fr.fileHeader(f, meta, eligible && !ranged, dictPattern, dictVaries)
 
 	ff := fr.fileFacts(meta, eligible, ranged)
 	ff.siblings = len(siblings) > 0

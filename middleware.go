@@ -74,6 +74,9 @@ func New(opts ...Option) (*Middleware, error) {
 	if err := checkWriteBudget(&c); err != nil {
 		return nil, err
 	}
+	if c.shared == nil && len(c.sharedOptions) > 0 {
+		return nil, fmt.Errorf("squeeze: %s needs WithSharedStore: without a store it does nothing (add WithSharedStore(store) or remove it)", c.sharedOptions[0])
+	}
 	if c.trustETags {
 		if c.cache == nil {
 			return nil, errors.New("squeeze: WithTrustedETags needs WithCache: without a Cache there is nothing to serve by ETag")

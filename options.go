@@ -91,7 +91,10 @@ type config struct {
 	sharedWrites        int           // WithSharedStoreWriteBudget: writes a minute
 	sharedWriteBytes    int64         // WithSharedStoreWriteBudget: bytes a minute
 	sharedAdmitAfter    int           // WithSharedStoreAdmitAfter
-	lengthHiding        int           // WithLengthHiding; 0 when off
+	// sharedOptions names the calls of the options that tune the store,
+	// which New refuses without WithSharedStore: they would do nothing.
+	sharedOptions []string
+	lengthHiding  int // WithLengthHiding; 0 when off
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.

@@ -191,6 +191,7 @@ func WithSharedStoreWriteBudget(writes int, bytes int64) Option {
 			return fmt.Errorf("squeeze: WithSharedStoreWriteBudget(%d, %d): writes and bytes per minute must be positive, bytes at most %d (2 GiB)", writes, bytes, math.MaxInt32)
 		}
 		c.sharedWrites, c.sharedWriteBytes = writes, bytes
+		c.sharedOptions = append(c.sharedOptions, fmt.Sprintf("WithSharedStoreWriteBudget(%d, %d)", writes, bytes))
 		return nil
 	}
 }
@@ -212,6 +213,7 @@ func WithSharedStoreAdmitAfter(n int) Option {
 			return fmt.Errorf("squeeze: WithSharedStoreAdmitAfter(%d): the number of times sent must be 1 to %d", n, maxSharedAdmitAfter)
 		}
 		c.sharedAdmitAfter = n
+		c.sharedOptions = append(c.sharedOptions, fmt.Sprintf("WithSharedStoreAdmitAfter(%d)", n))
 		return nil
 	}
 }

@@ -157,3 +157,21 @@ func TestSharedDictionaryWriteThatFailedIsMadeWhenItEarnsAgain(t *testing.T) {
 		t.Errorf("the store back, v1 sent again: %+v, keys %q; want it written", s, store.keys())
 	}
 }
+
+// An option that tunes the shared store is refused without the store: it
+// would do nothing, silently.
+func TestSharedStoreOptionsNeedTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		opt  squeeze.Option
+		want string
+	}{
+		{squeeze.WithSharedStoreTimeout(time.Second), "squeeze: WithSharedStoreTimeout(1s) needs WithSharedStore"},
+		{squeeze.WithSharedStoreMaxValue(1 << 20), "squeeze: WithSharedStoreMaxValue(1048576) needs WithSharedStore"},
+		{squeeze.WithSharedStoreWriteBudget(10, 8<<20), "squeeze: WithSharedStoreWriteBudget(10, 8388608) needs WithSharedStore"},
+		{squeeze.WithSharedStoreAdmitAfter(3), "squeeze: WithSharedStoreAdmitAfter(3) needs WithSharedStore"},
+	} {
+		if _, err := squeeze.New(tc.opt); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("New: %v, want %q...", err, tc.want)
+		}
+	}
+}

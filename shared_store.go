@@ -169,6 +169,7 @@ func WithSharedStoreTimeout(d time.Duration) Option {
 			return fmt.Errorf("squeeze: WithSharedStoreTimeout(%v): timeout must be positive and at most %v", d, maxSharedTimeout)
 		}
 		c.sharedTimeout = d
+		c.sharedOptions = append(c.sharedOptions, fmt.Sprintf("WithSharedStoreTimeout(%v)", d))
 		return nil
 	}
 }
@@ -184,6 +185,7 @@ func WithSharedStoreMaxValue(n int) Option {
 			return fmt.Errorf("squeeze: WithSharedStoreMaxValue(%d): size must be %d to %d bytes (1 KiB to 512 MiB)", n, 1<<10, 512<<20)
 		}
 		c.sharedMaxValue = n
+		c.sharedOptions = append(c.sharedOptions, fmt.Sprintf("WithSharedStoreMaxValue(%d)", n))
 		return nil
 	}
 }
