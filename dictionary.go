@@ -273,13 +273,18 @@ func (s *dictStore) lookup(hash [32]byte) *dictionary {
 // what the heap holds, and dictEntryBytes. from says where body came from:
 // a body that is not public is never remembered, except a FileServer's
 // file found by hash (byHash), which is shared only once it goes out in a
-// public response.
-func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictOrigin) {
+// public response. reserved is what the caller reserved of the budget
+// while it collected body (see reserve); remember gives it back on every
+// path, under the same lock as it stores the dictionary when it does, so
+// the bytes are counted once and at every moment.
+func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictOrigin, reserved int64) {
 	if len(body) == 0 || int64(len(body)) > s.maxBody {
+		s.release(reserved)
 		return
 	}
 	hash := sha256.Sum256(body)
 	if held := s.lookup(hash); held != nil {
+		s.release(reserved)
 		s.seen(held, from)
 		return
 	}
@@ -287,7 +292,26 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 		body = bytes.Clone(body)
 	}
 	d := &dictionary{hash: hash, data: body, pattern: pattern}
-	s.seen(s.insert(d, int64(cap(body))+dictEntryBytes), from)
+	s.seen(s.insert(d, int64(cap(body))+dictEntryBytes, reserved), from)
+}
+
+// reserve takes n bytes of the budget for a body collected to remember,
+// evicting the least recently used dictionaries to make room; it reports
+// false, taking nothing, when the reservations would pass the budget.
+func (s *dictStore) reserve(n int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.remembered.Reserve(n)
+}
+
+// release gives back n bytes that reserve took.
+func (s *dictStore) release(n int64) {
+	if n == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.remembered.Release(n)
+	s.mu.Unlock()
 }
 
 // seen records that d, a dictionary held, went out again or was named as
@@ -313,12 +337,14 @@ func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 
 // insert adds d, a remembered dictionary costing weight, to the store and
 // returns it, or returns the dictionary of the same hash stored meanwhile
-// by another response. Its encoder pools and prepared tables go with it
+// by another response. reserved, the bytes reserved while d's body was
+// collected, is given back first, under the same lock. Its encoder pools and prepared tables go with it
 // when it is evicted: responses still using one put their encoders back
 // into a pool nothing else reaches.
-func (s *dictStore) insert(d *dictionary, weight int64) *dictionary {
+func (s *dictStore) insert(d *dictionary, weight, reserved int64) *dictionary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.remembered.Release(reserved)
 	if held, ok := s.remembered.Peek(d.hash); ok {
 		return held
 	}
@@ -507,10 +533,17 @@ type dictResponse struct {
 	// word: the struct fits the 48-byte size class.
 	pattern int32
 	// remember is set when the response carries Use-As-Dictionary from
-	// squeeze and is a GET: its plain body is collected in body.
+	// squeeze and is a GET: its plain body is collected in body, whose
+	// capacity is reserved of the store's budget (dictStore.reserve)
+	// until ended hands it to the dictionary or gives it back.
 	remember bool
 	body     []byte
 }
+
+// captureChunk is the least a body collected to remember grows by: the
+// reservation grows with the capacity, doubling from it, so a body takes
+// the store's lock a few times, not once per write.
+const captureChunk = 32 << 10
 
 // follow returns the dictionary offer the client of r may get, or nil, and
 // the hook that follows the response: a dictResponse on a path that matches
@@ -709,7 +742,10 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
-				d.body = make([]byte, 0, f.declared)
+				// Without room in the budget, the body is not remembered.
+				if d.remember = s.reserve(f.declared); d.remember {
+					d.body = make([]byte, 0, f.declared)
+				}
 			}
 		}
 	}
@@ -717,15 +753,44 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 	return d.remember
 }
 
-// plain collects the plain body of a response to remember, giving up past
-// the largest body the store takes. It reports whether it wants more.
+// plain collects the plain body of a response to remember, reserving of
+// the store's budget the capacity it grows to, and giving up past the
+// largest body the store takes or when the budget has no room. It reports
+// whether it wants more.
 func (d *dictResponse) plain(p []byte) bool {
-	if int64(len(d.body)+len(p)) > d.s.maxBody {
-		d.remember, d.body = false, nil
+	if need := len(d.body) + len(p); need > cap(d.body) && !d.grow(need) {
+		d.stopCapture()
 		return false
 	}
-	d.body = append(d.body, p...)
+	d.body = append(d.body, p...) // within the capacity reserved
 	return true
+}
+
+// grow gives body room for need bytes, doubling its capacity (at least
+// captureChunk, at most the largest body remembered) and reserving what
+// the capacity grows by, or exactly need when the budget has no room for
+// more. It reports false, changing nothing, when need bytes do not fit.
+func (d *dictResponse) grow(need int) bool {
+	s, old := d.s, cap(d.body)
+	if int64(need) > s.maxBody {
+		return false
+	}
+	c := int(min(int64(max(need, 2*old, captureChunk)), s.maxBody))
+	if !s.reserve(int64(c - old)) {
+		if c = need; !s.reserve(int64(c - old)) {
+			return false
+		}
+	}
+	body := make([]byte, len(d.body), c)
+	copy(body, d.body)
+	d.body = body
+	return true
+}
+
+// stopCapture drops the body collected and gives its reservation back.
+func (d *dictResponse) stopCapture() {
+	d.s.release(int64(cap(d.body)))
+	d.remember, d.body = false, nil
 }
 
 func (d *dictResponse) flushed() {}
@@ -733,9 +798,11 @@ func (d *dictResponse) flushed() {}
 // ended stores the body of a completed response that carried
 // Use-As-Dictionary, unless it did not match its declared length. A whole
 // body encoded from the buffer is still there; any other was collected by
-// plain.
+// plain. The reservation of the body collected is given back, or handed
+// to the dictionary remembered, whichever way the response ended.
 func (d *dictResponse) ended(end responseEnd) {
 	if !end.completed || !d.remember || end.lengthMismatch {
+		d.stopCapture()
 		return
 	}
 	body, owned := d.body, true
@@ -743,10 +810,11 @@ func (d *dictResponse) ended(end responseEnd) {
 		body, owned = end.whole, false
 	}
 	if end.declared >= 0 && int64(len(body)) != end.declared {
+		d.stopCapture()
 		return
 	}
-	d.s.remember(body, d.s.patterns[d.pattern-1], owned, fromResponse)
-	d.body = nil
+	d.s.remember(body, d.s.patterns[d.pattern-1], owned, fromResponse, int64(cap(d.body)))
+	d.remember, d.body = false, nil
 }
 
 // dictLinks is the hook of a response to a path that matches no pattern,

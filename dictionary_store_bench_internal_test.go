@@ -28,7 +28,7 @@ func BenchmarkDictStore(b *testing.B) {
 		var hashes [64][32]byte
 		for i := range hashes {
 			p := body(i)
-			s.remember(p, "/api/*", true, fromResponse)
+			s.remember(p, "/api/*", true, fromResponse, 0)
 			hashes[i] = sha256.Sum256(p)
 		}
 		b.ReportAllocs()
@@ -46,7 +46,7 @@ func BenchmarkDictStore(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			s.remember(bodies[i&1023], "/api/*", true, fromResponse)
+			s.remember(bodies[i&1023], "/api/*", true, fromResponse, 0)
 		}
 	})
 }

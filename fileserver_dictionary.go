@@ -89,7 +89,7 @@ func (fr *fileRequest) primeDictionary(d *dictStore) {
 	}
 	data, err := fs.ReadFile(fr.fsys, name)
 	if err == nil && sha256.Sum256(data) == hash {
-		d.remember(data, pattern, true, byHash)
+		d.remember(data, pattern, true, byHash, 0)
 	}
 }
 
@@ -193,5 +193,5 @@ func (fr *fileRequest) rememberFileDictionary(f fs.File, pattern string) {
 	if rewind(f) != nil || err != nil || sha256.Sum256(data) != fr.meta.hash {
 		return
 	}
-	d.remember(data, pattern, true, fromFile)
+	d.remember(data, pattern, true, fromFile, 0)
 }

@@ -99,7 +99,7 @@ func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
 			return nil, verdict
 		}
 		d.fleet.taken() // the store holds it: not written back
-		return s.insert(d, int64(cap(value))+dictEntryBytes), sharedTaken
+		return s.insert(d, int64(cap(value))+dictEntryBytes, 0), sharedTaken
 	})
 	if !ok {
 		return nil

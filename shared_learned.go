@@ -165,5 +165,5 @@ func (r *learnedRoute) fetchForClient(ctx context.Context, hash [32]byte) *dicti
 	if d == nil {
 		return nil
 	}
-	return r.s.insert(d, int64(cap(d.data))+dictEntryBytes)
+	return r.s.insert(d, int64(cap(d.data))+dictEntryBytes, 0)
 }
