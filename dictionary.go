@@ -141,6 +141,11 @@ type dictStore struct {
 	zstdLevel,
 	brLevel int
 	maxBody int64 // the largest body remembered: a quarter of the budget
+	// capturing is what the bodies being collected to remember hold of
+	// the budget (reserve), at most twice maxBody: half the budget, so that
+	// slow clients can never evict more than half the dictionaries held.
+	// Guarded by mu.
+	capturing int64
 
 	standalone map[string]*standaloneDictionary // by path
 	links      []string                         // Link values for text/html
@@ -297,11 +302,16 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 
 // reserve takes n bytes of the budget for a body collected to remember,
 // evicting the least recently used dictionaries to make room; it reports
-// false, taking nothing, when the reservations would pass the budget.
+// false, taking nothing, when the reservations would pass the budget or
+// the bodies being collected would hold more than half of it.
 func (s *dictStore) reserve(n int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.remembered.Reserve(n)
+	if s.capturing+n > 2*s.maxBody || !s.remembered.Reserve(n) {
+		return false
+	}
+	s.capturing += n
+	return true
 }
 
 // release gives back n bytes that reserve took.
@@ -311,6 +321,7 @@ func (s *dictStore) release(n int64) {
 	}
 	s.mu.Lock()
 	s.remembered.Release(n)
+	s.capturing -= n
 	s.mu.Unlock()
 }
 
@@ -345,6 +356,7 @@ func (s *dictStore) insert(d *dictionary, weight, reserved int64) *dictionary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.remembered.Release(reserved)
+	s.capturing -= reserved
 	if held, ok := s.remembered.Peek(d.hash); ok {
 		return held
 	}

@@ -1,6 +1,7 @@
 package squeeze
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -62,5 +63,42 @@ func TestDictionaryCaptureReleasesItsReservationWhateverTheEnd(t *testing.T) {
 				t.Errorf("after the response the store reserves %d bytes and holds %d dictionaries; want 0 and stored=%v", reserved, stored, tc.stored)
 			}
 		})
+	}
+}
+
+// Bodies being collected to remember hold at most half the store's budget,
+// however many slow clients there are: reservations past it are refused
+// rather than evicting the dictionaries held.
+func TestDictionaryCapturesHoldAtMostHalfTheBudget(t *testing.T) {
+	const budget = 4 << 20
+	m, err := New(WithDictionaryMatch("/js/*"), WithDictionaryStoreSize(budget))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.dicts
+	const held = 12
+	for i := range held {
+		body := bytes.Repeat([]byte{byte('a' + i)}, int(s.maxBody/8))
+		s.remember(body, "/js/*", true, fromResponse, 0)
+	}
+	if n := s.remembered.Len(); n != held {
+		t.Fatalf("%d dictionaries held, want %d", n, held)
+	}
+	reserved := 0
+	for s.reserve(s.maxBody / 4) {
+		reserved++
+		if reserved > 100 {
+			t.Fatal("reservations never refused")
+		}
+	}
+	if got, limit := int64(reserved)*(s.maxBody/4), 2*s.maxBody; got > limit {
+		t.Errorf("captures hold %d bytes, more than half the budget (%d)", got, limit)
+	}
+	if n := s.remembered.Len(); n < held/2 {
+		t.Errorf("captures evicted %d of %d dictionaries, want at most half", held-n, held)
+	}
+	s.release(int64(reserved) * (s.maxBody / 4))
+	if !s.reserve(s.maxBody) {
+		t.Error("a reservation after the others were released is refused")
 	}
 }
