@@ -34,7 +34,7 @@ func TestChromiumGetsAScriptOfAnotherOriginOfTheSiteAsADelta(t *testing.T) {
 
 	var mu sync.Mutex
 	records := map[string]assetRecord{}
-	var page *httptest.Server
+	var pageOrigin string // guarded by mu: set once the page's server is up
 	scripts := squeeze.MustNew(squeeze.WithDictionaryMatch("/app.*.js")).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := v2
 		if r.URL.Path == "/app.v1.js" {
@@ -43,7 +43,10 @@ func TestChromiumGetsAScriptOfAnotherOriginOfTheSiteAsADelta(t *testing.T) {
 		h := w.Header()
 		h.Set("Content-Type", "text/javascript")
 		h.Set("Cache-Control", "public, max-age=3600") // a dictionary is kept while fresh
-		if o := r.Header.Get("Origin"); o == page.URL {
+		mu.Lock()
+		allowed := pageOrigin
+		mu.Unlock()
+		if o := r.Header.Get("Origin"); o != "" && o == allowed {
 			h.Set("Access-Control-Allow-Origin", o)
 			h.Add("Vary", "Origin")
 		}
@@ -61,7 +64,7 @@ func TestChromiumGetsAScriptOfAnotherOriginOfTheSiteAsADelta(t *testing.T) {
 		}
 	}))
 	t.Cleanup(assets.Close)
-	page = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -78,6 +81,9 @@ func TestChromiumGetsAScriptOfAnotherOriginOfTheSiteAsADelta(t *testing.T) {
 		}
 	}))
 	t.Cleanup(page.Close)
+	mu.Lock()
+	pageOrigin = page.URL
+	mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
