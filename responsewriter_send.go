@@ -46,7 +46,11 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	outBuf := rw.getBuffer()
 	defer rw.keepBuffer(outBuf)
 	out, split, ok, noEncoder := rw.encodeWhole(o, body, (*outBuf)[:0:len(body)-1])
-	if fb := rw.withoutDictionary(); o.dict != nil && fb != nil {
+	var fb *offer // negotiated only for a delta: no work for any other body
+	if o.dict != nil {
+		fb = rw.withoutDictionary()
+	}
+	if fb != nil {
 		// A delta never goes out larger than the coding it replaces:
 		// its header alone takes 36 or 40 bytes, more than a dictionary
 		// that shares little with a small body saves. The coding is
