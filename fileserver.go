@@ -128,11 +128,11 @@ type fileServer struct {
 	logf              func(format string, args ...any)
 
 	mu       sync.Mutex
-	metas    map[string]*fileMeta      // by name in fsys
-	orphans  map[string]*orphanMeta    // by sibling name, for missing files
-	logged   map[string]bool           // messages logged, by key
-	verdicts map[siblingKey]*siblingOK // by sibling and file version
-	indexes  map[string]*dictIndex     // by pattern and cleaned URL prefix
+	metas    map[string]*fileMeta   // by name in fsys
+	orphans  map[string]*orphanMeta // by sibling name, for missing files
+	logged   map[string]bool        // messages logged, by key
+	verdicts map[string]*siblingOK  // by sibling name: the verdict on its latest version
+	indexes  map[string]*dictIndex  // by pattern and cleaned URL prefix
 
 	// bestToken holds a token while a best-level encoding runs (startBest);
 	// bestRuns counts them, so that tests can wait for them.
@@ -152,7 +152,7 @@ func newFileServer(m *Middleware, fsys fs.FS) *fileServer {
 		metas:      map[string]*fileMeta{},
 		orphans:    map[string]*orphanMeta{},
 		logged:     map[string]bool{},
-		verdicts:   map[siblingKey]*siblingOK{},
+		verdicts:   map[string]*siblingOK{},
 		indexes:    map[string]*dictIndex{},
 		bestToken:  make(chan struct{}, 1),
 	}

@@ -244,3 +244,35 @@ func TestFileRepresentationsNeverShareAKeyWithAResponse(t *testing.T) {
 		}
 	}
 }
+
+// A sibling rewritten again and again keeps one verdict, on its latest
+// version: the verdicts are bounded by the tree, not by its history.
+func TestFileServerKeepsOneSiblingVerdictPerName(t *testing.T) {
+	m, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := bytes.Repeat([]byte("squeeze sibling verdicts "), 400)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(plain)
+	_ = zw.Close()
+	mfs := fstest.MapFS{"app.js": {Data: plain, ModTime: time.Unix(1, 0)}}
+	s := m.FileServer(mfs).(*fileServer)
+	for i := range 20 {
+		mfs["app.js.gz"] = &fstest.MapFile{Data: gz.Bytes(), ModTime: time.Unix(int64(100+i), 0)}
+		req := httptest.NewRequest("GET", "/app.js", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if ce := rec.Header().Get("Content-Encoding"); ce != "gzip" {
+			t.Fatalf("version %d: Content-Encoding %q, want the sibling's gzip", i, ce)
+		}
+	}
+	s.mu.Lock()
+	n := len(s.verdicts)
+	s.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d sibling verdicts after 20 versions of one sibling, want 1", n)
+	}
+}

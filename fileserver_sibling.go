@@ -115,6 +115,7 @@ type siblingKey struct {
 // siblingOK is the verdict on a sibling, reached once, from the handle of
 // the request that reached it.
 type siblingOK struct {
+	key  siblingKey // the version of the sibling (and of its file) judged
 	once sync.Once
 	ok   bool
 	// raw is the SHA-256 of the size bytes that were decoded and found to
@@ -135,10 +136,13 @@ type siblingOK struct {
 func (s *fileServer) judgeSibling(sb *sibling, name string, meta *fileMeta) bool {
 	k := siblingKey{name: sb.name, modtime: sb.st.ModTime(), size: sb.size, id: idOf(sb.st), plain: meta.hash}
 	s.mu.Lock()
-	v := s.verdicts[k]
-	if v == nil {
-		v = &siblingOK{}
-		s.verdicts[k] = v
+	// One verdict per sibling name, for its latest version: a sibling
+	// rewritten again and again replaces its verdict rather than adding
+	// one, so the map is bounded by the tree, not by its history.
+	v := s.verdicts[sb.name]
+	if v == nil || v.key != k {
+		v = &siblingOK{key: k}
+		s.verdicts[sb.name] = v
 	}
 	s.mu.Unlock()
 	v.once.Do(func() {
