@@ -118,11 +118,10 @@ type siblingOK struct {
 	key  siblingKey // the version of the sibling (and of its file) judged
 	once sync.Once
 	ok   bool
-	// raw is the SHA-256 of the size bytes that were decoded and found to
+	// raw is the SHA-256 of the sibling's bytes that were decoded and found to
 	// be the file: a response sends a sibling only when the bytes it sent
 	// hash to it (hashedSection.complete).
-	raw  [32]byte
-	size int64
+	raw [32]byte
 }
 
 // judgeSibling reports whether sb, open, decodes to version meta of the
@@ -148,7 +147,7 @@ func (s *fileServer) judgeSibling(sb *sibling, name string, meta *fileMeta) bool
 	v.once.Do(func() {
 		sum, n, raw, err := sb.decodedHash(meta.size + 1)
 		v.ok = err == nil && n == meta.size && sum == meta.hash
-		v.raw, v.size = raw, sb.size
+		v.raw = raw
 		if !v.ok {
 			why := "decodes to other bytes than " + name
 			if err != nil {
@@ -157,7 +156,7 @@ func (s *fileServer) judgeSibling(sb *sibling, name string, meta *fileMeta) bool
 			s.logf("squeeze: FileServer: %s %s; serving %s without it", sb.name, why, name)
 		}
 	})
-	if !v.ok || v.size != sb.size {
+	if !v.ok {
 		return false
 	}
 	sb.raw = v.raw
@@ -329,7 +328,6 @@ func (s *hashedSection) complete(raw [32]byte) bool {
 // sibling that decodes is the reference for the others, and is decoded
 // for clients that accept none of them.
 func (fr *fileRequest) serveOrphan() {
-	s, m := fr.s, fr.s.m
 	// Each sibling is opened once, and judged, sent or decoded from that
 	// handle (see sibling).
 	sibs := map[string]*sibling{}
@@ -339,39 +337,15 @@ func (fr *fileRequest) serveOrphan() {
 			sibs[se.coding] = sb
 		}
 	}
-	// The reference: the metadata of what the first decodable sibling
-	// decodes to, kept like a file's under the sibling's name.
-	var meta *fileMeta
-	var ref *sibling
-	for _, se := range siblingExts {
-		sb := sibs[se.coding]
-		if sb == nil {
-			continue
-		}
-		mt, err := s.decodedMeta(sb)
-		if err == nil {
-			meta, ref = mt, sb
-			break
-		}
-		s.logOnce(sb.name, "squeeze: FileServer: %s does not decode: %v; not served", sb.name, err)
-	}
+	meta, ref := fr.s.orphanReference(sibs)
 	if meta == nil {
 		fr.fail(fs.ErrNotExist)
 		return
 	}
 	fr.meta = meta
 	fr.ev.In = meta.size
-	var offersBuf [8]offer
-	offers := offersBuf[:0]
-	good := map[string]*sibling{}
-	for _, o := range m.offers {
-		sb := sibs[o.coding]
-		if sb == nil || sb != ref && !s.judgeSibling(sb, fr.name, meta) {
-			continue
-		}
-		good[o.coding] = sb
-		offers = append(offers, o)
-	}
+	var buf [len(siblingExts)]offer
+	offers, good := fr.orphanOffers(buf[:0], sibs, ref, meta)
 	h := fr.w.Header()
 	h["Vary"] = []string{"Accept-Encoding"}
 	h["Content-Type"] = []string{meta.ctype}
@@ -381,15 +355,56 @@ func (fr *fileRequest) serveOrphan() {
 		i = negotiate(fr.r.Header["Accept-Encoding"], offers)
 	}
 	// Every representation of an orphan is a sibling.
-	ff := fr.fileFacts(meta, matchTypes(m.types, meta.ctype), ranged)
+	ff := fr.fileFacts(meta, matchTypes(fr.s.m.types, meta.ctype), ranged)
 	ff.siblings, ff.precoded, ff.offered = true, i >= 0, i >= 0
-	v, why, _ := m.decide(&ff)
+	v, why, _ := fr.s.m.decide(&ff)
 	if v == sendEncoded && i >= 0 {
 		fr.serveSibling(good[offers[i].coding], meta)
 		return
 	}
 	fr.ev.Skipped = why
-	h["Etag"] = []string{meta.etag}
+	fr.serveDecoded(ref, meta)
+}
+
+// orphanReference returns the metadata of what the first decodable
+// sibling of a missing file decodes to, kept like a file's under the
+// sibling's name, and that sibling; nil when none decodes.
+func (s *fileServer) orphanReference(sibs map[string]*sibling) (*fileMeta, *sibling) {
+	for _, se := range siblingExts {
+		sb := sibs[se.coding]
+		if sb == nil {
+			continue
+		}
+		meta, err := s.decodedMeta(sb)
+		if err == nil {
+			return meta, sb
+		}
+		s.logOnce(sb.name, "squeeze: FileServer: %s does not decode: %v; not served", sb.name, err)
+	}
+	return nil, nil
+}
+
+// orphanOffers appends to offers the Middleware's offers that a sibling
+// of the orphan answers, ref and the siblings that decode to meta as ref
+// does, and returns them with those siblings by coding.
+func (fr *fileRequest) orphanOffers(offers []offer, sibs map[string]*sibling, ref *sibling, meta *fileMeta) ([]offer, map[string]*sibling) {
+	good := map[string]*sibling{}
+	for _, o := range fr.s.m.offers {
+		sb := sibs[o.coding]
+		if sb == nil || sb != ref && !fr.s.judgeSibling(sb, fr.name, meta) {
+			continue
+		}
+		good[o.coding] = sb
+		offers = append(offers, o)
+	}
+	return offers, good
+}
+
+// serveDecoded serves an orphan decoded from ref, its reference sibling,
+// with http.ServeContent: conditionals and one range; what goes out is
+// checked to come from the bytes ref was verified on.
+func (fr *fileRequest) serveDecoded(ref *sibling, meta *fileMeta) {
+	fr.w.Header()["Etag"] = []string{meta.etag}
 	fr.conditionalTags(meta, "")
 	if severalRanges(fr.r.Header.Get("Range")) {
 		// The decoded bytes are reached only by decoding from the start,
