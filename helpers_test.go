@@ -236,29 +236,10 @@ func eachProtocol(t *testing.T, h http.Handler, quiet bool, test func(t *testing
 }
 
 // fetch GETs url with the given Accept-Encoding (none if empty) and returns
-// the response and its raw body.
+// the response and its raw body (see testtool.Fetch).
 func fetch(t *testing.T, c *http.Client, url, ae string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ae != "" {
-		req.Header.Set("Accept-Encoding", ae)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Add(hdr[i], hdr[i+1])
-	}
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("reading body of %s: %v", url, err)
-	}
-	return res, raw
+	return testtool.Fetch(t, c, url, ae, hdr...)
 }
 
 var allCodings = []string{squeeze.Zstd, squeeze.Brotli, squeeze.Gzip, squeeze.Deflate}

@@ -146,9 +146,11 @@ func Handler(next http.Handler) http.Handler { return defaultMiddleware().Handle
 // Handler returns next wrapped by the middleware: request bodies sent with
 // a Content-Encoding are decoded, and responses are compressed as the
 // client's Accept-Encoding and the response allow. The zero Middleware is
-// usable and behaves as one from New with no options.
+// usable and behaves as one from New with no options, and so does a nil
+// one, so that an adapter taking a *Middleware may take nil for the
+// defaults, as [Handler] has them.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
-	if m.buffers == nil {
+	if m == nil || m.buffers == nil {
 		m = defaultMiddleware()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

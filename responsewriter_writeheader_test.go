@@ -178,18 +178,25 @@ func TestWriteHeaderThenHijackSendsTheHeader(t *testing.T) {
 	}
 }
 
+// A zero Middleware and a nil one serve with the default options.
 func TestZeroMiddlewareIsUsable(t *testing.T) {
-	var m squeeze.Middleware
-	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write(textBody(1, 4096))
-	}))
-	rec := serve(h, "GET", "gzip")
-	if rec.Header().Get("Content-Encoding") != "gzip" {
-		t.Fatalf("zero Middleware sent Content-Encoding %q, want the defaults' gzip", rec.Header().Get("Content-Encoding"))
-	}
-	if got := testtool.Decode(t, "gzip", rec.Body.Bytes()); !bytes.Equal(got, textBody(1, 4096)) {
-		t.Errorf("body did not round-trip")
+	for _, tc := range []struct {
+		name string
+		m    *squeeze.Middleware
+	}{{"zero", new(squeeze.Middleware)}, {"nil", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/plain")
+				_, _ = w.Write(textBody(1, 4096))
+			}))
+			rec := serve(h, "GET", "gzip")
+			if rec.Header().Get("Content-Encoding") != "gzip" {
+				t.Fatalf("%s Middleware sent Content-Encoding %q, want the defaults' gzip", tc.name, rec.Header().Get("Content-Encoding"))
+			}
+			if got := testtool.Decode(t, "gzip", rec.Body.Bytes()); !bytes.Equal(got, textBody(1, 4096)) {
+				t.Errorf("body did not round-trip")
+			}
+		})
 	}
 }
 

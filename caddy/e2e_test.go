@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -71,17 +70,6 @@ func siteDir(t *testing.T) string {
 	return dir
 }
 
-// freePort returns a loopback port no one listens on.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // caddyServer is a running Caddy and its JSON access log.
 type caddyServer struct {
 	url, log string
@@ -94,7 +82,7 @@ type caddyServer struct {
 func startCaddy(t *testing.T, bin, root, handlers string) caddyServer {
 	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testtool.FreePort(t)
 	s := caddyServer{url: "http://127.0.0.1:" + strconv.Itoa(port), log: filepath.Join(dir, "access.log")}
 	caddyfile := fmt.Sprintf(`{
 	admin off

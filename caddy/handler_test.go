@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -73,11 +72,8 @@ func TestHandlerSendsDeltasAndPassesErrorsOn(t *testing.T) {
 		return err
 	}
 	hash := sha256.Sum256(pair.Old)
-	for _, proto := range []struct {
-		name  string
-		major int
-	}{{"HTTP/1.1", 1}, {"HTTP/2", 2}} {
-		srv, client := testtool.StartServer(t, proto.name, proto.major, route(h, next), true)
+	for _, proto := range testtool.Protocols() {
+		srv, client := testtool.StartServer(t, proto.Name, proto.Major, route(h, next), true)
 		for _, tc := range []struct {
 			name, path, ae, dict string
 			status               int
@@ -88,24 +84,12 @@ func TestHandlerSendsDeltasAndPassesErrorsOn(t *testing.T) {
 			{"the next release as a delta", "/js/lodash-4.17.21.js", "zstd, gzip, dcz", ":" + base64.StdEncoding.EncodeToString(hash[:]) + ":", http.StatusOK, squeeze.DCZ, "Use-As-Dictionary", pair.New},
 			{"a missing file", "/js/nothing.js", "zstd", "", http.StatusNotFound, "", "", nil},
 		} {
-			t.Run(proto.name+" "+tc.name, func(t *testing.T) {
-				r, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+tc.path, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.Header.Set("Accept-Encoding", tc.ae)
+			t.Run(proto.Name+" "+tc.name, func(t *testing.T) {
+				var hdr []string
 				if tc.dict != "" {
-					r.Header.Set("Available-Dictionary", tc.dict)
+					hdr = []string{"Available-Dictionary", tc.dict}
 				}
-				res, err := client.Do(r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer res.Body.Close()
-				raw, err := io.ReadAll(res.Body)
-				if err != nil {
-					t.Fatal(err)
-				}
+				res, raw := testtool.Fetch(t, client, srv.URL+tc.path, tc.ae, hdr...)
 				ce := res.Header.Get("Content-Encoding")
 				if res.StatusCode != tc.status || ce != tc.coding {
 					t.Fatalf("%d with Content-Encoding %q, want %d with %q", res.StatusCode, ce, tc.status, tc.coding)
@@ -117,6 +101,7 @@ func TestHandlerSendsDeltasAndPassesErrorsOn(t *testing.T) {
 					return
 				}
 				var got []byte
+				var err error
 				if ce == squeeze.DCZ {
 					got, err = testtool.DecodeDictionary(ce, raw, pair.Old)
 					t.Logf("the delta: %d bytes for %d", len(raw), len(pair.New))

@@ -23,24 +23,21 @@ import (
 )
 
 // Middleware returns an [echo.MiddlewareFunc] that runs the rest of the
-// chain behind m; a nil m has the defaults, as [squeeze.Handler] does. Mount
-// it with e.Use, outermost or outside every middleware that buffers,
-// rewrites or hashes the body, or on a group (e.Group("/api", mw)).
+// chain behind m; a nil m has the defaults (see
+// [squeeze.Middleware.Handler]). Mount it with e.Use, outermost or outside
+// every middleware that buffers, rewrites or hashes the body, or on a
+// group (e.Group("/api", mw)).
 //
 // A handler's error is handled by c.Error inside squeeze and then returned,
 // as echo's RequestLogger with HandleError does: the middlewares outside
 // still see it, and echo's DefaultHTTPErrorHandler does nothing more for a
 // response that is already committed.
 func Middleware(m *squeeze.Middleware) echo.MiddlewareFunc {
-	wrap := squeeze.Handler
-	if m != nil {
-		wrap = m.Handler
-	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			outer, req := c.Response(), c.Request()
 			var err error
-			wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				// The handler writes to squeeze's writer through a Response
 				// of its own, and the one outside records what squeeze
 				// sends on (status, size on the wire) for the middlewares

@@ -72,19 +72,6 @@ type exchange struct {
 	wantVary     bool
 }
 
-func gzipped(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // Over HTTP/1.1 and HTTP/2, echo's own error responses (an HTTPError's
 // JSON, a route that does not exist, an error echo hides as 500) go out
 // through squeeze, compressed when long enough and with Vary; a request
@@ -104,18 +91,15 @@ func TestMiddlewareCompressesEchoErrorsAndAnswersBodyErrors(t *testing.T) {
 		{name: "a corrupt body", method: "POST", path: "/bind", body: []byte("not gzip at all"), status: http.StatusBadRequest, want: "Bad Request", wantNot: "gzip", wantVary: true},
 		{name: "a valid body", method: "POST", path: "/bind", body: []byte(`[{"id":1},{"id":2}]`), status: http.StatusOK, want: `{"items":2}`, wantVary: true},
 	}
-	for _, proto := range []struct {
-		name  string
-		major int
-	}{{"HTTP/1.1", 1}, {"HTTP/2", 2}} {
-		srv, client := testtool.StartServer(t, proto.name, proto.major, squeezeApp(), true)
+	for _, proto := range testtool.Protocols() {
+		srv, client := testtool.StartServer(t, proto.Name, proto.Major, squeezeApp(), true)
 		for _, x := range exchanges {
-			t.Run(proto.name+" "+x.name, func(t *testing.T) {
+			t.Run(proto.Name+" "+x.name, func(t *testing.T) {
 				var body io.Reader
 				if x.body != nil {
 					raw := x.body
 					if x.name != "a corrupt body" {
-						raw = gzipped(t, x.body)
+						raw = testtool.Encode(t, squeeze.Gzip, x.body)
 					}
 					body = bytes.NewReader(raw)
 				}
@@ -128,20 +112,9 @@ func TestMiddlewareCompressesEchoErrorsAndAnswersBodyErrors(t *testing.T) {
 					r.Header.Set("Content-Encoding", squeeze.Gzip)
 					r.Header.Set("Content-Type", echo.MIMEApplicationJSON)
 				}
-				res, err := client.Do(r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer res.Body.Close()
-				raw, err := io.ReadAll(res.Body)
-				if err != nil {
-					t.Fatal(err)
-				}
+				res, raw := testtool.Do(t, client, r)
 				ce := res.Header.Get("Content-Encoding")
-				got, err := testtool.TryDecode(ce, raw)
-				if err != nil {
-					t.Fatalf("decoding the %s body: %v", ce, err)
-				}
+				got := testtool.Decode(t, ce, raw)
 				if res.StatusCode != x.status || ce != x.coding {
 					t.Errorf("%d with Content-Encoding %q, want %d with %q; body %.200q", res.StatusCode, ce, x.status, x.coding, got)
 				}
@@ -163,11 +136,8 @@ func TestMiddlewareCompressesEchoErrorsAndAnswersBodyErrors(t *testing.T) {
 // compressed, before the handler sends the next one; the middlewares
 // outside see the status squeeze sent.
 func TestMiddlewareFlushesEachEvent(t *testing.T) {
-	for _, proto := range []struct {
-		name  string
-		major int
-	}{{"HTTP/1.1", 1}, {"HTTP/2", 2}} {
-		t.Run(proto.name, func(t *testing.T) {
+	for _, proto := range testtool.Protocols() {
+		t.Run(proto.Name, func(t *testing.T) {
 			read := make(chan struct{})
 			status := make(chan int, 1)
 			e := echo.New()
@@ -192,7 +162,7 @@ func TestMiddlewareFlushesEachEvent(t *testing.T) {
 				}
 				return nil
 			})
-			srv, client := testtool.StartServer(t, proto.name, proto.major, e, true)
+			srv, client := testtool.StartServer(t, proto.Name, proto.Major, e, true)
 			r, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/events", nil)
 			if err != nil {
 				t.Fatal(err)

@@ -18,18 +18,14 @@ import (
 )
 
 // Middleware returns a [gin.HandlerFunc] that runs the handlers after it
-// behind m; a nil m has the defaults, as [squeeze.Handler] does. Mount it
-// first, with engine.Use or on a group (engine.Group("/api", mw)), before
-// every middleware that buffers, rewrites or hashes the body.
+// behind m; a nil m has the defaults (see [squeeze.Middleware.Handler]).
+// Mount it first, with engine.Use or on a group (engine.Group("/api",
+// mw)), before every middleware that buffers, rewrites or hashes the body.
 func Middleware(m *squeeze.Middleware) gin.HandlerFunc {
-	wrap := squeeze.Handler
-	if m != nil {
-		wrap = m.Handler
-	}
 	return func(c *gin.Context) {
 		engine, req := c.Writer, c.Request
 		var rw *responseWriter
-		wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rw = newResponseWriter(w, engine)
 			c.Request, c.Writer = r, rw
 			c.Next()

@@ -73,31 +73,12 @@ func TestMiddlewareOnAGroupKeepsStatusesAndBodies(t *testing.T) {
 		if tc.app == "engine" {
 			app = engineApp()
 		}
-		for _, proto := range []struct {
-			name  string
-			major int
-		}{{"HTTP/1.1", 1}, {"HTTP/2", 2}} {
-			t.Run(tc.app+" "+tc.path+" over "+proto.name, func(t *testing.T) {
-				srv, client := testtool.StartServer(t, proto.name, proto.major, app, true)
-				r, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+tc.path, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.Header.Set("Accept-Encoding", "zstd, gzip")
-				res, err := client.Do(r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer res.Body.Close()
-				raw, err := io.ReadAll(res.Body)
-				if err != nil {
-					t.Fatal(err)
-				}
+		for _, proto := range testtool.Protocols() {
+			t.Run(tc.app+" "+tc.path+" over "+proto.Name, func(t *testing.T) {
+				srv, client := testtool.StartServer(t, proto.Name, proto.Major, app, true)
+				res, raw := testtool.Fetch(t, client, srv.URL+tc.path, "zstd, gzip")
 				ce := res.Header.Get("Content-Encoding")
-				got, err := testtool.TryDecode(ce, raw)
-				if err != nil {
-					t.Fatalf("decoding the %s body: %v", ce, err)
-				}
+				got := testtool.Decode(t, ce, raw)
 				if res.StatusCode != tc.status || ce != tc.coding || !strings.Contains(string(got), tc.body) {
 					t.Errorf("%d, Content-Encoding %q, body %.100q; want %d, %q, a body with %q", res.StatusCode, ce, got, tc.status, tc.coding, tc.body)
 				}
@@ -112,11 +93,8 @@ func TestMiddlewareOnAGroupKeepsStatusesAndBodies(t *testing.T) {
 // Over HTTP/1.1 and HTTP/2, each event Context.Stream sends reaches the
 // client, compressed, before the handler sends the next one.
 func TestMiddlewareStreamsEachEvent(t *testing.T) {
-	for _, proto := range []struct {
-		name  string
-		major int
-	}{{"HTTP/1.1", 1}, {"HTTP/2", 2}} {
-		t.Run(proto.name, func(t *testing.T) {
+	for _, proto := range testtool.Protocols() {
+		t.Run(proto.Name, func(t *testing.T) {
 			read := make(chan struct{})
 			gin.SetMode(gin.TestMode)
 			r := gin.New()
@@ -135,7 +113,7 @@ func TestMiddlewareStreamsEachEvent(t *testing.T) {
 					return i < 3
 				})
 			})
-			srv, client := testtool.StartServer(t, proto.name, proto.major, r, true)
+			srv, client := testtool.StartServer(t, proto.Name, proto.Major, r, true)
 			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/events", nil)
 			if err != nil {
 				t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -115,16 +114,6 @@ func feed(now time.Time) []byte {
 	return b
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // waitHTTP waits until url answers.
 func waitHTTP(t *testing.T, url string) {
 	t.Helper()
@@ -198,7 +187,7 @@ func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	addrs := make([]string, n)
 	for i := range addrs {
-		addrs[i] = "127.0.0.1:" + strconv.Itoa(freePort(t))
+		addrs[i] = "127.0.0.1:" + strconv.Itoa(testtool.FreePort(t))
 	}
 	return addrs
 }
@@ -212,7 +201,7 @@ func startHAProxy(t *testing.T, balance string, addrs []string) string {
 	for i, addr := range addrs {
 		servers += fmt.Sprintf("    server r%d %s\n", i, addr)
 	}
-	front := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	front := "127.0.0.1:" + strconv.Itoa(testtool.FreePort(t))
 	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
 	// Each request balanced on its own: no stickiness, no cookie, no
 	// preference for the last server.
