@@ -1,9 +1,7 @@
 package squeezeecho_test
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,31 +161,11 @@ func TestMiddlewareFlushesEachEvent(t *testing.T) {
 				return nil
 			})
 			srv, client := testtool.StartServer(t, proto.Name, proto.Major, e, true)
-			r, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/events", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Header.Set("Accept-Encoding", squeeze.Gzip)
-			res, err := client.Do(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if ce := res.Header.Get("Content-Encoding"); ce != squeeze.Gzip {
-				t.Fatalf("Content-Encoding %q, want gzip", ce)
-			}
-			zr, err := gzip.NewReader(res.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := bufio.NewReader(zr)
+			lines := testtool.OpenStream(t, client, srv.URL+"/events", squeeze.Gzip)
 			for i := range 3 {
-				want := fmt.Sprintf("data: %d\n", i)
-				if got, err := lines.ReadString('\n'); got != want {
+				want := fmt.Sprintf("data: %d\n\n", i)
+				if got, err := testtool.ReadEvent(lines); got != want {
 					t.Fatalf("event %d: read %q (%v), want %q", i, got, err, want)
-				}
-				if _, err := lines.ReadString('\n'); err != nil {
-					t.Fatal(err)
 				}
 				read <- struct{}{}
 			}

@@ -1,8 +1,6 @@
 package squeezegin_test
 
 import (
-	"bufio"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"net/http"
@@ -114,34 +112,11 @@ func TestMiddlewareStreamsEachEvent(t *testing.T) {
 				})
 			})
 			srv, client := testtool.StartServer(t, proto.Name, proto.Major, r, true)
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/events", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Accept-Encoding", squeeze.Gzip)
-			res, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if ce := res.Header.Get("Content-Encoding"); ce != squeeze.Gzip {
-				t.Fatalf("Content-Encoding %q, want gzip", ce)
-			}
-			zr, err := gzip.NewReader(res.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := bufio.NewReader(zr)
+			lines := testtool.OpenStream(t, client, srv.URL+"/events", squeeze.Gzip)
 			for i := range 3 {
-				var event strings.Builder
-				for line := ""; line != "\n"; {
-					if line, err = lines.ReadString('\n'); err != nil {
-						t.Fatalf("event %d: %q, %v", i, event.String(), err)
-					}
-					event.WriteString(line)
-				}
-				if want := fmt.Sprintf("event:tick\ndata:%d\n\n", i); event.String() != want {
-					t.Fatalf("event %d: %q, want %q", i, event.String(), want)
+				want := fmt.Sprintf("event:tick\ndata:%d\n\n", i)
+				if got, err := testtool.ReadEvent(lines); got != want {
+					t.Fatalf("event %d: read %q (%v), want %q", i, got, err, want)
 				}
 				if i < 2 {
 					read <- struct{}{}
