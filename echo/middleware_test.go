@@ -22,13 +22,7 @@ const maxBody = 4 << 10
 
 // items is what /json answers, and the message of /long-error: about
 // 5 KiB of JSON, long enough to compress.
-func items() []map[string]any {
-	list := make([]map[string]any, 120)
-	for i := range list {
-		list[i] = map[string]any{"id": i, "name": fmt.Sprintf("item %d", i), "tags": []string{"squeeze", "echo"}}
-	}
-	return list
-}
+func items() []map[string]any { return testtool.Items("echo") }
 
 // app is an echo app with the squeeze middleware mounted by mount.
 func app(mount func(e *echo.Echo)) *echo.Echo {

@@ -11,7 +11,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -21,7 +20,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -38,13 +36,7 @@ import (
 
 // frameworkItems is the JSON every app answers /json with: about 5 KiB,
 // enough to be compressed.
-func frameworkItems() []map[string]any {
-	items := make([]map[string]any, 120)
-	for i := range items {
-		items[i] = map[string]any{"id": i, "name": "item " + strconv.Itoa(i), "tags": []string{"squeeze", "framework"}}
-	}
-	return items
-}
+func frameworkItems() []map[string]any { return testtool.Items("framework") }
 
 // uploadAnswer is what every app answers a POST to /upload with: the
 // length and SHA-256 of the body its handler read.
@@ -260,23 +252,9 @@ func reference(t *testing.T, srv *httptest.Server, req frameworkRequest) (int, [
 	return res.StatusCode, raw
 }
 
-// gzipped returns b gzip-encoded.
-func gzipped(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 func TestFrameworksKeepStatusesAndBodies(t *testing.T) {
 	curlPath := testtool.Require(t, "curl")
-	upload := gzipped(t, uploadBody)
+	upload := testtool.Encode(t, "gzip", uploadBody)
 	uploadFile := filepath.Join(t.TempDir(), "upload.gz")
 	if err := os.WriteFile(uploadFile, upload, 0o600); err != nil {
 		t.Fatal(err)

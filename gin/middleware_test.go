@@ -16,13 +16,7 @@ import (
 
 // items is what the JSON routes answer: about 5 KiB, long enough to
 // compress.
-func items() []gin.H {
-	list := make([]gin.H, 120)
-	for i := range list {
-		list[i] = gin.H{"id": i, "name": fmt.Sprintf("item %d", i), "tags": []string{"squeeze", "gin"}}
-	}
-	return list
-}
+func items() []map[string]any { return testtool.Items("gin") }
 
 // groupApp mounts the middleware on the /api group only; /plain is outside.
 func groupApp() *gin.Engine {
