@@ -1,97 +1,20 @@
 package squeezecaddy_test
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	squeezecaddy "github.com/squeezehttp/squeeze/caddy"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
-
-// giantRedis is a Redis that answers the store's reads (its Lua scripts)
-// by declaring a reply of declared bytes, and then sends none of them; it
-// refuses every other command, as a Redis without HELLO does. reads counts
-// the reads.
-func giantRedis(t *testing.T, declared int64, reads *atomic.Int64) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer c.Close()
-				go func() { <-t.Context().Done(); _ = c.Close() }()
-				rd := bufio.NewReader(c)
-				for {
-					cmd, err := commandName(rd)
-					if err != nil {
-						return
-					}
-					answer := "-ERR unknown command\r\n"
-					if cmd == "EVALSHA" || cmd == "EVAL" {
-						reads.Add(1)
-						answer = "$" + strconv.FormatInt(declared, 10) + "\r\n"
-					}
-					if _, err := io.WriteString(c, answer); err != nil {
-						return
-					}
-				}
-			})
-		}
-	})
-	return ln.Addr().String()
-}
-
-// commandName reads one command, a RESP array of bulk strings, and
-// returns its first element in upper case.
-func commandName(rd *bufio.Reader) (string, error) {
-	line, err := rd.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "*") {
-		return "", fmt.Errorf("not a command: %q (%v)", line, err)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
-	if err != nil {
-		return "", err
-	}
-	var name string
-	for i := range n {
-		line, err := rd.ReadString('\n')
-		if err != nil || !strings.HasPrefix(line, "$") {
-			return "", fmt.Errorf("not a bulk string: %q (%v)", line, err)
-		}
-		size, err := strconv.Atoi(strings.TrimSpace(line[1:]))
-		if err != nil {
-			return "", err
-		}
-		arg := make([]byte, size+2)
-		if _, err := io.ReadFull(rd, arg); err != nil {
-			return "", err
-		}
-		if i == 0 {
-			name = strings.ToUpper(string(arg[:size]))
-		}
-	}
-	return name, nil
-}
 
 // A store redis whose server declares a reply of 256 MiB costs a request
 // a fallback, not 256 MiB: the module's client reads through
@@ -102,7 +25,7 @@ func TestHandlerStoreRedisRefusesDeclaredGiantReplies(t *testing.T) {
 	var reads atomic.Int64
 	h := provisioned(t, &squeezecaddy.Handler{
 		Dictionaries: []string{"/js/*"},
-		Redis:        &squeezecaddy.Redis{Address: giantRedis(t, declared, &reads)},
+		Redis:        &squeezecaddy.Redis{Address: testtool.HostileRedis(t, "$"+strconv.Itoa(declared)+"\r\n", false, &reads)},
 	})
 	body := strings.Repeat("function squeeze() { return 1; }\n", 200)
 	srv := httptest.NewServer(route(h, func(w http.ResponseWriter, r *http.Request) error {

@@ -1,11 +1,9 @@
 package redisstore_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"net"
@@ -18,95 +16,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 	"github.com/squeezehttp/squeeze/redisstore"
 )
-
-// hostileRedis is a server on loopback that speaks just enough RESP for
-// go-redis to connect (it refuses HELLO and the rest, which go-redis
-// tolerates), and answers each EVALSHA or EVAL, a Store's Get, with reply
-// and nothing more: a header that declares what it never sends. With
-// split, it writes the reply a byte at a time.
-func hostileRedis(t *testing.T, reply string, split bool) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer c.Close()
-				go func() { <-t.Context().Done(); _ = c.Close() }()
-				rd := bufio.NewReader(c)
-				for {
-					args, err := readCommand(rd)
-					if err != nil {
-						return
-					}
-					answer := "-ERR unknown command\r\n"
-					if cmd := strings.ToUpper(args[0]); cmd == "EVALSHA" || cmd == "EVAL" {
-						answer = reply
-					}
-					if !split || answer != reply {
-						if _, err := io.WriteString(c, answer); err != nil {
-							return
-						}
-						continue
-					}
-					for i := range len(answer) {
-						if _, err := io.WriteString(c, answer[i:i+1]); err != nil {
-							return
-						}
-						time.Sleep(time.Millisecond)
-					}
-				}
-			})
-		}
-	})
-	return ln.Addr().String()
-}
-
-// readCommand reads one command as a client sends it: an array of bulk
-// strings.
-func readCommand(rd *bufio.Reader) ([]string, error) {
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	if !strings.HasPrefix(line, "*") {
-		return nil, fmt.Errorf("not a command: %q", line)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
-	if err != nil || n < 1 || n > 64 {
-		return nil, fmt.Errorf("command of %q arguments", line)
-	}
-	args := make([]string, n)
-	for i := range args {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "$")))
-		if err != nil || size < 0 || size > 1<<20 {
-			return nil, fmt.Errorf("argument header %q", line)
-		}
-		b := make([]byte, size+2)
-		if _, err := io.ReadFull(rd, b); err != nil {
-			return nil, err
-		}
-		args[i] = string(b[:size])
-	}
-	return args, nil
-}
 
 // A server that declares a reply of gigabytes, in any of RESP's types
 // that go-redis allocates for, makes a Get on a LimitReplies client fail
@@ -128,7 +40,7 @@ func TestLimitRepliesRefusesDeclaredGiantsBeforeAllocating(t *testing.T) {
 		{"elements adding up", "*2\r\n$1000000\r\n" + strings.Repeat("x", 1000000) + "\r\n$4000000\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := hostileRedis(t, tc.reply, strings.HasPrefix(tc.name, "header split"))
+			addr := testtool.HostileRedis(t, tc.reply, strings.HasPrefix(tc.name, "header split"), nil)
 			opt := &redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: gets}
 			opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
 			client := redis.NewClient(opt)
@@ -231,7 +143,7 @@ func TestLimitRepliesRefusesNegativeCountsButRESP2Nulls(t *testing.T) {
 		{"a null blob error", "!-1\r\n", redisstore.ErrMalformedReply},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := hostileRedis(t, tc.reply, false)
+			addr := testtool.HostileRedis(t, tc.reply, false, nil)
 			opt := &redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1}
 			opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), 0)
 			client := redis.NewClient(opt)
