@@ -3,8 +3,9 @@
 // found with Require, and one reference decoder per content coding, in Go
 // (NewReader, Decode) and on the command line (DecodeCLI), the loopback
 // servers of both HTTP versions the tests run handlers behind (StartServer,
-// Protocols) and the requests they send them (Fetch, Do), and a
-// redis-server of a test's own (StartRedis).
+// Protocols) and the requests they send them (Fetch, Do, OpenStream), a
+// redis-server of a test's own (StartRedis) and a fake, hostile one
+// (HostileRedis).
 // It must not import the packages it serves to check.
 //
 // Outside CI a missing program skips the test that needs it. Under CI=true
