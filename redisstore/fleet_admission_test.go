@@ -85,12 +85,9 @@ func TestFleetNeverWritesAPrivateResponse(t *testing.T) {
 		{"request with Cookie", []string{"Cache-Control", "max-age=600"}, []string{"Cookie", "session=abc"}, false},
 		{"control: request with Cookie, response public", []string{"Cache-Control", "public, max-age=600"}, []string{"Cookie", "session=abc"}, true},
 	} {
-		for _, p := range []struct {
-			name  string
-			major int
-		}{{"HTTP/1.1", 1}, {"HTTP/2", 2}} {
-			t.Run(tc.name+"/"+p.name, func(t *testing.T) {
-				prefix := fmt.Sprintf("private-%s-%d:", strings.ReplaceAll(tc.name, " ", "-"), p.major)
+		for _, p := range testtool.Protocols() {
+			t.Run(tc.name+"/"+p.Name, func(t *testing.T) {
+				prefix := fmt.Sprintf("private-%s-%d:", strings.ReplaceAll(tc.name, " ", "-"), p.Major)
 				r := &fleetReplica{counters: &squeeze.Counters{}}
 				m := squeeze.MustNew(squeeze.WithDictionaryMatch("/app/*"), squeeze.WithObserver(r.counters.Observe),
 					squeeze.WithSharedStore(newStore(t, srv, true, redisstore.WithPrefix(prefix))),
@@ -102,7 +99,7 @@ func TestFleetNeverWritesAPrivateResponse(t *testing.T) {
 					}
 					_, _ = w.Write(page)
 				}))
-				hs, c := testtool.StartServer(t, p.name, p.major, h, false)
+				hs, c := testtool.StartServer(t, p.Name, p.Major, h, false)
 				// Sent often, and asked for by hash: all a public body
 				// needs to earn its write.
 				for range 3 {

@@ -30,12 +30,9 @@ type protocol struct {
 func overBothProtocols(t *testing.T, h http.Handler) []protocol {
 	t.Helper()
 	var ps []protocol
-	for _, v := range []struct {
-		name  string
-		major int
-	}{{"HTTP/1.1", 1}, {"HTTP/2", 2}} {
-		srv, c := testtool.StartServer(t, v.name, v.major, h, false)
-		ps = append(ps, protocol{v.name, v.major, srv.URL, c})
+	for _, v := range testtool.Protocols() {
+		srv, c := testtool.StartServer(t, v.Name, v.Major, h, false)
+		ps = append(ps, protocol{v.Name, v.Major, srv.URL, c})
 	}
 	return ps
 }
