@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // TestCacheServesTheCodingThatBeatADelta: with a Cache, a whole body whose
@@ -136,5 +139,68 @@ func next(t *testing.T, events <-chan squeeze.Event) squeeze.Event {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no event from the observer")
 		return squeeze.Event{}
+	}
+}
+
+// TestCacheEncodesABeatenDeltaOnceForConcurrentRequests: identical
+// concurrent requests whose delta loses to the coding without the
+// dictionary wait for the first, which stores that coding and the verdict,
+// and are served from the Cache: one encoding in all.
+func TestCacheEncodesABeatenDeltaOnceForConcurrentRequests(t *testing.T) {
+	dict := textBody(5, 4<<10)
+	tiny := bytes.Repeat([]byte("squeeze "), 300)
+	c := newCache(t, 16<<20)
+	var encoded atomic.Int64
+	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*"),
+		squeeze.WithObserver(func(e squeeze.Event) {
+			if e.Kind == squeeze.ResponseEvent && e.Coding != "" && !e.Cached {
+				encoded.Add(1)
+			}
+		}),
+	).Handler(scripts(map[string][]byte{"/js/dict.js": dict, "/js/tiny.js": tiny}))
+	serveAt(h, "/js/dict.js", chromeAE)
+	encoded.Store(0)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			rec := serveAt(h, "/js/tiny.js", chromeAE, "Available-Dictionary", availableFor(dict))
+			if ce := rec.Header().Get("Content-Encoding"); ce != squeeze.Zstd {
+				t.Errorf("Content-Encoding %q, want zstd", ce)
+				return
+			}
+			got, err := testtool.TryDecode(squeeze.Zstd, rec.Body.Bytes())
+			if err != nil || !bytes.Equal(got, tiny) {
+				t.Errorf("zstd body decodes to %d bytes (%v), want the %d written", len(got), err, len(tiny))
+			}
+		})
+	}
+	wg.Wait()
+	if n := encoded.Load(); n != 1 {
+		t.Errorf("%d of 16 identical requests encoded, want 1 (%+v)", n, c.Stats())
+	}
+}
+
+// BenchmarkCacheBeatenDelta repeats, with a Cache, a request whose whole
+// delta loses to the coding without the dictionary (the tiny body of
+// TestCacheServesTheCodingThatBeatADelta).
+func BenchmarkCacheBeatenDelta(b *testing.B) {
+	dict := textBody(5, 4<<10)
+	tiny := bytes.Repeat([]byte("squeeze "), 300)
+	c, err := squeeze.NewCache(16 << 20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	h := newMiddleware(b, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*")).
+		Handler(scripts(map[string][]byte{"/js/dict.js": dict, "/js/tiny.js": tiny}))
+	serveAt(h, "/js/dict.js", chromeAE)
+	avail := availableFor(dict)
+	if rec := serveAt(h, "/js/tiny.js", chromeAE, "Available-Dictionary", avail); rec.Header().Get("Content-Encoding") != squeeze.Zstd {
+		b.Fatalf("tiny went out as %q, want zstd", rec.Header().Get("Content-Encoding"))
+	}
+	b.SetBytes(int64(len(tiny)))
+	b.ReportAllocs()
+	for b.Loop() {
+		serveAt(h, "/js/tiny.js", chromeAE, "Available-Dictionary", avail)
 	}
 }
