@@ -82,3 +82,18 @@ func packageFiles(t *testing.T) (sources, tests []string) {
 	}
 	return sources, tests
 }
+
+// readmeMaxLines is how long README.md may grow: it holds the recipes, and
+// every detail goes to docs/.
+const readmeMaxLines = 300
+
+// README.md stays a page of recipes, at most readmeMaxLines lines.
+func TestReadmeStaysWithinItsLength(t *testing.T) {
+	text, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(text), "\n"); n > readmeMaxLines {
+		t.Errorf("README.md has %d lines, more than %d: move details to docs/reference.md or docs/internals.md", n, readmeMaxLines)
+	}
+}
