@@ -89,15 +89,15 @@ import (
 // (see [WithBufferSize]) is found by a seeded hash of its bytes with its
 // length, coding, level and dictionary, and a hit compares the bytes, so a
 // response only ever carries the encoding of the bytes its own handler
-// wrote, whatever its ETag, Vary, cookies or mount point say. A whole
-// delta that lost to the coding without its dictionary leaves that coding's
-// encoding, and under the delta's key the verdict that it lost, so the
-// same request is not encoded twice again. Streams are not cached, unless [WithTrustedETags] says that the handlers' strong
-// ETags identify their bytes. Never stored: HEAD responses, statuses other
-// than 200, responses with Set-Cookie, Cache-Control no-store or private,
-// Vary: * or trailers, flushed streams, responses cut short (a panic, a
-// write error, a length mismatch), and entries over an eighth of the
-// cache.
+// wrote, whatever its ETag, Vary, cookies or mount point say. A whole delta
+// that lost to the coding without its dictionary leaves that coding's
+// encoding, and under the delta's key the verdict that it lost, so the same
+// request is not encoded twice again. Streams are not cached, unless
+// [WithTrustedETags] says that the handlers' strong ETags identify their
+// bytes. Never stored: HEAD responses, statuses other than 200, responses
+// with Set-Cookie, Cache-Control no-store or private, Vary: * or trailers,
+// flushed streams, responses cut short (a panic, a write error, a length
+// mismatch), and entries over an eighth of the cache.
 type Cache struct {
 	*cacheCore
 }

@@ -18,14 +18,15 @@ import (
 // body of TestDictionaryDeltaNeverLargerThanTheCodingItReplaces: 64 bytes
 // as dcz, 30 as zstd) is encoded once: the repeat of the request, with the
 // dictionary or without it, is served from the Cache in that coding, byte
-// for byte, and encodes nothing. A delta that won is kept and served as
-// before, and a private response is stored by neither.
+// for byte, and encodes nothing. A client whose coding is no smaller than
+// the delta gets the delta. A delta that won is kept and served as before,
+// and a private response is stored by neither.
 func TestCacheServesTheCodingThatBeatADelta(t *testing.T) {
 	dict, tiny := beatenDelta()
 	v1, v2 := versions(16 << 10)
 	files := map[string][]byte{
 		"/js/dict.js": dict, "/js/tiny.js": tiny, "/js/app.v1.js": v1, "/js/app.v2.js": v2,
-		"/js/private/tiny.js": tiny,
+		"/js/private/tiny.js": tiny, "/js/big.js": bytes.Repeat([]byte("squeeze "), 25000),
 	}
 	withDict := func(d []byte) []string { return []string{"Available-Dictionary", availableFor(d)} }
 	type step struct {
@@ -59,6 +60,12 @@ func TestCacheServesTheCodingThatBeatADelta(t *testing.T) {
 			{"dcz", withDict(dict), squeeze.DCZ, false}, // encoded, not stored: the verdict holds the key
 			{chromeAE, withDict(dict), squeeze.Zstd, true},
 		}},
+		{"delta lost, then a client whose coding in the cache loses to it", "/js/big.js", dict, []step{
+			{squeeze.Gzip, nil, squeeze.Gzip, false},          // 370 bytes, stored
+			{chromeAE, withDict(dict), squeeze.Zstd, false},   // 44 bytes; the delta, 77, lost
+			{"gzip, dcz", withDict(dict), squeeze.DCZ, false}, // gzip found, larger than the delta
+			{chromeAE, withDict(dict), squeeze.Zstd, true},
+		}},
 		{"delta won", "/js/app.v2.js", v1, []step{
 			{chromeAE, withDict(v1), squeeze.DCZ, false},
 			{chromeAE, withDict(v1), squeeze.DCZ, true},
@@ -74,7 +81,7 @@ func TestCacheServesTheCodingThatBeatADelta(t *testing.T) {
 					c := newCache(t, 16<<20)
 					events := make(chan squeeze.Event, 16)
 					handler := scripts(files)
-					m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*"),
+					m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*"), squeeze.WithBufferSize(256<<10),
 						squeeze.WithObserver(func(e squeeze.Event) { events <- e }))
 					srv, cl := startServer(t, p, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 						if r.URL.Path == "/js/private/tiny.js" {

@@ -105,6 +105,9 @@ func (rw *responseWriter) sendBeaten(h http.Header, fb *offer, body []byte, k *c
 	stored, store := rw.m.cachedBeaten(rw.req, fb, h, body, k, &kb)
 	if stored != nil {
 		if len(stored) >= lost {
+			// Not served from the cache after all: the delta is encoded.
+			rw.m.cache.hits.Add(-1)
+			rw.m.cache.misses.Add(1)
 			return false
 		}
 		rw.offer = fb
