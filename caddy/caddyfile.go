@@ -37,7 +37,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		dictionary <match patterns...>
 //		max_request_body <size>
 //		cache <size>
-//		store redis <host:port> [<key prefix>]
+//		store redis <host:port or redis:// or rediss:// URL> [<key prefix>]
 //	}
 //
 // Codings, as arguments or one per line (with a level), are offered in the
@@ -94,7 +94,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "store":
 			args := d.RemainingArgs()
 			if len(args) < 2 || len(args) > 3 || args[0] != "redis" {
-				return d.Errf("store: want store redis <host:port> [<key prefix>]")
+				return d.Errf("store: want store redis <host:port or URL> [<key prefix>]")
 			}
 			h.Redis = &Redis{Address: args[1]}
 			if len(args) == 3 {

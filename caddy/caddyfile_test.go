@@ -104,13 +104,27 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
+// store redis takes a URL, with the password from the environment as the
+// Caddyfile reads it, to the handler's config as written.
+func TestCaddyfileStoreRedisTakesAURL(t *testing.T) {
+	t.Setenv("SQUEEZE_TEST_REDIS_PASSWORD", "hunter2")
+	out, err := adapt(t, "http://example.com {\n\tsqueeze {\n\t\tstore redis rediss://squeeze:{$SQUEEZE_TEST_REDIS_PASSWORD}@redis.internal:6380/0 myapp:\n\t}\n}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustJSON(t, squeezecaddy.Redis{Address: "rediss://squeeze:hunter2@redis.internal:6380/0", Prefix: "myapp:"})
+	if !strings.Contains(string(out), want) {
+		t.Errorf("the config has no redis %s:\n%s", want, out)
+	}
+}
+
 // A directive Caddy cannot read is an error naming the line's mistake.
 func TestCaddyfileDirectiveErrors(t *testing.T) {
 	for _, tc := range []struct{ block, want string }{
 		{"squeeze {\n\tgzip fast\n}", `gzip level "fast"`},
 		{"squeeze {\n\tminimum_length\n}", "wrong argument count"},
 		{"squeeze {\n\tcache lots\n}", `cache "lots": not a size`},
-		{"squeeze {\n\tstore memcached 1.2.3.4:11211\n}", "store redis <host:port>"},
+		{"squeeze {\n\tstore memcached 1.2.3.4:11211\n}", "store redis <host:port or URL>"},
 		{"squeeze {\n\tcompress harder\n}", `unrecognized squeeze subdirective "compress"`},
 		{"squeeze {\n\tdictionary\n}", "wrong argument count"},
 	} {

@@ -24,8 +24,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -81,10 +84,48 @@ type Handler struct {
 
 // Redis is the shared store of a [Handler]: a Redis or Valkey server.
 type Redis struct {
-	// Address is the server's host:port.
+	// Address is the server's host:port, or a redis:// or rediss:// URL
+	// (rediss: TLS), which may carry an ACL user, a password and a
+	// database number: redis://user:password@host:6379/0.
 	Address string `json:"address"`
 	// Prefix starts every key squeeze writes; empty means redisstore's.
 	Prefix string `json:"prefix,omitempty"`
+}
+
+// options returns the go-redis options of r's address. A deadline ends a
+// command (ContextTimeoutEnabled), and a reply that declares more than
+// squeeze reads fails before go-redis allocates it
+// (redisstore.LimitReplies): the store is a peer, not trusted.
+func (r *Redis) options() (*redis.Options, error) {
+	var opt *redis.Options
+	if strings.Contains(r.Address, "://") {
+		var err error
+		if opt, err = redis.ParseURL(r.Address); err != nil {
+			var ue *url.Error // it quotes the URL, password and all
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return nil, fmt.Errorf("squeeze: store redis %s: %w", redactURL(r.Address), err)
+		}
+	} else {
+		if _, _, err := net.SplitHostPort(r.Address); err != nil {
+			return nil, fmt.Errorf("squeeze: store redis %q: want host:port or a redis:// or rediss:// URL", r.Address)
+		}
+		opt = &redis.Options{Addr: r.Address}
+	}
+	opt.ContextTimeoutEnabled = true
+	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
+	return opt, nil
+}
+
+// redactURL returns a Redis URL with its password, if any, replaced, for
+// an error message that goes to Caddy's log.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	return u.Redacted()
 }
 
 // Interface guards.
@@ -154,7 +195,11 @@ func (h *Handler) Provision(caddy.Context) error {
 		opts = append(opts, squeeze.WithCache(cache))
 	}
 	if h.Redis != nil {
-		h.client = redis.NewClient(&redis.Options{Addr: h.Redis.Address, ContextTimeoutEnabled: true})
+		ro, err := h.Redis.options()
+		if err != nil {
+			return errors.Join(err, h.Cleanup())
+		}
+		h.client = redis.NewClient(ro)
 		var storeOpts []redisstore.Option
 		if h.Redis.Prefix != "" {
 			storeOpts = append(storeOpts, redisstore.WithPrefix(h.Redis.Prefix))

@@ -146,13 +146,29 @@ func TestHandlerRefusesInvalidConfigurations(t *testing.T) {
 		{squeezecaddy.Handler{MinLength: -1}, "minimum_length -1"},
 		{squeezecaddy.Handler{CacheSize: -1}, "cache -1"},
 		{squeezecaddy.Handler{Redis: &squeezecaddy.Redis{}}, "store redis needs"},
+		{squeezecaddy.Handler{Redis: &squeezecaddy.Redis{Address: "redis-host"}}, `"redis-host": want host:port or a redis://`},
+		{squeezecaddy.Handler{Redis: &squeezecaddy.Redis{Address: "http://redis-host:6379"}}, "invalid URL scheme"},
+		{squeezecaddy.Handler{Redis: &squeezecaddy.Redis{Address: "redis://squeeze:hunter2@redis-host:port/0"}}, `invalid port ":port"`},
 	} {
 		err := tc.h.Provision(caddy.Context{})
 		if err == nil {
 			err = tc.h.Validate()
 		}
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: error %v, want one with %q", tc.h, err, tc.want)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%+v: error %v, want one with %q (and no password)", tc.h, err, tc.want)
 		}
+	}
+}
+
+// store redis takes host:port or a redis:// or rediss:// URL with an ACL
+// user, a password and a database; Provision connects to nothing.
+func TestHandlerTakesRedisAddressesAndURLs(t *testing.T) {
+	for _, addr := range []string{
+		"127.0.0.1:6379",
+		"redis.internal:6379",
+		"redis://squeeze:secret@127.0.0.1:6379/2",
+		"rediss://squeeze:secret@redis.internal:6380",
+	} {
+		provisioned(t, &squeezecaddy.Handler{Dictionaries: []string{"/js/*"}, Redis: &squeezecaddy.Redis{Address: addr}})
 	}
 }
