@@ -64,22 +64,11 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	defer rw.keepBuffer(outBuf)
 	out, split, ok, noEncoder := rw.encodeWhole(o, body, (*outBuf)[:0:len(body)-1])
 	if fb != nil {
-		// A delta never goes out larger than the coding it replaces:
-		// its header alone takes 36 or 40 bytes, more than a dictionary
-		// that shares little with a small body saves. The coding is
-		// tried capped below the delta, so it wins only when smaller;
-		// then the cache keeps it, and the verdict that the delta lost.
 		limit := len(body) - 1
 		if ok {
 			limit = len(out) - 1
 		}
-		fbBuf := rw.getBuffer()
-		defer rw.keepBuffer(fbBuf)
-		if fbOut, fbSplit, fbOK, _ := rw.encodeWhole(fb, body, (*fbBuf)[:0:max(limit, 0)]); fbOK {
-			rw.m.storeBeaten(rw.req, h, &key, store, body, limit+1, fb, fbOut)
-			rw.offer = fb
-			rw.written = int64(len(body))
-			rw.sendEncodedBody(h, fb.coding, fbOut, stateSent, fbSplit)
+		if rw.sendSmallerThanDelta(h, fb, body, &key, store, limit) {
 			return true
 		}
 	}
@@ -91,6 +80,27 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	rw.m.storeWhole(rw.req, h, &key, store, body, out)
 	rw.written = int64(len(body))
 	rw.sendEncodedBody(h, o.coding, out, stateSent, split)
+	return true
+}
+
+// sendSmallerThanDelta sends body in fb's coding, the one the client's
+// Accept-Encoding gets without the dictionary, if it comes out no longer
+// than limit bytes, the delta's length less one, and reports whether it
+// did; the cache, if this response leads k's flight, then keeps it and the
+// verdict that the delta lost (storeBeaten). A delta never goes out larger
+// than the coding it replaces: its header alone takes 36 or 40 bytes, more
+// than a dictionary that shares little with a small body saves.
+func (rw *responseWriter) sendSmallerThanDelta(h http.Header, fb *offer, body []byte, k *cacheKey, store bool, limit int) bool {
+	buf := rw.getBuffer()
+	defer rw.keepBuffer(buf)
+	out, split, ok, _ := rw.encodeWhole(fb, body, (*buf)[:0:max(limit, 0)])
+	if !ok {
+		return false
+	}
+	rw.m.storeBeaten(rw.req, h, k, store, body, limit+1, fb, out)
+	rw.offer = fb
+	rw.written = int64(len(body))
+	rw.sendEncodedBody(h, fb.coding, out, stateSent, split)
 	return true
 }
 
