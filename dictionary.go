@@ -761,7 +761,7 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 			}
 		}
 	}
-	dictionaryHeaders(h, true, useAs, false, s.pageLinks(f.typed, f.contentType))
+	dictionaryHeaders(h, true, useAs, "", s.pageLinks(f.typed, f.contentType))
 	return d.remember
 }
 
@@ -839,7 +839,7 @@ type dictLinks struct {
 }
 
 func (l *dictLinks) committed(h http.Header, f facts) bool {
-	dictionaryHeaders(h, false, "", false, l.s.pageLinks(f.typed, f.contentType))
+	dictionaryHeaders(h, false, "", "", l.s.pageLinks(f.typed, f.contentType))
 	return false
 }
 
@@ -883,18 +883,16 @@ func addVaryTokens(h http.Header, tokens ...string) {
 
 // ServeHTTP answers a GET or HEAD for a WithDictionary path, through
 // the middleware like any response, with the dictionary's strong ETag and
-// Use-As-Dictionary, with DictionaryCacheControl (dictionaryHeaders).
+// Use-As-Dictionary, and "public, " DictionaryCacheControl unless the
+// handler in front set a Cache-Control (dictionaryHeaders).
 func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Content-Type"] = []string{sd.contentType}
 	h["Etag"] = []string{sd.etag}
-	if !hasField(h, "Cache-Control") {
-		// The same bytes for every client, chosen by the operator or
-		// learned from public responses only: a shared cache may keep
-		// them, and a browser that sends a cookie still stores them.
-		h["Cache-Control"] = []string{"public, " + DictionaryCacheControl}
-	}
-	dictionaryHeaders(h, false, sd.useAs, true, nil)
+	// The same bytes for every client, chosen by the operator or learned
+	// from public responses only: a shared cache may keep them, and a
+	// browser that sends a cookie still stores them.
+	dictionaryHeaders(h, false, sd.useAs, "public, "+DictionaryCacheControl, nil)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
 }
 

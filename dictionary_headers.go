@@ -3,10 +3,11 @@ package squeeze
 import "net/http"
 
 // DictionaryCacheControl is the Cache-Control a file marked
-// Use-As-Dictionary gets from a [Middleware.FileServer], and a
-// [WithDictionary] dictionary, when the handler in front set none: a browser keeps a dictionary only while the response it came
-// in is fresh (RFC 9842), so a response served without freshness is never
-// used for a delta. A day; the client revalidates with the ETag after
+// Use-As-Dictionary gets from a [Middleware.FileServer] when the handler in
+// front set none, and, after "public, ", a [WithDictionary] or learned
+// dictionary ([WithLearnedDictionary]): a browser keeps a dictionary only
+// while the response it came in is fresh (RFC 9842), so a response served
+// without freshness is never used for a delta. A day; the client revalidates with the ETag after
 // that. Set a Cache-Control in the handler (or in front of the file
 // server) to choose another (a year and immutable for names that carry a
 // version). A handler's own response behind [Middleware.Handler] keeps the
@@ -26,12 +27,13 @@ const DictionaryCacheControl = "max-age=86400"
 //     Available-Dictionary and Sec-Fetch-Site beside Accept-Encoding
 //     (dictVary), since whether the response is a delta depends on them;
 //   - useAs, unless "" (the response, public, is one to keep as a
-//     dictionary): Use-As-Dictionary, and, when fresh is set (a file or a
-//     WithDictionary dictionary), the freshness a browser needs to keep it,
-//     DictionaryCacheControl, unless the handler set a Cache-Control;
+//     dictionary): Use-As-Dictionary, and, unless fresh is "" (a file:
+//     DictionaryCacheControl; a WithDictionary or learned dictionary, the
+//     same bytes for every client: "public, " before it), fresh as the
+//     Cache-Control a browser needs to keep it, unless the handler set one;
 //   - links, the Link values to the standalone dictionaries, added to a
 //     text/html response (the caller passes nil for any other).
-func dictionaryHeaders(h http.Header, varies bool, useAs string, fresh bool, links []string) {
+func dictionaryHeaders(h http.Header, varies bool, useAs, fresh string, links []string) {
 	if varies {
 		if v := h["Vary"]; len(v) == 1 && v[0] == "Accept-Encoding" {
 			h["Vary"] = []string{dictVary}
@@ -41,8 +43,8 @@ func dictionaryHeaders(h http.Header, varies bool, useAs string, fresh bool, lin
 	}
 	if useAs != "" {
 		h["Use-As-Dictionary"] = []string{useAs}
-		if fresh && !hasField(h, "Cache-Control") {
-			h["Cache-Control"] = []string{DictionaryCacheControl}
+		if fresh != "" && !hasField(h, "Cache-Control") {
+			h["Cache-Control"] = []string{fresh}
 		}
 	}
 	if len(links) > 0 {
