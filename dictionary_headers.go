@@ -53,6 +53,20 @@ func dictionaryHeaders(h http.Header, varies bool, useAs, fresh string, links []
 	}
 }
 
+// hasField reports whether h has the field name under any case: net/http
+// sends a key as it was written.
+func hasField(h http.Header, name string) bool {
+	if _, ok := h[name]; ok {
+		return true
+	}
+	for k := range h {
+		if equalFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // htmlLinks returns the Link values to the standalone dictionaries that a
 // response carries: links on text/html (typed: contentType is the
 // response's own, not sniffed), else nil.

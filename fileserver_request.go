@@ -435,20 +435,6 @@ func (fr *fileRequest) servePlain(f fs.File, meta *fileMeta) {
 	http.ServeContent(fr.w, fr.r, fr.name, meta.modtime, rs)
 }
 
-// hasField reports whether h has the field name under any case: net/http
-// sends a key as it was written.
-func hasField(h http.Header, name string) bool {
-	if _, ok := h[name]; ok {
-		return true
-	}
-	for k := range h {
-		if equalFold(k, name) {
-			return true
-		}
-	}
-	return false
-}
-
 // serveBytes sends data, the file encoded with coding.
 func (fr *fileRequest) serveBytes(data []byte, coding string, meta *fileMeta) {
 	fr.serveEncoded(bytes.NewReader(data), int64(len(data)), coding, meta)
