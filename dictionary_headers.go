@@ -1,6 +1,9 @@
 package squeeze
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // DictionaryCacheControl is the Cache-Control a file marked
 // Use-As-Dictionary gets from a [Middleware.FileServer] when the handler in
@@ -50,6 +53,40 @@ func dictionaryHeaders(h http.Header, varies bool, useAs, fresh string, links []
 	if len(links) > 0 {
 		v := h["Link"]
 		h["Link"] = append(v[:len(v):len(v)], links...)
+	}
+}
+
+// dictVary is the Vary of a response on a dictionary path: whether it is a
+// delta depends on Available-Dictionary, and on Sec-Fetch-Site too, since a
+// cross-site request never gets one (RFC 9842 §9); without it a shared
+// cache could hand a same-origin delta to a cross-site request. The file
+// server's Vary, Accept-Encoding alone, becomes it as it is; a handler's
+// gets the same tokens added (dictionaryHeaders, both).
+//
+// A same-site request's delta depends on Sec-Fetch-Mode and Origin as well
+// (deltaSite), which Vary need not name: a browser sends
+// Available-Dictionary only in CORS mode, so a no-cors request never
+// matches a stored delta; and a delta stored for one origin carries the
+// Access-Control-Allow-Origin that allowed it, which fails the CORS check
+// of any origin it does not name, as the response without a delta would.
+// A handler that writes that field from Origin varies on Origin already,
+// as CORS asks.
+const dictVary = "Accept-Encoding, Available-Dictionary, Sec-Fetch-Site"
+
+// addVaryTokens adds each token to Vary unless it, or "*", is there.
+func addVaryTokens(h http.Header, tokens ...string) {
+	v := h["Vary"]
+	if headerHasToken(v, "*") {
+		return
+	}
+	var add []string
+	for _, t := range tokens {
+		if !headerHasToken(v, t) {
+			add = append(add, t)
+		}
+	}
+	if len(add) > 0 {
+		h["Vary"] = append(v[:len(v):len(v)], strings.Join(add, ", "))
 	}
 }
 
