@@ -89,13 +89,15 @@ import (
 // (see [WithBufferSize]) is found by a seeded hash of its bytes with its
 // length, coding, level and dictionary, and a hit compares the bytes, so a
 // response only ever carries the encoding of the bytes its own handler
-// wrote, whatever its ETag, Vary, cookies or mount point say. Streams are
-// not cached, unless [WithTrustedETags] says that the handlers' strong
-// ETags identify their bytes. Never stored: HEAD responses, statuses other
-// than 200, responses with Set-Cookie, Cache-Control no-store or private,
-// Vary: * or trailers, flushed streams, responses cut short (a panic, a
-// write error, a length mismatch), and entries over an eighth of the
-// cache.
+// wrote, whatever its ETag, Vary, cookies or mount point say. A whole delta
+// that lost to the coding without its dictionary leaves that coding's
+// encoding, and under the delta's key the verdict that it lost, so the same
+// request is not encoded twice again. Streams are not cached, unless
+// [WithTrustedETags] says that the handlers' strong ETags identify their
+// bytes. Never stored: HEAD responses, statuses other than 200, responses
+// with Set-Cookie, Cache-Control no-store or private, Vary: * or trailers,
+// flushed streams, responses cut short (a panic, a write error, a length
+// mismatch), and entries over an eighth of the cache.
 type Cache struct {
 	*cacheCore
 }
@@ -338,6 +340,12 @@ type cacheEntry struct {
 	// (publicResponse): only then is its upgrade claimed in, or written
 	// to, the fleet's store (shared_encodings.go).
 	public atomic.Bool
+	// lost is set, under a delta's key only and with body nil, when the
+	// delta of plain was lost bytes long (or longer) and the coding
+	// without the dictionary beat it: a verdict on the key's coding and
+	// dictionary, not an encoding, which sends lookups to that coding's
+	// own key (see storeBeaten). It is never a hit by itself nor upgraded.
+	lost int
 }
 
 func newEntry(k *cacheKey, body, plain []byte, level int) *cacheEntry {
@@ -369,6 +377,8 @@ type flight struct {
 
 // lookup returns the entry for k, counting a hit, or, after counting a
 // miss, nil and whether the caller leads the miss: then it must call end.
+// An entry that holds a delta's lost verdict (cacheEntry.lost) is returned
+// uncounted: the caller counts the lookup it makes next.
 // A miss identical to one in flight waits for it (or for the request's
 // end), and then looks again if the flight left an entry, or encodes for
 // itself and stores nothing if it left none. With patience above zero it
@@ -386,6 +396,9 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 			if plain != nil && !bytes.Equal(e.plain, plain) {
 				c.misses.Add(1) // a hash collision: the key is taken
 				return nil, false
+			}
+			if e.lost > 0 {
+				return e, false // counted by the caller, which looks further
 			}
 			c.hits.Add(1)
 			if e.hits.Add(1) == upgradeAfter && e.level < best {
@@ -459,10 +472,18 @@ func (c *cacheCore) end(k *cacheKey, body, plain []byte, level int, public bool)
 // for body as it grew: the entry's weight takes them over, and what it does
 // not need, or all of them if nothing is stored, goes back.
 func (c *cacheCore) endHeld(k *cacheKey, body, plain []byte, level int, held int64, public bool) {
-	stored := false
+	var e *cacheEntry
 	if body != nil {
-		e := newEntry(k, body, plain, level)
+		e = newEntry(k, body, plain, level)
 		e.public.Store(public)
+	}
+	c.endWith(k, e, held)
+}
+
+// endWith is endHeld with the entry to store, or nil to store none.
+func (c *cacheCore) endWith(k *cacheKey, e *cacheEntry, held int64) {
+	stored := false
+	if e != nil {
 		stored = c.add(k, e, held)
 	} else {
 		c.bytes.Add(-held)
@@ -935,22 +956,35 @@ func (m *Middleware) cacheable(h http.Header, f *facts) (cacheFields, bool) {
 // whatever its ETag says: a handler's tag may name a version of data that
 // it renders per user, language or tenant. It returns the stored encoding
 // on a hit; on a miss that this response leads, store is set and k holds
-// the key to give to storeWhole once body is encoded. k is filled in
-// place, not returned, which would copy the key twice on every response,
-// with or without a cache. r is the request, o the response's offer.
-func (m *Middleware) cachedWhole(r *http.Request, o *offer, h http.Header, f *facts, body []byte, k *cacheKey) (stored []byte, store bool) {
+// the key to give to storeWhole (or storeBeaten) once body is encoded. For
+// a delta whose key holds the verdict that it lost to the coding without
+// the dictionary (storeBeaten), it returns that verdict, lost, instead:
+// the delta's length, which that coding must beat, and k to give to
+// cachedBeaten. k is filled in place, not returned, which would copy the
+// key twice on every response, with or without a cache. r is the request,
+// o the response's offer.
+func (m *Middleware) cachedWhole(r *http.Request, o *offer, h http.Header, f *facts, body []byte, k *cacheKey) (stored []byte, lost int, store bool) {
 	if _, ok := m.cacheable(h, f); !ok || m.hiding.skipsCache(o.coding) {
-		return nil, false
+		return nil, 0, false
 	}
 	*k = cacheKey{sum: maphash.Bytes(m.cache.seed, body), length: len(body), coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID()}
+	return m.lookupWhole(r, o, h, body, k)
+}
+
+// lookupWhole is cachedWhole once the response is known to be cacheable in
+// o's coding and k is o's key for body.
+func (m *Middleware) lookupWhole(r *http.Request, o *offer, h http.Header, body []byte, k *cacheKey) (stored []byte, lost int, store bool) {
 	e, leader := m.cache.lookup(r, k, body, upgradeLevel(k.coding), 0, upgradeSource{o.dict, m.shared})
-	if e != nil {
-		if m.shared != nil && !e.public.Load() && publicResponse(r.Header, h) {
-			e.public.Store(true) // its upgrade may be shared now
-		}
-		return e.body, false
+	switch {
+	case e == nil:
+		return nil, 0, leader
+	case e.lost > 0:
+		return nil, e.lost, false
 	}
-	return nil, leader
+	if m.shared != nil && !e.public.Load() && publicResponse(r.Header, h) {
+		e.public.Store(true) // its upgrade may be shared now
+	}
+	return e.body, 0, false
 }
 
 // storeWhole stores out, the encoding of body looked up as k, with a copy
@@ -969,6 +1003,73 @@ func (m *Middleware) storeWhole(r *http.Request, h http.Header, k *cacheKey, sto
 		out = nil
 	}
 	m.cache.end(k, out, plain, k.level, out != nil && m.shared != nil && publicResponse(r.Header, h))
+}
+
+// A whole delta goes out only when it is smaller than the coding it
+// replaces (sendWhole), and the Cache keeps what went out, so that the
+// same request costs no encoding the next time. When that coding won, the
+// Cache keeps two entries, each exactly what its key says:
+//
+//   - under the coding's own key (its coding and level, no dictionary),
+//     its encoding of the body: the entry any request for that coding
+//     finds, with a dictionary or without one;
+//   - under the delta's key (its coding, level and dictionary), not the
+//     delta, which no request is to get while that entry stands, but the
+//     verdict that the delta lost, with its length: a later request with
+//     the same dictionary finds it, looks the coding without the
+//     dictionary up (cachedBeaten) and, found and smaller than that
+//     length, sends it without encoding anything.
+//
+// The verdict carries the delta's length, not the coding that beat it, as
+// clients name different codings: one whose coding is not in the Cache, or
+// not smaller than the delta, encodes it (capped below that length) and
+// stores it, or sends the delta it did not beat, uncached. Both entries
+// keep the plain bytes for hits to compare, one shared copy that each
+// one's weight counts; the Cache's rules for what is stored are those of
+// any whole body (cacheable), and br under WithLengthHiding, which bypasses
+// the Cache, leaves no verdict either.
+
+// storeBeaten ends the flight of k, a delta's key that lookup made this
+// response lead, when fb's coding without the dictionary beat the delta,
+// which was lost bytes long or more: it stores out, fb's encoding of body,
+// under fb's key, and the verdict under k (see above). It does nothing
+// unless store is set. r and h are as for storeWhole.
+func (m *Middleware) storeBeaten(r *http.Request, h http.Header, k *cacheKey, store bool, body []byte, lost int, fb *offer, out []byte) {
+	if !store {
+		return
+	}
+	if m.hiding.skipsCache(fb.coding) || int64(len(out)+len(body)) > m.cache.entryMax {
+		m.cache.end(k, nil, nil, 0, false)
+		return
+	}
+	plain := bytes.Clone(body)
+	kb := beatenKey(k, fb)
+	e := newEntry(&kb, bytes.Clone(out), plain, kb.level)
+	e.public.Store(m.shared != nil && publicResponse(r.Header, h))
+	m.cache.add(&kb, e, 0) // beside any flight for kb: whichever stores first stands
+	verdict := newEntry(k, nil, plain, k.level)
+	verdict.lost = lost
+	m.cache.endWith(k, verdict, 0)
+}
+
+// cachedBeaten looks up body in fb's coding without the dictionary, after
+// cachedWhole found, under k, the verdict that the delta lost to that
+// coding; it returns what lookupWhole does for fb's key, filled in kb. It
+// counts a miss, and returns nothing, when fb's coding bypasses the Cache.
+func (m *Middleware) cachedBeaten(r *http.Request, fb *offer, h http.Header, body []byte, k, kb *cacheKey) (stored []byte, store bool) {
+	if m.hiding.skipsCache(fb.coding) {
+		m.cache.misses.Add(1)
+		return nil, false
+	}
+	*kb = beatenKey(k, fb)
+	stored, _, store = m.lookupWhole(r, fb, h, body, kb) // no verdict without a dictionary
+	return stored, store
+}
+
+// beatenKey returns the key of the body that k, a delta's key, finds, in
+// fb's coding without the dictionary.
+func beatenKey(k *cacheKey, fb *offer) cacheKey {
+	return cacheKey{sum: k.sum, length: k.length, coding: fb.coding, level: fb.encoders.Level(), dictionary: fb.dictionaryID()}
 }
 
 // validatorKey returns the key of a streamed response by its strong ETag,

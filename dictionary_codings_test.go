@@ -1,7 +1,6 @@
 package squeeze_test
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -59,8 +58,7 @@ func TestDictionaryDeltasFollowTheDictionaryOptions(t *testing.T) {
 // whose delta is mostly the 40-byte dcz header) goes out in that coding; a
 // delta that is smaller still goes out.
 func TestDictionaryDeltaNeverLargerThanTheCodingItReplaces(t *testing.T) {
-	dict := textBody(5, 4<<10)
-	tiny := bytes.Repeat([]byte("squeeze "), 300)
+	dict, tiny := beatenDelta()
 	v1, v2 := versions(16 << 10)
 	h := newMiddleware(t, squeeze.WithDictionaryMatch("/js/*")).Handler(scripts(map[string][]byte{
 		"/js/dict.js": dict, "/js/tiny.js": tiny, "/js/app.v1.js": v1, "/js/app.v2.js": v2,
@@ -105,13 +103,20 @@ func BenchmarkDictionaryWholeDelta(b *testing.B) {
 	v1, v2 := versions(16 << 10)
 	h := newMiddleware(b, squeeze.WithDictionaryMatch("/js/app.*.js")).Handler(scripts(map[string][]byte{"/js/app.v1.js": v1, "/js/app.v2.js": v2}))
 	serveAt(h, "/js/app.v1.js", chromeAE)
-	avail := availableFor(v1)
-	if rec := serveAt(h, "/js/app.v2.js", chromeAE, "Available-Dictionary", avail); rec.Header().Get("Content-Encoding") != squeeze.DCZ {
-		b.Fatalf("v2 went out as %q, want dcz", rec.Header().Get("Content-Encoding"))
+	benchDelta(b, h, "/js/app.v2.js", v1, v2, squeeze.DCZ)
+}
+
+// benchDelta checks that h answers a GET of path, from a client holding
+// dict, with body in coding want, then serves that GET in a loop.
+func benchDelta(b *testing.B, h http.Handler, path string, dict, body []byte, want string) {
+	b.Helper()
+	avail := availableFor(dict)
+	if rec := serveAt(h, path, chromeAE, "Available-Dictionary", avail); rec.Header().Get("Content-Encoding") != want {
+		b.Fatalf("%s went out as %q, want %s", path, rec.Header().Get("Content-Encoding"), want)
 	}
-	b.SetBytes(int64(len(v2)))
+	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		serveAt(h, "/js/app.v2.js", chromeAE, "Available-Dictionary", avail)
+		serveAt(h, path, chromeAE, "Available-Dictionary", avail)
 	}
 }

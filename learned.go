@@ -61,6 +61,11 @@ const (
 // fewer show nothing that repeats across responses.
 const learnedMinSamples = 4
 
+// learnedRoundSamples is the fewest samples of a round: learnedMinSamples
+// to train on, and one held out (every fourth is; see trainingInput) to
+// measure the dictionary on a response it was not trained on.
+const learnedRoundSamples = learnedMinSamples + 1
+
 // learnedMaxAge is how long a client may keep a learned dictionary fresh
 // (its Cache-Control max-age): a superseded dictionary stays served, and
 // answered, while a client announced it within this time.
@@ -99,7 +104,7 @@ func LearnedDictionarySize(n int) LearnedOption {
 
 // LearnedSampleBudget sets the byte budget of the response bodies the
 // route holds as samples, those being collected included; a body longer
-// than a quarter of it is not sampled. The default is
+// than a fifth of it is not sampled, so that a round's five fit. The default is
 // [DefaultLearnedSampleBudget]; n must be at least 64 KiB.
 func LearnedSampleBudget(n int64) LearnedOption {
 	return func(c *learnedConfig) error {
@@ -113,12 +118,14 @@ func LearnedSampleBudget(n int64) LearnedOption {
 
 // LearnedSamples sets how many sampled responses make a round: once the
 // route holds that many (or its sample budget is full), squeeze measures
-// the live dictionary on them, or trains one. At least 4; the default is
-// [DefaultLearnedSamples].
+// the live dictionary on them, or trains one. At least 5: a dictionary is
+// trained on at least 4 and measured on those held out, every fourth. The
+// default is [DefaultLearnedSamples].
 func LearnedSamples(n int) LearnedOption {
 	return func(c *learnedConfig) error {
-		if n < learnedMinSamples {
-			return fmt.Errorf("LearnedSamples(%d): a round needs at least %d samples", n, learnedMinSamples)
+		if n < learnedRoundSamples {
+			return fmt.Errorf("LearnedSamples(%d): a round needs at least %d samples, %d to train on and one to measure the dictionary on",
+				n, learnedRoundSamples, learnedMinSamples)
 		}
 		c.samples = n
 		return nil
@@ -502,8 +509,9 @@ func (r *learnedRoute) collecting() bool {
 	return false
 }
 
-// maxSample is the longest body the route samples.
-func (r *learnedRoute) maxSample() int64 { return r.cfg.budget / 4 }
+// maxSample is the longest body the route samples: a round of the
+// longest fits its budget.
+func (r *learnedRoute) maxSample() int64 { return r.cfg.budget / learnedRoundSamples }
 
 // addSample keeps body, n bytes of which are reserved already, as a
 // sample, and starts a round when the route holds enough; while no round
@@ -518,7 +526,7 @@ func (r *learnedRoute) addSample(body []byte, n int64) {
 	r.samples = append(r.samples, body)
 	r.sampled += n
 	full := len(r.samples) >= r.cfg.samples ||
-		len(r.samples) >= learnedMinSamples && r.held.Load() > r.cfg.budget-r.maxSample()
+		len(r.samples) >= learnedRoundSamples && r.held.Load() > r.cfg.budget-r.maxSample()
 	var round [][]byte
 	var cost int64
 	if full {

@@ -204,6 +204,7 @@ func TestWithLearnedDictionaryRejectsBadOptions(t *testing.T) {
 		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedDictionarySize(10)), "LearnedDictionarySize(10)"},
 		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedSampleBudget(1)), "LearnedSampleBudget(1)"},
 		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedSamples(1)), "LearnedSamples(1)"},
+		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedSamples(4)), "LearnedSamples(4): a round needs at least 5 samples"},
 		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedTrainingMemory(1)), "LearnedTrainingMemory(1)"},
 		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedRetrainBelow(1)), "LearnedRetrainBelow(1)"},
 		{squeeze.WithLearnedDictionary("/s/*", squeeze.LearnedInterval(-1)), "LearnedInterval(-1ns)"},

@@ -74,7 +74,8 @@ func (r *learnedRoute) round(samples [][]byte, cost int64) {
 // train trains a dictionary on samples and publishes it, with a
 // SharedStore under the fleet's claim, unless another training runs (a
 // refusal) or the samples that fit the memory budget are too few. A
-// dictionary that saves nothing on the samples held out is not published.
+// dictionary that saves nothing on the samples held out, which it was not
+// trained on, is not published.
 func (r *learnedRoute) train(samples [][]byte) {
 	s := r.s
 	if !s.training.TryAcquire(1) {
@@ -83,7 +84,7 @@ func (r *learnedRoute) train(samples [][]byte) {
 	}
 	defer s.training.Release(1)
 	input, held := r.trainingInput(samples)
-	if len(input) < learnedMinSamples {
+	if len(input) < learnedMinSamples || len(held) == 0 {
 		s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedRefused})
 		return
 	}
@@ -118,19 +119,19 @@ func (r *learnedRoute) train(samples [][]byte) {
 	}
 }
 
-// trainingInput splits samples into those to train on and those to
-// measure the result on (every fourth, once there are eight), keeping of
-// the first the newest whose training fits the memory budget.
+// trainingInput splits samples into those to train on and those held
+// out to measure the result on, every fourth: never one of the first, on
+// which a dictionary that merely holds them would look better than on the
+// route's next responses. Of the first it keeps the newest whose training
+// fits the memory budget. A round's samples, learnedRoundSamples or more,
+// hold one out at least; fewer than that may leave too few of either.
 func (r *learnedRoute) trainingInput(samples [][]byte) (input, held [][]byte) {
 	for i, b := range samples {
-		if len(samples) >= 2*learnedMinSamples && i%4 == 3 {
+		if i%4 == 3 {
 			held = append(held, b)
 		} else {
 			input = append(input, b)
 		}
-	}
-	if len(held) == 0 {
-		held = input
 	}
 	var n int64
 	for i := len(input) - 1; i >= 0; i-- {

@@ -2,6 +2,7 @@ package squeeze
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -97,5 +98,78 @@ func TestLearnedTrainingIsRefusedWhileAnotherRuns(t *testing.T) {
 	r.train(learnedSamples(8, 4<<10))
 	if refused != 1 || r.newest() == nil {
 		t.Errorf("with none running: %d refusals, dictionary %v; want 1 and one", refused, r.newest())
+	}
+}
+
+// TestLearnedTrainingHoldsOutWhatItMeasures splits rounds of every size
+// from learnedMinSamples to 3*learnedMinSamples: the samples a dictionary
+// is measured on are never among those it is trained on, and a round of
+// learnedRoundSamples or more trains on at least learnedMinSamples and
+// holds one out at least.
+func TestLearnedTrainingHoldsOutWhatItMeasures(t *testing.T) {
+	r := newTestRoute(t)
+	for n := learnedMinSamples; n <= 3*learnedMinSamples; n++ {
+		input, held := r.trainingInput(learnedSamples(n, 1<<10)) // each distinct
+		trained := make(map[string]bool)
+		for _, b := range input {
+			trained[string(b)] = true
+		}
+		for i, b := range held {
+			if trained[string(b)] {
+				t.Errorf("of %d samples, held-out sample %d is also trained on", n, i)
+			}
+		}
+		if n >= learnedRoundSamples && (len(input) < learnedMinSamples || len(held) == 0) {
+			t.Errorf("of %d samples, %d trained on and %d held out; want at least %d and 1", n, len(input), len(held), learnedMinSamples)
+		}
+	}
+}
+
+// TestLearnedDictionaryOfSamplesSharingNothingIsNotPublished trains on
+// rounds of a few samples of random bytes, which share nothing: a
+// dictionary of them saves nothing on a sample it does not hold, so none
+// is published (measured on the samples it was trained on, whose median
+// one it holds whole, it looked like a saving and was). A round of as few
+// generated pages, which share their template, publishes one.
+func TestLearnedDictionaryOfSamplesSharingNothingIsNotPublished(t *testing.T) {
+	rnd := rand.NewChaCha8([32]byte{1})
+	for n := learnedMinSamples; n <= 2*learnedMinSamples; n++ {
+		samples := make([][]byte, n)
+		for i := range samples {
+			samples[i] = make([]byte, 8<<10)
+			_, _ = rnd.Read(samples[i])
+		}
+		r := newTestRoute(t)
+		r.train(samples)
+		if d := r.newest(); d != nil {
+			t.Errorf("of %d samples of random bytes, a dictionary of %d bytes was published, measured to save %.3f per byte",
+				n, len(d.sd.d.data), r.savedPerByte())
+		}
+	}
+	r := newTestRoute(t)
+	r.train(learnedSamples(learnedRoundSamples, 8<<10))
+	if r.newest() == nil {
+		t.Errorf("of %d generated pages, no dictionary was published", learnedRoundSamples)
+	}
+}
+
+// TestLearnedRouteOfTheLongestSamplesTrains samples responses each as
+// long as the route samples: its budget fills with a round of them, which
+// must be large enough to train on some and measure on another, and a
+// dictionary is published.
+func TestLearnedRouteOfTheLongestSamplesTrains(t *testing.T) {
+	r := newTestRoute(t, LearnedSampleBudget(64<<10), LearnedSamples(64))
+	n := r.maxSample()
+	added := 0
+	for _, b := range learnedSamples(2*learnedRoundSamples, int(n)) {
+		if r.state.Load() != learnedCollecting || !r.reserve(n) {
+			break
+		}
+		r.addSample(b[:n], n)
+		added++
+	}
+	r.s.jobs.Wait()
+	if r.newest() == nil {
+		t.Errorf("%d samples of %d bytes, the longest a budget of %d bytes samples, published no dictionary", added, n, r.cfg.budget)
 	}
 }

@@ -31,12 +31,29 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	// The cache, if any, may hold this body's encoding; on a miss, key
 	// says where to store it (cache.go).
 	var key cacheKey
-	stored, store := rw.m.cachedWhole(rw.req, o, h, f, body, &key)
+	stored, lost, store := rw.m.cachedWhole(rw.req, o, h, f, body, &key)
 	if stored != nil {
 		rw.fromCache = true
 		rw.written = int64(len(body))
 		rw.sendEncodedBody(h, o.coding, stored, stateSent, -1)
 		return true
+	}
+	var fb *offer // negotiated only for a delta: no work for any other body
+	if o.dict != nil {
+		fb = rw.withoutDictionary()
+	}
+	if lost > 0 {
+		// The cache says this delta lost to the coding without the
+		// dictionary (storeBeaten in cache.go): that coding goes out
+		// if it is smaller, from the cache or encoded, and only
+		// otherwise the delta, which is not stored then: the verdict
+		// holds its key.
+		if fb == nil {
+			rw.m.cache.misses.Add(1)
+		} else if rw.sendBeaten(h, fb, body, &key, lost) {
+			return true
+		}
+		fb = nil // no smaller than the delta, which goes out
 	}
 	// Anything not smaller than the input is no gain: cap the output there
 	// and let the encoder fail instead of growing the buffer. The output
@@ -46,26 +63,12 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	outBuf := rw.getBuffer()
 	defer rw.keepBuffer(outBuf)
 	out, split, ok, noEncoder := rw.encodeWhole(o, body, (*outBuf)[:0:len(body)-1])
-	var fb *offer // negotiated only for a delta: no work for any other body
-	if o.dict != nil {
-		fb = rw.withoutDictionary()
-	}
 	if fb != nil {
-		// A delta never goes out larger than the coding it replaces:
-		// its header alone takes 36 or 40 bytes, more than a dictionary
-		// that shares little with a small body saves. The coding is
-		// tried capped below the delta, so it wins only when smaller.
 		limit := len(body) - 1
 		if ok {
 			limit = len(out) - 1
 		}
-		fbBuf := rw.getBuffer()
-		defer rw.keepBuffer(fbBuf)
-		if fbOut, fbSplit, fbOK, _ := rw.encodeWhole(fb, body, (*fbBuf)[:0:max(limit, 0)]); fbOK {
-			rw.m.storeWhole(rw.req, h, &key, store, body, nil) // the delta, not kept
-			rw.offer = fb
-			rw.written = int64(len(body))
-			rw.sendEncodedBody(h, fb.coding, fbOut, stateSent, fbSplit)
+		if rw.sendSmallerThanDelta(h, fb, body, &key, store, limit) {
 			return true
 		}
 	}
@@ -77,6 +80,63 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	rw.m.storeWhole(rw.req, h, &key, store, body, out)
 	rw.written = int64(len(body))
 	rw.sendEncodedBody(h, o.coding, out, stateSent, split)
+	return true
+}
+
+// sendSmallerThanDelta sends body in fb's coding, the one the client's
+// Accept-Encoding gets without the dictionary, if it comes out no longer
+// than limit bytes, the delta's length less one, and reports whether it
+// did; the cache, if this response leads k's flight, then keeps it and the
+// verdict that the delta lost (storeBeaten). A delta never goes out larger
+// than the coding it replaces: its header alone takes 36 or 40 bytes, more
+// than a dictionary that shares little with a small body saves.
+func (rw *responseWriter) sendSmallerThanDelta(h http.Header, fb *offer, body []byte, k *cacheKey, store bool, limit int) bool {
+	buf := rw.getBuffer()
+	defer rw.keepBuffer(buf)
+	out, split, ok, _ := rw.encodeWhole(fb, body, (*buf)[:0:max(limit, 0)])
+	if !ok {
+		return false
+	}
+	rw.m.storeBeaten(rw.req, h, k, store, body, limit+1, fb, out)
+	rw.offer = fb
+	rw.written = int64(len(body))
+	rw.sendEncodedBody(h, fb.coding, out, stateSent, split)
+	return true
+}
+
+// sendBeaten sends body in fb's coding, the one the client's
+// Accept-Encoding gets without the dictionary, after the cache, looked up
+// under k, said that the delta, lost bytes long, lost to that coding: from
+// the cache if it holds the coding's encoding and that is smaller, or
+// encoded below lost bytes and stored. It reports false, having sent
+// nothing, when this client's coding is no smaller than the delta.
+func (rw *responseWriter) sendBeaten(h http.Header, fb *offer, body []byte, k *cacheKey, lost int) bool {
+	var kb cacheKey
+	stored, store := rw.m.cachedBeaten(rw.req, fb, h, body, k, &kb)
+	if stored != nil {
+		if len(stored) >= lost {
+			// Not served from the cache after all: the delta is encoded.
+			rw.m.cache.hits.Add(-1)
+			rw.m.cache.misses.Add(1)
+			return false
+		}
+		rw.offer = fb
+		rw.fromCache = true
+		rw.written = int64(len(body))
+		rw.sendEncodedBody(h, fb.coding, stored, stateSent, -1)
+		return true
+	}
+	buf := rw.getBuffer()
+	defer rw.keepBuffer(buf)
+	out, split, ok, _ := rw.encodeWhole(fb, body, (*buf)[:0:max(lost-1, 0)])
+	if !ok {
+		rw.m.storeWhole(rw.req, h, &kb, store, body, nil)
+		return false
+	}
+	rw.m.storeWhole(rw.req, h, &kb, store, body, out)
+	rw.offer = fb
+	rw.written = int64(len(body))
+	rw.sendEncodedBody(h, fb.coding, out, stateSent, split)
 	return true
 }
 

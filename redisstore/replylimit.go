@@ -24,7 +24,9 @@ import (
 var ErrReplyTooLarge = errors.New("redisstore: the server's reply declares more than the limit")
 
 // ErrMalformedReply is returned, wrapped, by a command whose reply is not
-// RESP2 or RESP3 as go-redis reads it.
+// RESP2 or RESP3 as go-redis reads it, or declares a length or count that
+// is negative, other than RESP2's nulls $-1 and *-1, or longer than 20
+// digits: the connection is dropped before go-redis reads the reply.
 var ErrMalformedReply = errors.New("redisstore: the server's reply is not well-formed RESP")
 
 // ReplySlack is what a reply may declare beyond the limit given to
@@ -42,6 +44,11 @@ const (
 	replyMaxDepth = 32
 	// replyMaxDigits bounds the number of a length header.
 	replyMaxDigits = 20
+	// replyMaxLimit caps the limit of LimitReplies (256 TiB, past any
+	// value a Store reads), so that what the scan of a reply adds and
+	// multiplies (a header's number, times 10 a digit at a time, times
+	// 2*replyElementCost for a map, plus 2 for a CRLF) fits an int64.
+	replyMaxLimit = 1 << 48
 )
 
 // Dialer is the type of the Dialer field of go-redis's options
@@ -66,7 +73,7 @@ type Dialer = func(ctx context.Context, network, addr string) (net.Conn, error)
 // redis.NewDialer(opt) dials as go-redis does without a Dialer, over TLS
 // when opt.TLSConfig is set; so the limit applies to what TLS decrypts. The
 // scan of the replies costs a pass over the bytes read, whatever they are.
-// A limit below 0 panics.
+// A limit below 0 panics; one above 256 TiB counts as 256 TiB.
 func LimitReplies(dial Dialer, limit int) Dialer {
 	if limit < 0 {
 		panic(fmt.Sprintf("redisstore.LimitReplies: negative limit %d", limit))
@@ -78,7 +85,7 @@ func LimitReplies(dial Dialer, limit int) Dialer {
 		var d net.Dialer
 		dial = d.DialContext
 	}
-	max := int64(limit) + ReplySlack
+	max := min(int64(limit), replyMaxLimit) + ReplySlack
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err != nil {
@@ -116,7 +123,7 @@ func (c *limitConn) Read(p []byte) (int, error) {
 // for headers and a skip for payloads, so that its cost is linear in what
 // it reads, whatever the split of the stream into reads.
 type replyScanner struct {
-	max   int64 // what one reply may declare
+	max   int64 // what one reply may declare, at most replyMaxLimit+ReplySlack
 	spent int64 // what the current reply declared so far
 
 	state    uint8 // scanType, scanLine, scanCR, scanPayload
@@ -211,8 +218,17 @@ func (s *replyScanner) lineByte(c byte) error {
 	}
 	switch {
 	case c == '-' && s.digits == 0 && !s.neg:
+		if s.typ != '$' && s.typ != '*' {
+			return fmt.Errorf("%w: a negative %q header: only $-1 and *-1, RESP2's nulls, are negative", ErrMalformedReply, s.typ)
+		}
 		s.neg = true
-	case c >= '0' && c <= '9' && s.digits < replyMaxDigits:
+	case c >= '0' && c <= '9':
+		if s.neg && (s.digits > 0 || c != '1') {
+			return fmt.Errorf("%w: a %q header negative other than -1, RESP2's null", ErrMalformedReply, s.typ)
+		}
+		if s.digits == replyMaxDigits {
+			return fmt.Errorf("%w: a number of more than %d digits in the header of a %q reply", ErrMalformedReply, replyMaxDigits, s.typ)
+		}
 		s.digits++
 		s.num = s.num*10 + int64(c-'0')
 		if s.num > s.max { // also keeps num from overflowing
@@ -236,7 +252,7 @@ func (s *replyScanner) endLine() error {
 	if s.digits == 0 {
 		return fmt.Errorf("%w: a %q header without a number", ErrMalformedReply, s.typ)
 	}
-	if s.neg { // a RESP2 null: -1
+	if s.neg { // $-1 or *-1, a RESP2 null, as lineByte let through
 		s.element()
 		return nil
 	}

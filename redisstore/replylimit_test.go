@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"runtime"
 	"strconv"
@@ -209,4 +210,84 @@ func TestLimitRepliesNegativeLimitPanics(t *testing.T) {
 		}
 	}()
 	redisstore.LimitReplies(nil, -1)
+}
+
+// A server that answers a Get with a negative length or count other than
+// RESP2's nulls ($-1 and *-1), or with a null of a RESP3 type, which has
+// none, makes the Get fail with ErrMalformedReply on a LimitReplies
+// client: go-redis would read %-1 and its kind as a null, a key not found.
+// RESP2's null itself is a key not found.
+func TestLimitRepliesRefusesNegativeCountsButRESP2Nulls(t *testing.T) {
+	for _, tc := range []struct {
+		name, reply string
+		want        error // nil: not found, without an error
+	}{
+		{"a null bulk string", "$-1\r\n", nil},
+		{"a bulk string of -5", "$-5\r\n", redisstore.ErrMalformedReply},
+		{"an array of -2", "*-2\r\n", redisstore.ErrMalformedReply},
+		{"a null map", "%-1\r\n", redisstore.ErrMalformedReply},
+		{"a null set", "~-1\r\n", redisstore.ErrMalformedReply},
+		{"a null verbatim string", "=-1\r\n", redisstore.ErrMalformedReply},
+		{"a null blob error", "!-1\r\n", redisstore.ErrMalformedReply},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := hostileRedis(t, tc.reply, false)
+			opt := &redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1}
+			opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), 0)
+			client := redis.NewClient(opt)
+			t.Cleanup(func() { _ = client.Close() })
+			store := redisstore.MustNew(client, redisstore.WithTimeout(5*time.Second))
+			v, ok, err := store.Get(t.Context(), "k", squeeze.DefaultSharedStoreMaxValue)
+			if tc.want == nil {
+				if ok || err != nil {
+					t.Fatalf("Get: %q, %v, %v; want not found", v, ok, err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Get: %q, %v, %v; want %v", v, ok, err, tc.want)
+			}
+		})
+	}
+}
+
+// LimitReplies of any limit, up to math.MaxInt, refuses a reply that
+// declares more than it can count and lets a small one through: its
+// counts stay within an int64 (a limit near math.MaxInt made the scan
+// overflow: a map's count times the cost of an element turned negative
+// and let a giant through, a bulk length plus its CRLF turned negative
+// and the scan panicked, and math.MaxInt plus ReplySlack refused every
+// reply).
+func TestLimitRepliesOfAnyLimitCountsWithoutOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit int
+		reply string
+		want  error // nil: read whole
+	}{
+		{"a simple reply, the largest limit", math.MaxInt, "+OK\r\n", nil},
+		{"a bulk string, the largest limit", math.MaxInt, "$5\r\nhello\r\n", nil},
+		{"a bulk string of the largest length", math.MaxInt - redisstore.ReplySlack, "$9223372036854775806\r\nxy", redisstore.ErrReplyTooLarge},
+		{"an array whose elements overflow", math.MaxInt - redisstore.ReplySlack, "*288230376151711744\r\n", redisstore.ErrReplyTooLarge},
+		{"a map whose pairs overflow", math.MaxInt - redisstore.ReplySlack, "%4611686018427387903\r\n", redisstore.ErrReplyTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := net.Pipe()
+			t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
+			dial := redisstore.LimitReplies(func(context.Context, string, string) (net.Conn, error) { return client, nil }, tc.limit)
+			c, err := dial(t.Context(), "tcp", "redis:6379")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { _, _ = io.WriteString(server, tc.reply) }()
+			buf := make([]byte, len(tc.reply))
+			n, err := io.ReadFull(c, buf)
+			if tc.want == nil && (err != nil || string(buf) != tc.reply) {
+				t.Fatalf("read %q, %v; want %q", buf[:n], err, tc.reply)
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("read %q, %v; want %v", buf[:n], err, tc.want)
+			}
+		})
+	}
 }
