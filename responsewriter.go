@@ -943,6 +943,8 @@ func (rw *responseWriter) keepBuffer(b *[]byte) {
 // per-response writer, it costs neither an allocation nor a field.
 type wire responseWriter
 
+// Write sends p to the underlying writer and counts what it took in sent;
+// under WithLengthHiding a gzip stream's header goes by writeGzipHeader.
 func (c *wire) Write(p []byte) (int, error) {
 	if c.padGzip {
 		return c.writeGzipHeader(p)
