@@ -354,7 +354,6 @@ func (p *promWriter) family(name, help string) {
 	p.printf("# HELP %s %s\n# TYPE %s counter\n", name, escapeHelp(help), name)
 }
 
-// gauge starts a gauge family with its HELP and TYPE lines.
 // promTotal is one counter of a family without labels.
 type promTotal struct {
 	name, help string
@@ -369,6 +368,7 @@ func (p *promWriter) totals(prefix string, ms []promTotal) {
 	}
 }
 
+// gauge starts a gauge family with its HELP and TYPE lines.
 func (p *promWriter) gauge(name, help string) {
 	p.name = name
 	p.printf("# HELP %s %s\n# TYPE %s gauge\n", name, escapeHelp(help), name)

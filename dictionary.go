@@ -761,7 +761,7 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 			}
 		}
 	}
-	dictionaryHeaders(h, true, useAs, false, s.pageLinks(f.typed, f.contentType))
+	dictionaryHeaders(h, true, useAs, "", s.pageLinks(f.typed, f.contentType))
 	return d.remember
 }
 
@@ -839,7 +839,7 @@ type dictLinks struct {
 }
 
 func (l *dictLinks) committed(h http.Header, f facts) bool {
-	dictionaryHeaders(h, false, "", false, l.s.pageLinks(f.typed, f.contentType))
+	dictionaryHeaders(h, false, "", "", l.s.pageLinks(f.typed, f.contentType))
 	return false
 }
 
@@ -847,54 +847,18 @@ func (l *dictLinks) plain([]byte) bool { return false }
 func (l *dictLinks) flushed()          {}
 func (l *dictLinks) ended(responseEnd) {}
 
-// dictVary is the Vary of a response on a dictionary path: whether it is a
-// delta depends on Available-Dictionary, and on Sec-Fetch-Site too, since a
-// cross-site request never gets one (RFC 9842 §9); without it a shared
-// cache could hand a same-origin delta to a cross-site request. The file
-// server sends it as it is; dictResponse.committed adds the same tokens to
-// a handler's Vary.
-//
-// A same-site request's delta depends on Sec-Fetch-Mode and Origin as well
-// (deltaSite), which Vary need not name: a browser sends
-// Available-Dictionary only in CORS mode, so a no-cors request never
-// matches a stored delta; and a delta stored for one origin carries the
-// Access-Control-Allow-Origin that allowed it, which fails the CORS check
-// of any origin it does not name, as the response without a delta would.
-// A handler that writes that field from Origin varies on Origin already,
-// as CORS asks.
-const dictVary = "Accept-Encoding, Available-Dictionary, Sec-Fetch-Site"
-
-// addVaryTokens adds each token to Vary unless it, or "*", is there.
-func addVaryTokens(h http.Header, tokens ...string) {
-	v := h["Vary"]
-	if headerHasToken(v, "*") {
-		return
-	}
-	var add []string
-	for _, t := range tokens {
-		if !headerHasToken(v, t) {
-			add = append(add, t)
-		}
-	}
-	if len(add) > 0 {
-		h["Vary"] = append(v[:len(v):len(v)], strings.Join(add, ", "))
-	}
-}
-
 // ServeHTTP answers a GET or HEAD for a WithDictionary path, through
 // the middleware like any response, with the dictionary's strong ETag and
-// Use-As-Dictionary, with DictionaryCacheControl (dictionaryHeaders).
+// Use-As-Dictionary, and "public, " DictionaryCacheControl unless the
+// handler in front set a Cache-Control (dictionaryHeaders).
 func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Content-Type"] = []string{sd.contentType}
 	h["Etag"] = []string{sd.etag}
-	if !hasField(h, "Cache-Control") {
-		// The same bytes for every client, chosen by the operator or
-		// learned from public responses only: a shared cache may keep
-		// them, and a browser that sends a cookie still stores them.
-		h["Cache-Control"] = []string{"public, " + DictionaryCacheControl}
-	}
-	dictionaryHeaders(h, false, sd.useAs, true, nil)
+	// The same bytes for every client, chosen by the operator or learned
+	// from public responses only: a shared cache may keep them, and a
+	// browser that sends a cookie still stores them.
+	dictionaryHeaders(h, false, sd.useAs, "public, "+DictionaryCacheControl, nil)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
 }
 

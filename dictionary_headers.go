@@ -1,12 +1,16 @@
 package squeeze
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // DictionaryCacheControl is the Cache-Control a file marked
-// Use-As-Dictionary gets from a [Middleware.FileServer], and a
-// [WithDictionary] dictionary, when the handler in front set none: a browser keeps a dictionary only while the response it came
-// in is fresh (RFC 9842), so a response served without freshness is never
-// used for a delta. A day; the client revalidates with the ETag after
+// Use-As-Dictionary gets from a [Middleware.FileServer] when the handler in
+// front set none, and, after "public, ", a [WithDictionary] or learned
+// dictionary ([WithLearnedDictionary]): a browser keeps a dictionary only
+// while the response it came in is fresh (RFC 9842), so a response served
+// without freshness is never used for a delta. A day; the client revalidates with the ETag after
 // that. Set a Cache-Control in the handler (or in front of the file
 // server) to choose another (a year and immutable for names that carry a
 // version). A handler's own response behind [Middleware.Handler] keeps the
@@ -26,12 +30,13 @@ const DictionaryCacheControl = "max-age=86400"
 //     Available-Dictionary and Sec-Fetch-Site beside Accept-Encoding
 //     (dictVary), since whether the response is a delta depends on them;
 //   - useAs, unless "" (the response, public, is one to keep as a
-//     dictionary): Use-As-Dictionary, and, when fresh is set (a file or a
-//     WithDictionary dictionary), the freshness a browser needs to keep it,
-//     DictionaryCacheControl, unless the handler set a Cache-Control;
+//     dictionary): Use-As-Dictionary, and, unless fresh is "" (a file:
+//     DictionaryCacheControl; a WithDictionary or learned dictionary, the
+//     same bytes for every client: "public, " before it), fresh as the
+//     Cache-Control a browser needs to keep it, unless the handler set one;
 //   - links, the Link values to the standalone dictionaries, added to a
 //     text/html response (the caller passes nil for any other).
-func dictionaryHeaders(h http.Header, varies bool, useAs string, fresh bool, links []string) {
+func dictionaryHeaders(h http.Header, varies bool, useAs, fresh string, links []string) {
 	if varies {
 		if v := h["Vary"]; len(v) == 1 && v[0] == "Accept-Encoding" {
 			h["Vary"] = []string{dictVary}
@@ -41,14 +46,62 @@ func dictionaryHeaders(h http.Header, varies bool, useAs string, fresh bool, lin
 	}
 	if useAs != "" {
 		h["Use-As-Dictionary"] = []string{useAs}
-		if fresh && !hasField(h, "Cache-Control") {
-			h["Cache-Control"] = []string{DictionaryCacheControl}
+		if fresh != "" && !hasField(h, "Cache-Control") {
+			h["Cache-Control"] = []string{fresh}
 		}
 	}
 	if len(links) > 0 {
 		v := h["Link"]
 		h["Link"] = append(v[:len(v):len(v)], links...)
 	}
+}
+
+// dictVary is the Vary of a response on a dictionary path: whether it is a
+// delta depends on Available-Dictionary, and on Sec-Fetch-Site too, since a
+// cross-site request never gets one (RFC 9842 §9); without it a shared
+// cache could hand a same-origin delta to a cross-site request. The file
+// server's Vary, Accept-Encoding alone, becomes it as it is; a handler's
+// gets the same tokens added (dictionaryHeaders, both).
+//
+// A same-site request's delta depends on Sec-Fetch-Mode and Origin as well
+// (deltaSite), which Vary need not name: a browser sends
+// Available-Dictionary only in CORS mode, so a no-cors request never
+// matches a stored delta; and a delta stored for one origin carries the
+// Access-Control-Allow-Origin that allowed it, which fails the CORS check
+// of any origin it does not name, as the response without a delta would.
+// A handler that writes that field from Origin varies on Origin already,
+// as CORS asks.
+const dictVary = "Accept-Encoding, Available-Dictionary, Sec-Fetch-Site"
+
+// addVaryTokens adds each token to Vary unless it, or "*", is there.
+func addVaryTokens(h http.Header, tokens ...string) {
+	v := h["Vary"]
+	if headerHasToken(v, "*") {
+		return
+	}
+	var add []string
+	for _, t := range tokens {
+		if !headerHasToken(v, t) {
+			add = append(add, t)
+		}
+	}
+	if len(add) > 0 {
+		h["Vary"] = append(v[:len(v):len(v)], strings.Join(add, ", "))
+	}
+}
+
+// hasField reports whether h has the field name under any case: net/http
+// sends a key as it was written.
+func hasField(h http.Header, name string) bool {
+	if _, ok := h[name]; ok {
+		return true
+	}
+	for k := range h {
+		if equalFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // htmlLinks returns the Link values to the standalone dictionaries that a

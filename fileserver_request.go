@@ -347,7 +347,7 @@ func (fr *fileRequest) fileHeader(f fs.File, meta *fileMeta, eligible bool, dict
 			fr.rememberFileDictionary(f, d.patterns[dictPattern-1])
 		}
 	}
-	dictionaryHeaders(h, dictVaries, useAs, true, d.pageLinks(true, meta.ctype))
+	dictionaryHeaders(h, dictVaries, useAs, DictionaryCacheControl, d.pageLinks(true, meta.ctype))
 }
 
 // serveEncoding sends the file encoded as o offers, from the store or
@@ -433,20 +433,6 @@ func (fr *fileRequest) servePlain(f fs.File, meta *fileMeta) {
 		return
 	}
 	http.ServeContent(fr.w, fr.r, fr.name, meta.modtime, rs)
-}
-
-// hasField reports whether h has the field name under any case: net/http
-// sends a key as it was written.
-func hasField(h http.Header, name string) bool {
-	if _, ok := h[name]; ok {
-		return true
-	}
-	for k := range h {
-		if equalFold(k, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // serveBytes sends data, the file encoded with coding.

@@ -304,7 +304,7 @@ func (e *fileEncoding) release() {
 }
 
 // fileReps is a Cache as the store of a file server's representations
-// (fileserver_store.go): a Middleware with a Cache keeps what its FileServer
+// (a repStore): a Middleware with a Cache keeps what its FileServer
 // encodes there, under the same budget and eviction as its responses. An
 // entry is keyed by the SHA-256 of the plain bytes in the key's file field,
 // which no response's key sets, so it never meets a response's; its level

@@ -91,7 +91,8 @@ func plainTag(b []byte) string {
 	return fmt.Sprintf(`"%x"`, sum[:16])
 }
 
-// quietLog makes h log into a list the test can read.
+// logLines is a log the test can read: a FileServer logs into it
+// through logf.
 type logLines struct {
 	mu    sync.Mutex
 	lines []string

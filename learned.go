@@ -590,7 +590,7 @@ func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	if l.inner == nil {
 		links = l.r.s.pageLinks(f.typed, f.contentType)
 	}
-	dictionaryHeaders(h, true, "", false, links)
+	dictionaryHeaders(h, true, "", "", links)
 	r := l.r
 	if l.req.Method == http.MethodGet && f.status == http.StatusOK && f.eligible && !f.encoded && !f.ranged &&
 		f.declared <= r.maxSample() && !strings.HasPrefix(l.req.URL.Path, r.cfg.path) && // not a dictionary itself

@@ -239,32 +239,6 @@ func WithMinSize(n int) Option {
 	}
 }
 
-// WithLengthHiding pads every encoded response with 1 to n bytes that
-// every decoder skips, against BREACH-style attacks, which recover a
-// secret in a page (a CSRF token) that also reflects attacker input, from
-// how the compressed length changes with the attacker's guesses. The
-// amount comes from a keyed hash of the plain body (of its first
-// [WithBufferSize] bytes for a stream) under a secret that [New] draws at
-// random, so the same content always gets the same padding: repeating a
-// request does not average it away, while each guess gets an unrelated
-// amount. gzip carries it in its header, zstd and dcz in a skippable
-// frame, br and dcb in metadata meta-blocks; hits from the [Cache] are
-// padded as fresh encodings are, and what is stored stays unpadded. n must
-// be 1 to 4096; deflate, which has nowhere to carry padding, cannot be
-// offered with it. It costs n/2 bytes a response on average, plus 7 for
-// zstd and dcz; br and dcb responses bypass the Cache. Padding only slows
-// such an attack down: masking secrets per response, and keeping them out
-// of responses that reflect input, is the fix (docs/reference.md).
-func WithLengthHiding(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > maxLengthHiding {
-			return fmt.Errorf("squeeze: WithLengthHiding(%d): the most padding must be 1 to %d bytes", n, maxLengthHiding)
-		}
-		c.lengthHiding = n
-		return nil
-	}
-}
-
 // maxBufferSize is the largest size WithBufferSize takes.
 const maxBufferSize = 16 << 20
 

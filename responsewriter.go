@@ -193,7 +193,8 @@ func (rw *responseWriter) start(m *Middleware, s *slot, w http.ResponseWriter, r
 }
 
 // A responseHook is a feature that follows one response: the dictionaries
-// (dictionary.go), and the Cache's fill of a stream it stores (cache.go).
+// (dictionary.go), a learned route's sampling, which wraps them
+// (learned.go), and the Cache's fill of a stream it stores (cache.go).
 // The writer calls it at fixed points with plain values and knows nothing
 // else of it; the hook keeps its own state and sees nothing of the
 // writer's. The values go by value: a pointer passed through the interface
@@ -942,6 +943,8 @@ func (rw *responseWriter) keepBuffer(b *[]byte) {
 // per-response writer, it costs neither an allocation nor a field.
 type wire responseWriter
 
+// Write sends p to the underlying writer and counts what it took in sent;
+// under WithLengthHiding a gzip stream's header goes by writeGzipHeader.
 func (c *wire) Write(p []byte) (int, error) {
 	if c.padGzip {
 		return c.writeGzipHeader(p)

@@ -181,11 +181,14 @@ type transportState struct {
 	dicts              *clientDictStore // nil: no dictionaries
 }
 
+// init returns t's state, built from its fields on first use.
 func (t *Transport) init() *transportState {
 	t.once.Do(func() { t.state = t.build() })
 	return t.state
 }
 
+// build checks t's fields and builds the state they describe; a field in
+// error leaves it with err set, which every request then returns.
 func (t *Transport) build() *transportState {
 	s := new(transportState)
 	fail := func(err error) *transportState {
@@ -227,21 +230,7 @@ func (t *Transport) build() *transportState {
 	}
 	s.dec = dec
 	if t.RequestEncoding != "" {
-		coding, ok := writers.Canonical(t.RequestEncoding)
-		if !ok {
-			return fail(&optionError{
-				msg: fmt.Sprintf("squeeze: Transport: RequestEncoding %q is not a coding squeeze implements (want zstd, br, gzip or deflate)", t.RequestEncoding),
-				err: writers.ErrUnknownCoding,
-			})
-		}
-		levels, err := writers.Levels(coding)
-		if err != nil {
-			return fail(err)
-		}
-		if s.upload, err = pool.NewEncoders(coding, levels.Default); err != nil {
-			return fail(fmt.Errorf("squeeze: Transport: %w", err))
-		}
-		if s.uploadBuf, err = pool.NewBuffers(32 << 10); err != nil {
+		if s.upload, s.uploadBuf, err = t.uploadPools(); err != nil {
 			return fail(err)
 		}
 	}
@@ -253,6 +242,31 @@ func (t *Transport) build() *transportState {
 		s.dicts = newClientDictStore(t.DictionaryStoreSize, maxAge)
 	}
 	return s
+}
+
+// uploadPools returns the pools that compress request bodies in
+// RequestEncoding, at its default level.
+func (t *Transport) uploadPools() (*pool.Encoders, *pool.Buffers, error) {
+	coding, ok := writers.Canonical(t.RequestEncoding)
+	if !ok {
+		return nil, nil, &optionError{
+			msg: fmt.Sprintf("squeeze: Transport: RequestEncoding %q is not a coding squeeze implements (want zstd, br, gzip or deflate)", t.RequestEncoding),
+			err: writers.ErrUnknownCoding,
+		}
+	}
+	levels, err := writers.Levels(coding)
+	if err != nil {
+		return nil, nil, err
+	}
+	enc, err := pool.NewEncoders(coding, levels.Default)
+	if err != nil {
+		return nil, nil, fmt.Errorf("squeeze: Transport: %w", err)
+	}
+	buf, err := pool.NewBuffers(32 << 10)
+	if err != nil {
+		return nil, nil, err
+	}
+	return enc, buf, nil
 }
 
 // offered returns the canonical names of the codings Encodings offers, or

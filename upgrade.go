@@ -247,14 +247,7 @@ func newUpgradeDecoder(coding string, body []byte, d *dictionary) (io.Reader, fu
 // fileEncoderMemory bounds what the encoder of o holds: a dictionary
 // coding's is its codec's, with the dictionary's tables.
 func fileEncoderMemory(o *offer) int64 {
-	coding := o.coding
-	switch coding {
-	case DCZ:
-		coding = Zstd
-	case DCB:
-		coding = Brotli
-	}
-	n := encoderMemory(coding, o.encoders.Level())
+	n := encoderMemory(deltaCodec(o.coding), o.encoders.Level())
 	if o.dict != nil {
 		n += int64(len(o.dict.data))
 	}

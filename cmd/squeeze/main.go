@@ -70,7 +70,7 @@ const (
 	exitUsage = 2
 )
 
-// sibling extensions by coding, in the order they are written.
+// extensions are the siblings' file extensions, by coding.
 var extensions = map[string]string{squeeze.Brotli: ".br", squeeze.Zstd: ".zst", squeeze.Gzip: ".gz"}
 
 const usage = `usage: squeeze precompress [-codings br,zstd,gzip] [-min bytes] DIR...
