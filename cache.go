@@ -723,7 +723,6 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	}
 }
 
-// encodeAll writes what src yields to enc in chunks of upgradeChunk,
 // replace puts e, the upgrade of job j, in place of j's entry if the store
 // still holds that entry, and reports whether it did; if not, e's weight,
 // which the caller claimed, goes back.
@@ -742,6 +741,7 @@ func (c *cacheCore) replace(j *upgradeJob, e *cacheEntry) bool {
 	return replaced
 }
 
+// encodeAll writes what src yields to enc in chunks of upgradeChunk,
 // stopping early at Close; it reports whether src ended and enc took all.
 func (c *cacheCore) encodeAll(enc writers.Encoder, src io.Reader) bool {
 	buf := make([]byte, upgradeChunk)

@@ -126,7 +126,7 @@ type replyScanner struct {
 	max   int64 // what one reply may declare, at most replyMaxLimit+ReplySlack
 	spent int64 // what the current reply declared so far
 
-	state    uint8 // scanType, scanLine, scanCR, scanPayload
+	state    uint8 // scanType, scanLine, scanLF, scanPayload
 	typ      byte  // the type of the line being read
 	neg      bool  // the line's number is negative
 	digits   int   // digits of the line's number
