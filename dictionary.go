@@ -444,6 +444,15 @@ func dczWindow(n int) int {
 	return max(want, zstd.MinWindowSize)
 }
 
+// level returns the level the store builds the encoders of coding at: its
+// zstd level for dcz, its br level for dcb.
+func (s *dictStore) level(coding string) int {
+	if coding == DCB {
+		return s.brLevel
+	}
+	return s.zstdLevel
+}
+
 // newDCZ returns the pool of dcz encoders for d: zstd at the middleware's
 // zstd level with d as raw content dictionary, behind the dcz header.
 func (s *dictStore) newDCZ(d *dictionary) (*pool.Encoders, error) {

@@ -129,7 +129,7 @@ func (fr *fileRequest) encodedRep(f fs.File, o *offer) ([]byte, error) {
 	v, err, _ := s.encoding.Do(string(k.plain[:])+k.coding+"\x00"+string(k.dict[:]), func() (any, error) {
 		// What the encoding holds is counted against the store's budget
 		// first (fileEncoding).
-		e := newFileEncoding(s.reps, fileEncoderMemory(o), fr.meta.size-1)
+		e := newFileEncoding(s.reps, fileEncoderMemory(o, s.m.dicts), fr.meta.size-1)
 		if e == nil {
 			return nil, errNoRoom
 		}

@@ -244,12 +244,21 @@ func newUpgradeDecoder(coding string, body []byte, d *dictionary) (io.Reader, fu
 	return dec, func() {}, nil
 }
 
-// fileEncoderMemory bounds what the encoder of o holds: a dictionary
-// coding's is its codec's, with the dictionary's tables.
-func fileEncoderMemory(o *offer) int64 {
-	n := encoderMemory(deltaCodec(o.coding), o.encoders.Level())
-	if o.dict != nil {
-		n += int64(len(o.dict.data))
+// fileEncoderMemory bounds what the encoder of o holds, built anew and run
+// over a file once (TestFileEncoderMemoryBoundsWhatTheEncoderAllocates
+// checks it). A plain coding's encoder is its pool's, at the pool's level. A
+// delta's comes from the dictionary store's pool for o.dict, built at dicts'
+// level for the codec (such a pool does not know its level) just as an
+// upgrade encoder at that level is, so it is bounded as one
+// (upgradeEncoderMemory), but for the prepared dcb tables: the store's pool
+// shares them, and the store's budget counts them.
+func fileEncoderMemory(o *offer, dicts *dictStore) int64 {
+	if o.dict == nil || dicts == nil {
+		return encoderMemory(o.coding, o.encoders.Level())
+	}
+	n := upgradeEncoderMemory(o.coding, dicts.level(o.coding), o.dict)
+	if o.coding == DCB {
+		n -= dcbTableBytes(len(o.dict.data))
 	}
 	return n
 }

@@ -2,6 +2,7 @@ package squeeze
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"io"
 	"runtime"
 	"strconv"
@@ -103,4 +104,72 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// What a FileServer encoding claims of the store's budget for its encoder
+// (fileEncoderMemory) bounds all the encoder allocates, built anew and run
+// over a file once: for a delta, at the levels the middleware was given,
+// whatever level the dictionary's pool reports.
+func TestFileEncoderMemoryBoundsWhatTheEncoderAllocates(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes heap sizes")
+	}
+	const MiB = 1 << 20
+	for _, levels := range []struct{ zstd, br int }{{3, 5}, {1, 2}, {19, 11}} {
+		for _, size := range []int{16 << 10, 256 << 10, 2 << 20} {
+			var b strings.Builder
+			for i := 0; b.Len() < size; i++ {
+				b.WriteString("line " + strconv.Itoa(i*7919%100003) + " of a script that compresses\n")
+			}
+			dict := []byte(b.String()[:size])
+			plain := bytes.Clone(dict)
+			for i := len(plain) / 7; i < len(plain); i += len(plain) / 7 {
+				copy(plain[i:], "a change of the next version")
+			}
+			d := &dictionary{hash: sha256.Sum256(dict), data: dict}
+			s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: 64 << 20}, levels.zstd, levels.br)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, coding := range []string{DCZ, DCB} {
+				build := s.newDCZ
+				if coding == DCB {
+					build = s.newDCB
+				}
+				p, err := build(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Take the encoder the pool was built with, so the one
+				// measured is built anew.
+				first, err := p.Get(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var encoded bytes.Buffer
+				total, _ := allocated(func() any {
+					enc, err := p.Get(&encoded)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := enc.Write(plain); err != nil {
+						t.Fatal(err)
+					}
+					if err := enc.Close(); err != nil {
+						t.Fatal(err)
+					}
+					return enc
+				})
+				p.Put(first)
+				total -= int64(encoded.Cap())
+				claim := fileEncoderMemory(&offer{coding: coding, encoders: p, dict: d}, s)
+				name := coding + "-" + strconv.Itoa(levels.zstd) + "/" + strconv.Itoa(levels.br)
+				t.Logf("%d KiB %s: %.1f MiB allocated; claims %.1f MiB", size>>10, name, float64(total)/MiB, float64(claim)/MiB)
+				if total > claim {
+					t.Errorf("%d KiB %s allocates %.1f MiB; a FileServer encoding claims %.1f MiB for it",
+						size>>10, name, float64(total)/MiB, float64(claim)/MiB)
+				}
+			}
+		}
+	}
 }
