@@ -2,10 +2,7 @@ package squeeze
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"io"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -18,16 +15,7 @@ func TestUpgradeDeltaCodecMemoryIsBounded(t *testing.T) {
 	}
 	const MiB = 1 << 20
 	for _, size := range []int{16 << 10, 256 << 10, 2 << 20} {
-		var b strings.Builder
-		for i := 0; b.Len() < size; i++ {
-			b.WriteString("line " + strconv.Itoa(i*7919%100003) + " of a script that compresses\n")
-		}
-		dict := []byte(b.String()[:size])
-		plain := bytes.Clone(dict)
-		for i := len(plain) / 7; i < len(plain); i += len(plain) / 7 {
-			copy(plain[i:], "a change of the next version")
-		}
-		d := &dictionary{hash: sha256.Sum256(dict), data: dict}
+		d, plain := scriptVersions(size)
 		for _, coding := range []string{DCB, DCZ} {
 			var encoded bytes.Buffer
 			for _, level := range upgradeLevels(coding, upgradeLevel(coding)) {
@@ -38,12 +26,7 @@ func TestUpgradeDeltaCodecMemoryIsBounded(t *testing.T) {
 						t.Fatal(err)
 					}
 					enc.Reset(&encoded)
-					if _, err := enc.Write(plain); err != nil {
-						t.Fatal(err)
-					}
-					if err := enc.Close(); err != nil {
-						t.Fatal(err)
-					}
+					writeAndClose(t, enc, plain)
 					return enc
 				})
 				total -= int64(encoded.Cap())

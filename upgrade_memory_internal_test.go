@@ -27,6 +27,32 @@ func allocated(fn func() any) (total, held int64) {
 	return total, int64(after.HeapAlloc) - int64(before.HeapAlloc)
 }
 
+// writeAndClose writes p through w and closes it, failing t on an error.
+func writeAndClose(t *testing.T, w io.WriteCloser, p []byte) {
+	t.Helper()
+	if _, err := w.Write(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scriptVersions returns a dictionary of size bytes of lines that compress,
+// and the next version of it: the same bytes with seven changes.
+func scriptVersions(size int) (*dictionary, []byte) {
+	var b strings.Builder
+	for i := 0; b.Len() < size; i++ {
+		b.WriteString("line " + strconv.Itoa(i*7919%100003) + " of a script that compresses\n")
+	}
+	dict := []byte(b.String()[:size])
+	plain := bytes.Clone(dict)
+	for i := len(plain) / 7; i < len(plain); i += len(plain) / 7 {
+		copy(plain[i:], "a change of the next version")
+	}
+	return &dictionary{hash: sha256.Sum256(dict), data: dict}, plain
+}
+
 // The budget an upgrade claims for its encoder and decoder bounds all they
 // allocate, tables and transient buffers of one encode or decode together:
 // what an upgrade holds at any moment is within what it claimed.
@@ -49,12 +75,7 @@ func TestUpgradeCodecMemoryIsBounded(t *testing.T) {
 					t.Fatal(err)
 				}
 				enc.Reset(&encoded)
-				if _, err := enc.Write(plain); err != nil {
-					t.Fatal(err)
-				}
-				if err := enc.Close(); err != nil {
-					t.Fatal(err)
-				}
+				writeAndClose(t, enc, plain)
 				return enc
 			})
 			total -= int64(encoded.Cap()) // the output is counted apart
@@ -117,16 +138,7 @@ func TestFileEncoderMemoryBoundsWhatTheEncoderAllocates(t *testing.T) {
 	const MiB = 1 << 20
 	for _, levels := range []struct{ zstd, br int }{{3, 5}, {1, 2}, {19, 11}} {
 		for _, size := range []int{16 << 10, 256 << 10, 2 << 20} {
-			var b strings.Builder
-			for i := 0; b.Len() < size; i++ {
-				b.WriteString("line " + strconv.Itoa(i*7919%100003) + " of a script that compresses\n")
-			}
-			dict := []byte(b.String()[:size])
-			plain := bytes.Clone(dict)
-			for i := len(plain) / 7; i < len(plain); i += len(plain) / 7 {
-				copy(plain[i:], "a change of the next version")
-			}
-			d := &dictionary{hash: sha256.Sum256(dict), data: dict}
+			d, plain := scriptVersions(size)
 			s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: 64 << 20}, levels.zstd, levels.br)
 			if err != nil {
 				t.Fatal(err)
@@ -152,12 +164,7 @@ func TestFileEncoderMemoryBoundsWhatTheEncoderAllocates(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := enc.Write(plain); err != nil {
-						t.Fatal(err)
-					}
-					if err := enc.Close(); err != nil {
-						t.Fatal(err)
-					}
+					writeAndClose(t, enc, plain)
 					return enc
 				})
 				p.Put(first)
