@@ -253,7 +253,7 @@ func newUpgradeDecoder(coding string, body []byte, d *dictionary) (io.Reader, fu
 // (upgradeEncoderMemory), but for the prepared dcb tables: the store's pool
 // shares them, and the store's budget counts them.
 func fileEncoderMemory(o *offer, dicts *dictStore) int64 {
-	if o.dict == nil || dicts == nil {
+	if o.dict == nil {
 		return encoderMemory(o.coding, o.encoders.Level())
 	}
 	n := upgradeEncoderMemory(o.coding, dicts.level(o.coding), o.dict)
