@@ -244,7 +244,7 @@ func (fr *fileRequest) serveFile(f fs.File, st fs.FileInfo) {
 		if o.dict != nil && fallback != nil {
 			alt = siblings[fallback.coding]
 		}
-		fr.serveEncoding(f, meta, o, alt, &ff)
+		fr.serveEncoding(f, meta, o, alt, fallback, &ff)
 	}
 }
 
@@ -353,14 +353,22 @@ func (fr *fileRequest) fileHeader(f fs.File, meta *fileMeta, eligible bool, dict
 // serveEncoding sends the file encoded as o offers, from the store or
 // encoded now; or alt, the sibling the client would get without the
 // delta o, when there is no room to make the delta or it is no smaller;
-// or else the plain file, when there is no room to encode or the coding
-// does not make it smaller, for the reason decide gives with what ff then
-// knows.
-func (fr *fileRequest) serveEncoding(f fs.File, meta *fileMeta, o *offer, alt *sibling, ff *facts) {
+// or, with no such sibling, the file encoded as fallback offers (the coding
+// the client would get without the delta), when there is no room to make
+// the delta: a delta's encoder can hold many times a plain one's; or else
+// the plain file, when there is no room to encode or the coding does not
+// make it smaller, for the reason decide gives with what ff then knows.
+func (fr *fileRequest) serveEncoding(f fs.File, meta *fileMeta, o *offer, alt *sibling, fallback *offer, ff *facts) {
 	data, err := fr.encodedRep(f, o)
 	switch {
 	case errors.Is(err, errNoRoom) && alt != nil:
 		fr.serveSibling(alt, meta)
+	case errors.Is(err, errNoRoom) && fallback != nil:
+		if err := rewind(f); err != nil {
+			fr.internalError(err)
+			return
+		}
+		fr.serveEncoding(f, meta, fallback, nil, nil, ff)
 	case errors.Is(err, errNoRoom):
 		ff.noRoom = true
 		fr.servePlainInstead(f, meta, ff)

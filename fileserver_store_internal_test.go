@@ -2,12 +2,20 @@ package squeeze
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
+	"net/http/httptest"
 	"runtime"
+	"strconv"
+	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"unsafe"
 
+	"github.com/squeezehttp/squeeze/internal/corpus"
 	"github.com/squeezehttp/squeeze/internal/lru"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 func TestLRUStoreKeepsWithinItsBudgetDroppingTheLeastRecentlyUsed(t *testing.T) {
@@ -71,4 +79,50 @@ func TestFileStoreEntryOverheadCoversItsMemory(t *testing.T) {
 	}
 	t.Logf("%d entries: heap %d bytes each, charged %d", n, grown/n, s.reps.Used()/n)
 	runtime.KeepAlive(s)
+}
+
+// A FileServer's first encoding of a delta reserves its encoder as the
+// dictionary store builds it, at the Middleware's level: a dcz encoder at
+// zstd 19 holds some 70 MiB, more than the store's 64 MiB, so the client
+// gets the coding it would get without the delta, or the plain file
+// (ReasonNoRoom) when it accepts no other, rather than a delta holding
+// memory outside the budget; at zstd 3 the same store has room for it.
+func TestFileServerDeltaReservesItsEncoderAtTheMiddlewaresLevel(t *testing.T) {
+	rel := corpus.Releases(t)[0]
+	fsys := fstest.MapFS{"app.v1.js": {Data: rel.Old}, "app.v2.js": {Data: rel.New}}
+	sum := sha256.Sum256(rel.Old)
+	for _, tc := range []struct {
+		level          int
+		accept, coding string
+		skipped        Reason
+	}{
+		{3, "dcz, br", DCZ, ReasonNone},
+		{19, "dcz, br", Brotli, ReasonNone},
+		{19, "dcz", "", ReasonNoRoom},
+	} {
+		t.Run("zstd "+strconv.Itoa(tc.level)+" "+tc.accept, func(t *testing.T) {
+			var skipped atomic.Value
+			m, err := New(WithDictionaryMatch("/app.*.js"), WithLevel(Zstd, tc.level),
+				WithObserver(func(e Event) { skipped.Store(e.Skipped) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := m.FileServer(fsys)
+			t.Cleanup(func() { WaitFileServer(h) })
+			req := httptest.NewRequest("GET", "/app.v2.js", nil)
+			req.Header.Set("Accept-Encoding", tc.accept)
+			req.Header.Set("Available-Dictionary", ":"+base64.StdEncoding.EncodeToString(sum[:])+":")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			got, _ := skipped.Load().(Reason)
+			if ce := w.Header().Get("Content-Encoding"); ce != tc.coding || got != tc.skipped {
+				t.Errorf("Content-Encoding %q and %q skipped; want %q and %q", ce, got, tc.coding, tc.skipped)
+			}
+			if tc.coding == Brotli {
+				if plain := testtool.Decode(t, Brotli, w.Body.Bytes()); !bytes.Equal(plain, rel.New) {
+					t.Errorf("the br body decodes to %d bytes, want the file's %d", len(plain), len(rel.New))
+				}
+			}
+		})
+	}
 }
