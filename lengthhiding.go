@@ -17,7 +17,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/http"
+	"hash"
 	"sync"
 
 	"github.com/squeezehttp/squeeze/writers"
@@ -59,6 +59,7 @@ type lengthHiding struct {
 	max    int
 	secret [32]byte
 	bufs   sync.Pool // *[]byte
+	hashes sync.Pool // *streamHash
 }
 
 // newLengthHiding returns the length hiding of up to n bytes with a new
@@ -67,21 +68,28 @@ func newLengthHiding(n int) *lengthHiding {
 	l := &lengthHiding{max: n}
 	_, _ = rand.Read(l.secret[:]) // crypto/rand.Read never fails
 	l.bufs.New = func() any { return new([]byte) }
+	l.hashes.New = func() any { return &streamHash{h: sha256.New()} }
 	return l
 }
 
-// amount returns how many bytes of padding a response whose plain body is,
-// or begins with, plain gets: 1 to max, from a keyed hash of plain, so
-// that the same content always gets the same amount (repeating a request
-// does not average the padding away) and one byte more or less of content
-// gets an unrelated one.
+// amount returns how many bytes of padding a whole body plain gets: 1 to
+// max, from a keyed hash of plain, so that the same content always gets
+// the same amount (repeating a request does not average the padding away)
+// and one byte more or less of content gets an unrelated one. A stream
+// gets the amount of all of its bytes, hashed as they pass (streamHash).
 func (l *lengthHiding) amount(plain []byte) int {
+	sum := sha256.Sum256(plain)
+	return l.keyed(sum[:])
+}
+
+// keyed returns the amount of padding for sum, the SHA-256 of a plain body,
+// from its hash under the Middleware's secret.
+func (l *lengthHiding) keyed(sum []byte) int {
 	var keyed [64]byte
 	copy(keyed[:32], l.secret[:])
-	sum := sha256.Sum256(plain)
-	copy(keyed[32:], sum[:])
-	sum = sha256.Sum256(keyed[:])
-	return 1 + int(binary.LittleEndian.Uint64(sum[:8])%uint64(l.max))
+	copy(keyed[32:], sum)
+	k := sha256.Sum256(keyed[:])
+	return 1 + int(binary.LittleEndian.Uint64(k[:8])%uint64(l.max))
 }
 
 // skipsCache reports whether responses in coding bypass the Cache: br and
@@ -93,10 +101,12 @@ func (l *lengthHiding) skipsCache(coding string) bool {
 	return l != nil && deltaCodec(coding) == writers.Brotli
 }
 
-// padding returns, in a buffer of l.bufs, n bytes of padding of a stream in
-// coding that go after it (zstd and dcz: a skippable frame, with its 8-byte
-// header beyond n-1 bytes) or between its Flush and Close (br and dcb); nil
-// for gzip, padded in its header.
+// padding returns, in a buffer of l.bufs, the padding of amount n of a
+// body in coding that goes at its end: for zstd and dcz a skippable frame
+// after the stream (its 8-byte header beyond n-1 bytes), for br and dcb
+// metadata meta-blocks between a Flush and Close, for gzip deflate blocks
+// that produce nothing between a Flush and Close (8 bytes beyond n, as
+// they take at least 9). nil for a coding padding does not end.
 func (l *lengthHiding) padding(coding string, n int) *[]byte {
 	var err error
 	buf := l.bufs.Get().(*[]byte)
@@ -105,6 +115,8 @@ func (l *lengthHiding) padding(coding string, n int) *[]byte {
 		*buf, err = writers.AppendPadding((*buf)[:0], writers.Zstd, n+7)
 	case writers.Brotli:
 		*buf, err = writers.AppendPadding((*buf)[:0], writers.Brotli, n)
+	case writers.Gzip:
+		*buf, err = writers.AppendDeflatePadding((*buf)[:0], n+gzipStreamExtra)
 	default:
 		err = errNoPadding
 	}
@@ -115,82 +127,100 @@ func (l *lengthHiding) padding(coding string, n int) *[]byte {
 	return buf
 }
 
+// gzipStreamExtra is what a gzip stream's padding takes beyond its amount,
+// at its end (writers.MinDeflatePadding less one); a stream the Cache
+// sends is padded in its header by as much, so that it is as long as the
+// fresh stream.
+const gzipStreamExtra = writers.MinDeflatePadding - 1
+
 // errNoPadding stands for a coding padding does not follow a stream in.
 var errNoPadding = errors.New("squeeze: no padding after this coding")
 
-// sendPadded is sendEncodedBody under WithLengthHiding: it sends out, a
-// whole encoded body in coding, with the padding the plain bytes held back
-// decide, and its Content-Length. split is where a br or dcb body's data
-// ends, before its last meta-block (sendWhole), -1 for other codings; a
-// body it cannot pad (br or dcb without a split, a gzip header with
-// optional fields) goes out as it is.
-func (rw *responseWriter) sendPadded(h http.Header, coding string, out []byte, state writerState, split int) {
-	l := rw.m.hiding
-	n := l.amount(rw.buffered())
-	var buf *[]byte
-	at, skip := len(out), 0
-	switch c := deltaCodec(coding); {
-	case c == writers.Gzip && len(out) >= writers.GzipHeaderLen:
-		buf = l.bufs.Get().(*[]byte)
+// bodyPadding is where padding goes in a whole encoded body: buf's bytes
+// go in at byte at of the body, in place of its skip bytes there. The zero
+// value adds nothing.
+type bodyPadding struct {
+	buf      *[]byte
+	at, skip int
+}
+
+// bodyPadding returns the padding of amount n of out, a whole encoded body
+// in coding: for gzip in the header (fresh) or, for a stored stream, in
+// the header by as much as the fresh stream's end took (gzipStreamExtra);
+// for br and dcb at split, where the data ends before the last meta-block
+// (-1 when unknown: no padding); for zstd and dcz at the end. A body it
+// cannot pad (a gzip header with optional fields) gets none.
+func (l *lengthHiding) bodyPadding(coding string, out []byte, split, n int, stream bool) bodyPadding {
+	switch deltaCodec(coding) {
+	case writers.Gzip:
+		if len(out) < writers.GzipHeaderLen {
+			return bodyPadding{}
+		}
+		if stream {
+			n += gzipStreamExtra
+		}
+		buf := l.bufs.Get().(*[]byte)
 		var err error
 		if *buf, err = writers.AppendGzipHeaderPadding((*buf)[:0], out[:writers.GzipHeaderLen], n); err != nil {
 			l.bufs.Put(buf)
-			buf = nil
+			return bodyPadding{}
 		}
-		at, skip = 0, writers.GzipHeaderLen
-	case c == writers.Brotli && split >= 0:
-		buf, at = l.padding(coding, n), split
-	case c == writers.Zstd:
-		buf = l.padding(coding, n)
-	}
-	if buf == nil {
-		at, skip = len(out), 0
-	}
-	var pad []byte
-	if buf != nil {
-		pad = *buf
-		defer l.bufs.Put(buf)
-	}
-	rw.setLength(h, len(out)-skip+len(pad))
-	rw.state = state
-	rw.sendHeader(h)
-	if at > 0 {
-		if _, err := (*wire)(rw).Write(out[:at]); err != nil {
-			return
+		return bodyPadding{buf: buf, skip: writers.GzipHeaderLen}
+	case writers.Brotli:
+		if split < 0 {
+			return bodyPadding{}
 		}
+		return bodyPadding{buf: l.padding(coding, n), at: split}
+	case writers.Zstd:
+		return bodyPadding{buf: l.padding(coding, n), at: len(out)}
 	}
-	if len(pad) > 0 {
-		if _, err := (*wire)(rw).Write(pad); err != nil {
-			return
-		}
-	}
-	_, _ = (*wire)(rw).Write(out[at+skip:])
+	return bodyPadding{}
 }
 
-// writeGzipHeader is the wire's Write of the first bytes of a gzip stream
-// under WithLengthHiding: the 10-byte header the encoder writes alone, which
-// it sends with the stream's padding in it (writers.AppendGzipHeaderPadding),
-// through a Cache's fill, which so keeps the stream unpadded. Bytes that
-// are not such a header pass unchanged.
-func (c *wire) writeGzipHeader(p []byte) (int, error) {
-	c.padGzip = false
-	if len(p) < writers.GzipHeaderLen {
-		return c.Write(p)
+// size is how many bytes p adds to a body.
+func (p bodyPadding) size() int {
+	if p.buf == nil {
+		return 0
 	}
-	buf := c.m.hiding.bufs.Get().(*[]byte)
-	defer c.m.hiding.bufs.Put(buf)
-	var err error
-	*buf, err = writers.AppendGzipHeaderPadding((*buf)[:0], p[:writers.GzipHeaderLen], int(c.padding))
-	if err != nil {
-		return c.Write(p)
+	return len(*p.buf) - p.skip
+}
+
+// streamHash is the keyed hash of a stream's plain bytes under
+// WithLengthHiding, which decides its padding at its end; and a stored
+// stream the Cache sends for it, held until then (see holdHit).
+type streamHash struct {
+	h   hash.Hash
+	hit []byte
+}
+
+// startStream returns a streamHash for a new stream.
+func (l *lengthHiding) startStream() *streamHash {
+	s := l.hashes.Get().(*streamHash)
+	s.h.Reset()
+	return s
+}
+
+// endStream returns s for reuse.
+func (l *lengthHiding) endStream(s *streamHash) {
+	s.hit = nil
+	l.hashes.Put(s)
+}
+
+// amountOf returns the amount of padding of the stream s hashed so far:
+// what amount gives a whole body of the same bytes.
+func (l *lengthHiding) amountOf(s *streamHash) int {
+	var sum [sha256.Size]byte
+	return l.keyed(s.h.Sum(sum[:0]))
+}
+
+// streamPadding returns, in a buffer of l.bufs, the padding of the stream
+// in coding whose plain bytes s hashed, which goes at its end (see
+// padding); nil without length hiding.
+func (l *lengthHiding) streamPadding(coding string, s *streamHash) *[]byte {
+	if l == nil || s == nil {
+		return nil
 	}
-	n, err := c.w.Write(*buf)
-	c.sent += int64(n)
-	if err != nil {
-		return 0, err
-	}
-	k, err := c.Write(p[writers.GzipHeaderLen:])
-	return writers.GzipHeaderLen + k, err
+	return l.padding(coding, l.amountOf(s))
 }
 
 // lengthHidingError is New's error for WithLengthHiding with an offered

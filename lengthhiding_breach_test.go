@@ -2,6 +2,7 @@ package squeeze_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -86,5 +87,61 @@ func TestLengthHidingDefeatsBreachOracle(t *testing.T) {
 	// Chance alone gets one in 16 right; the first character is easy.
 	if right > 3 {
 		t.Errorf("with length hiding the attack still recovered %q of %q (%d characters right) in %d requests", padded, token, right, n)
+	}
+}
+
+// breachStream is breachPage as a stream: a 40 KiB page whose first 34 KiB
+// (over the default buffer) come before the token and the reflected input,
+// or, flushed early, a page that flushes its head before them.
+func breachStream(token string, flushEarly bool) http.HandlerFunc {
+	page := breachPage(token)
+	filler := "<!-- " + strings.Repeat("layout and scripts that come first. ", 34<<10/36) + " -->\n"
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if flushEarly {
+			_, _ = io.WriteString(w, "<!doctype html>\n")
+			http.NewResponseController(w).Flush()
+		} else {
+			_, _ = io.WriteString(w, filler)
+		}
+		page(w, r)
+	}
+}
+
+// TestLengthHidingDefeatsBreachOracleOnStreams runs the attack on a page
+// that is a stream, a long one or one flushed early, in zstd: unpadded it
+// recovers the token; padded by all of the stream's bytes, every guess gets
+// its own padding and it recovers no more than chance does. (Padding from
+// a stream's first WithBufferSize bytes gave every guess the same.)
+func TestLengthHidingDefeatsBreachOracleOnStreams(t *testing.T) {
+	t.Parallel()
+	const token = "7f3a9c0e5b1d"
+	for _, flushEarly := range []bool{false, true} {
+		name := map[bool]string{false: "40 KiB page", true: "flushed early"}[flushEarly]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			page := breachStream(token, flushEarly)
+			if rec := serveAt(newMiddleware(t).Handler(page), "/account", squeeze.Zstd); rec.Header().Get("Content-Length") != "" {
+				t.Fatalf("the page went out with Content-Length %q: not a stream", rec.Header().Get("Content-Length"))
+			}
+			plain := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd)).Handler(page)
+			got, n := breachGuess(plain, squeeze.Zstd, len(token))
+			if got != token {
+				t.Fatalf("without length hiding the attack recovered %q in %d requests, want %q: the oracle is too weak to show anything", got, n, token)
+			}
+			m := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd), squeeze.WithLengthHiding(32))
+			squeeze.SetLengthHidingSecret(m, [32]byte{1, 2, 3})
+			padded, _ := breachGuess(m.Handler(page), squeeze.Zstd, len(token))
+			right := 0
+			for i := range token {
+				if padded[i] == token[i] {
+					right++
+				}
+			}
+			// Chance alone gets one in 16 right; the first character is easy.
+			if right > 3 {
+				t.Errorf("with length hiding the attack still recovered %q of %q (%d characters right) in %d requests", padded, token, right, n)
+			}
+		})
 	}
 }

@@ -21,13 +21,16 @@ const hidingMax = 32
 // paddingRange is how many bytes WithLengthHiding(hidingMax) may add to a
 // body in coding: 1 to hidingMax, plus a skippable frame's header for zstd
 // and dcz, and for br and dcb the Flush that ends the data on a byte
-// boundary.
-func paddingRange(coding string) (lo, hi int) {
-	switch coding {
-	case squeeze.Zstd, squeeze.DCZ:
+// boundary; a gzip stream's, at its end, takes 8 bytes more and the Flush
+// before it (an empty stored block, 5 bytes).
+func paddingRange(coding string, stream bool) (lo, hi int) {
+	switch {
+	case coding == squeeze.Zstd || coding == squeeze.DCZ:
 		return 8, hidingMax + 7
-	case squeeze.Brotli, squeeze.DCB:
+	case coding == squeeze.Brotli || coding == squeeze.DCB:
 		return 1, hidingMax + 4
+	case stream:
+		return 9, hidingMax + 8 + 5
 	}
 	return 1, hidingMax
 }
@@ -69,7 +72,7 @@ func TestLengthHidingPadsEachCodingAndKeepsContentLength(t *testing.T) {
 					if stream && cl != "" {
 						t.Errorf("a stream has Content-Length %q", cl)
 					}
-					lo, hi := paddingRange(coding)
+					lo, hi := paddingRange(coding, stream)
 					if extra := len(raw) - len(unpadded); extra < lo || extra > hi {
 						t.Errorf("padded body is %d bytes, unpadded %d: %d more, want %d to %d", len(raw), len(unpadded), extra, lo, hi)
 					}
@@ -137,7 +140,7 @@ func TestLengthHidingPadsDeltas(t *testing.T) {
 					t.Fatalf("Content-Encoding = %q, want %s", ce, tc.coding)
 				}
 				decodeDelta(t, res.Header, raw, v1, v2)
-				lo, hi := paddingRange(tc.coding)
+				lo, hi := paddingRange(tc.coding, true)
 				if extra := len(raw) - unpadded; extra < lo || extra > hi {
 					t.Errorf("padded delta is %d bytes, unpadded %d: want %d to %d more", len(raw), unpadded, lo, hi)
 				}
@@ -213,12 +216,14 @@ func TestWithLengthHidingChecksItsArgument(t *testing.T) {
 }
 
 // hidingSite serves a page in gzip that loads two scripts, one in zstd
-// and one in br, each through a Middleware of its own with length hiding;
-// each part marks the page when it ran whole.
+// and one in br, and three streams (a script flushed in the middle) in
+// gzip, zstd and br, each through a Middleware of its own with length
+// hiding; each part marks the page when it ran whole.
 func hidingSite(t *testing.T) (http.Handler, []byte) {
 	filler := strings.Repeat("/* padding hides the length of what compresses */\n", 60)
 	page := []byte(`<!doctype html><html><body><p id="gzip">` + strings.Repeat("gzip page text ", 100) + `</p>
 <script src="/zstd.js"></script><script src="/br.js"></script>
+<script src="/gzip-stream.js"></script><script src="/zstd-stream.js"></script><script src="/br-stream.js"></script>
 <script>document.body.setAttribute("data-gzip", document.getElementById("gzip").textContent.length)</script></body></html>`)
 	script := func(name string) []byte {
 		return []byte(filler + `document.body.setAttribute("data-` + name + `", "ran");` + "\n" + filler)
@@ -234,6 +239,16 @@ func hidingSite(t *testing.T) (http.Handler, []byte) {
 	mux.Handle("GET /{$}", serve(squeeze.Gzip, "text/html", page))
 	mux.Handle("GET /zstd.js", serve(squeeze.Zstd, "application/javascript", script("zstd")))
 	mux.Handle("GET /br.js", serve(squeeze.Brotli, "application/javascript", script("br")))
+	for _, coding := range []string{squeeze.Gzip, squeeze.Zstd, squeeze.Brotli} {
+		m := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithLengthHiding(hidingMax))
+		body := script(coding + "-stream")
+		mux.Handle("GET /"+coding+"-stream.js", m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/javascript")
+			_, _ = w.Write(body[:len(body)/2])
+			http.NewResponseController(w).Flush()
+			_, _ = w.Write(body[len(body)/2:])
+		})))
+	}
 	return mux, page
 }
 
@@ -266,7 +281,7 @@ func TestLengthHidingDecodesInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`data-gzip="1500"`, `data-zstd="ran"`, `data-br="ran"`} {
+	for _, want := range []string{`data-gzip="1500"`, `data-zstd="ran"`, `data-br="ran"`, `data-gzip-stream="ran"`, `data-zstd-stream="ran"`, `data-br-stream="ran"`} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the page has no %s: Chromium did not read every padded body\n%.600s", want, dom)
 		}
@@ -274,7 +289,10 @@ func TestLengthHidingDecodesInChromium(t *testing.T) {
 }
 
 // A stream the Cache knows by its strong ETag (WithTrustedETags) is padded
-// on a hit as the fresh stream was: the same bytes.
+// on a hit as the fresh stream was, by all of its bytes: as long as it, and
+// a stream too (no Content-Length), as its padding is known only at the
+// end; zstd's the same bytes, gzip's padding in its header where the fresh
+// stream's went at its end.
 func TestLengthHidingPadsStreamHitsAsFresh(t *testing.T) {
 	t.Parallel()
 	body := textBody(6, 64<<10) // past the buffer: a stream
@@ -302,11 +320,11 @@ func TestLengthHidingPadsStreamHitsAsFresh(t *testing.T) {
 			if hits != 1 {
 				t.Fatalf("%d hits, want the second response from the Cache", hits)
 			}
-			if !bytes.Equal(hit.Body.Bytes(), fresh) {
+			if hit.Body.Len() != len(fresh) || coding == squeeze.Zstd && !bytes.Equal(hit.Body.Bytes(), fresh) {
 				t.Errorf("the hit is %d bytes, the fresh stream %d", hit.Body.Len(), len(fresh))
 			}
-			if cl := hit.Header().Get("Content-Length"); cl != strconv.Itoa(hit.Body.Len()) {
-				t.Errorf("the hit's Content-Length is %q for %d bytes", cl, hit.Body.Len())
+			if cl := hit.Header().Get("Content-Length"); cl != "" {
+				t.Errorf("the hit's Content-Length is %q: its padding is known at its end", cl)
 			}
 			if got := testtool.Decode(t, coding, hit.Body.Bytes()); !bytes.Equal(got, body) {
 				t.Errorf("the hit decodes to %d bytes, want %d", len(got), len(body))

@@ -120,6 +120,10 @@ type responseWriter struct {
 	slot      *slot
 	values    *headerValues
 	encodedAs string
+	// hashed is the hash of an encoded stream's plain bytes under
+	// WithLengthHiding, which decides its padding at its end, and the
+	// stored stream held for it (lengthhiding.go); nil otherwise.
+	hashed *streamHash
 
 	// The fields of a byte or less come last, together, so that the
 	// struct pads once: a larger one would take the slot, which handBack
@@ -154,11 +158,6 @@ type responseWriter struct {
 	// status or writing a byte: finish then makes the header edits but
 	// sends nothing, and the response is handed back (see leaveUntouched).
 	untouched bool
-	// padGzip is set while a gzip stream's header, the first bytes the
-	// wire takes, is still to be padded; padding is the amount of a
-	// stream's padding under WithLengthHiding (lengthhiding.go).
-	padGzip bool
-	padding uint16
 }
 
 // afterStatus holds the header as it was when the status was chosen, since
@@ -410,6 +409,9 @@ func (rw *responseWriter) pass(p []byte) (int, error) {
 	if rw.teeing != 0 && (rw.state == statePlain || rw.state == stateEncoding || rw.state == stateDiscarding) {
 		rw.tee(p) // a body a hook wants: one to remember as a dictionary
 	}
+	if rw.hashed != nil && (rw.state == stateEncoding || rw.state == stateDiscarding) {
+		_, _ = rw.hashed.h.Write(p) // the stream's padding depends on every byte
+	}
 	switch rw.state {
 	case statePlain:
 		return (*wire)(rw).Write(p)
@@ -542,6 +544,10 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		// A stream the cache knows by its strong ETag goes out stored;
 		// the handler's body is then discarded (cache.go).
 		stored, fill := rw.m.cachedStream(rw.req, o, h, f, (*wire)(rw))
+		if stored != nil && rw.m.hiding != nil {
+			rw.holdHit(h, stored)
+			return rw.sendHeld() // hashed, counted and teed like the rest
+		}
 		if stored != nil {
 			rw.fromCache = true
 			rw.sendEncodedBody(h, o.coding, stored, stateDiscarding, -1)
@@ -553,7 +559,9 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		}
 		enc, err := rw.slot.encoder(o, dst)
 		if err == nil {
-			rw.streamPadding(o.coding)
+			if rw.m.hiding != nil {
+				rw.hashed = rw.m.hiding.startStream()
+			}
 			if fill != nil {
 				rw.attach(fill)
 			}
@@ -627,6 +635,9 @@ func (rw *responseWriter) flush() error {
 	}
 	for _, k := range rw.hooks[:rw.nhooks] {
 		k.flushed() // the fill: a flushed stream is not stored
+	}
+	if rw.state == stateDiscarding {
+		rw.sendHit() // a held stored stream goes out with what came so far
 	}
 	if rw.state == stateEncoding {
 		t0 := rw.clock()
@@ -818,6 +829,13 @@ func (rw *responseWriter) finish(completed bool) {
 		if rw.state == stateEncoding {
 			rw.endStream()
 		}
+		if rw.state == stateDiscarding {
+			rw.sendHit()
+		}
+	}
+	if rw.hashed != nil {
+		rw.m.hiding.endStream(rw.hashed)
+		rw.hashed = nil
 	}
 	if rw.nhooks > 0 {
 		end := rw.end(completed)
@@ -852,17 +870,6 @@ func (rw *responseWriter) leaveUntouched() {
 	_ = rw.advance(atEnd, nil)
 }
 
-// streamPadding sets, under WithLengthHiding, the padding of a stream in
-// coding from the bytes held back (lengthhiding.go): gzip's goes out in its
-// header, the first bytes the wire takes.
-func (rw *responseWriter) streamPadding(coding string) {
-	if rw.m.hiding == nil {
-		return
-	}
-	rw.padding = uint16(rw.m.hiding.amount(rw.buffered()))
-	rw.padGzip = coding == Gzip
-}
-
 // endStream completes an encoded stream, or, when the body did not match
 // its declared length, sends what was written without the stream's end, as
 // net/http sends a short body: every decoder then reports it cut. Errors
@@ -870,11 +877,7 @@ func (rw *responseWriter) streamPadding(coding string) {
 func (rw *responseWriter) endStream() {
 	t0 := rw.clock()
 	if rw.hdr.declared < 0 || rw.written == rw.hdr.declared || rw.head {
-		if rw.m.hiding != nil {
-			rw.closed = rw.closePadded()
-		} else {
-			rw.closed = rw.enc.Close() == nil
-		}
+		rw.closed = rw.closeStream()
 	} else {
 		_ = rw.enc.Flush()
 	}
@@ -882,28 +885,53 @@ func (rw *responseWriter) endStream() {
 	rw.releaseEncoder()
 }
 
-// closePadded completes an encoded stream with its padding under
-// WithLengthHiding, written straight to the wire so that a Cache's fill
-// keeps the stream unpadded: for br and dcb between a Flush and Close, for
-// zstd and dcz after Close (gzip's went out in its header, see wire). It
-// reports whether the stream ended whole.
-func (rw *responseWriter) closePadded() bool {
-	brotli := deltaCodec(rw.offer.coding) == Brotli
-	if brotli && rw.enc.Flush() != nil {
+// closeStream completes an encoded stream, with its padding under
+// WithLengthHiding, which all of its plain bytes decide: written straight
+// to the wire, so that a Cache's fill keeps the stream unpadded; for br,
+// dcb and gzip between a Flush and Close, for zstd and dcz after Close
+// (lengthhiding.go). It reports whether the stream ended whole.
+func (rw *responseWriter) closeStream() bool {
+	pad := rw.m.hiding.streamPadding(rw.offer.coding, rw.hashed)
+	if pad == nil {
+		return rw.enc.Close() == nil
+	}
+	defer rw.m.hiding.bufs.Put(pad)
+	within := deltaCodec(rw.offer.coding) != Zstd
+	if within && rw.enc.Flush() != nil || !within && rw.enc.Close() != nil {
 		return false
 	}
-	if !brotli && rw.enc.Close() != nil {
+	if _, err := (*wire)(rw).Write(*pad); err != nil {
 		return false
 	}
-	pad := rw.m.hiding.padding(rw.offer.coding, int(rw.padding))
-	if pad != nil {
-		_, err := (*wire)(rw).Write(*pad)
-		rw.m.hiding.bufs.Put(pad)
-		if err != nil {
-			return false
-		}
+	return !within || rw.enc.Close() == nil
+}
+
+// holdHit answers a stream under WithLengthHiding with stored, its
+// encoding the Cache keeps, as a stream: the header now, without a length,
+// and the stored bytes with their padding once the handler's body, which
+// decides it, has ended (sendHit); the body is hashed and discarded.
+func (rw *responseWriter) holdHit(h http.Header, stored []byte) {
+	rw.fromCache = true
+	rw.hashed = rw.m.hiding.startStream()
+	rw.hashed.hit = stored
+	rw.setEncoded(h, rw.offer.coding)
+	delete(h, "Content-Length")
+	rw.state = stateDiscarding
+	rw.sendHeader(h)
+}
+
+// sendHit sends the stored stream holdHit held, if any, padded by the
+// plain bytes the handler wrote so far.
+func (rw *responseWriter) sendHit() {
+	s := rw.hashed
+	if s == nil || s.hit == nil {
+		return
 	}
-	return !brotli || rw.enc.Close() == nil
+	stored := s.hit
+	s.hit = nil
+	l := rw.m.hiding
+	pad := l.bodyPadding(rw.offer.coding, stored, -1, l.amountOf(s), true)
+	rw.sendBody(stored, pad)
 }
 
 func (rw *responseWriter) releaseEncoder() {
@@ -953,16 +981,12 @@ func (rw *responseWriter) keepBuffer(b *[]byte) {
 // per-response writer, it costs neither an allocation nor a field.
 type wire responseWriter
 
-// Write sends p to the underlying writer and counts what it took in sent;
-// under WithLengthHiding a gzip stream's header goes by writeGzipHeader.
+// Write sends p to the underlying writer and counts what it took in sent.
 // A HEAD's body is dropped: its header says what the GET's would, and
 // nothing follows it (RFC 9110 §9.3.2).
 func (c *wire) Write(p []byte) (int, error) {
 	if c.head {
 		return len(p), nil
-	}
-	if c.padGzip {
-		return c.writeGzipHeader(p)
 	}
 	n, err := c.w.Write(p)
 	c.sent += int64(n)

@@ -62,6 +62,14 @@ func TestHeadCarriesTheGetsLengthOrNoneAndNoBody(t *testing.T) {
 							counted, written := testtool.CountBodyBytes(h)
 							srv, c := testtool.StartServer(t, p.Name, p.Major, counted, false)
 							for _, coding := range []string{"zstd", "br", "gzip"} {
+								if name == "squeeze FileServer" {
+									// Its store replaces a first encoding
+									// with a better one in the background:
+									// the GET and the HEAD see the same one.
+									testtool.Fetch(t, c, srv.URL+"/app.js", coding)
+									written()
+									squeeze.WaitFileServer(h)
+								}
 								testtool.CheckHead(t, c, srv.URL+"/app.js", coding, body, written)
 							}
 						})

@@ -183,18 +183,40 @@ func (rw *responseWriter) encodeWhole(o *offer, body, dst []byte) (out []byte, s
 // sendEncodedBody sends a whole encoded body, freshly encoded or stored,
 // with its Content-Length, and moves to state. Under WithLengthHiding the
 // body is padded on its way out, by the amount the plain bytes held back
-// decide (the whole body, or the start of a stream); split is where a br
-// or dcb body's data ends, -1 for other codings (lengthhiding.go).
+// decide (the whole body; a stream's stored encoding goes by holdHit
+// instead); split is where a br or dcb body's data ends, -1 for other
+// codings (lengthhiding.go).
 func (rw *responseWriter) sendEncodedBody(h http.Header, coding string, out []byte, state writerState, split int) {
 	rw.setEncoded(h, coding)
-	if rw.m.hiding != nil {
-		rw.sendPadded(h, coding, out, state, split)
-		return
+	var pad bodyPadding
+	if l := rw.m.hiding; l != nil {
+		pad = l.bodyPadding(coding, out, split, l.amount(rw.buffered()), false)
 	}
-	rw.setLength(h, len(out))
+	rw.setLength(h, len(out)+pad.size())
 	rw.state = state
 	rw.sendHeader(h)
-	_, _ = (*wire)(rw).Write(out)
+	rw.sendBody(out, pad)
+}
+
+// sendBody writes a whole encoded body to the wire, with pad in it: the one
+// way a body encoded in one piece goes out, padded or not.
+func (rw *responseWriter) sendBody(out []byte, pad bodyPadding) {
+	if pad.buf == nil {
+		_, _ = (*wire)(rw).Write(out)
+		return
+	}
+	defer rw.m.hiding.bufs.Put(pad.buf)
+	if pad.at > 0 {
+		if _, err := (*wire)(rw).Write(out[:pad.at]); err != nil {
+			return
+		}
+	}
+	if _, err := (*wire)(rw).Write(*pad.buf); err != nil {
+		return
+	}
+	if rest := out[pad.at+pad.skip:]; len(rest) > 0 {
+		_, _ = (*wire)(rw).Write(rest)
+	}
 }
 
 // setEncoded sets the headers every encoded response carries.

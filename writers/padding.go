@@ -19,8 +19,11 @@ import (
 //     stream's last meta-block and a Flush leaves the stream at a
 //     meta-block boundary, on a byte boundary.
 //
-// deflate has no such place: a zlib stream is one deflate stream and a
-// checksum, with nothing a decoder skips.
+// A gzip or deflate stream can carry padding at its end too, inside the
+// deflate stream, between a Flush and Close: deflate blocks that produce
+// nothing (RFC 1951 §3.2.3), which [AppendDeflatePadding] makes. That is
+// where a stream's padding goes when its amount is known only at the end;
+// never a second gzip member, nor bytes after a member's trailer.
 
 // MaxPadding is the most padding [AppendPadding] and
 // [AppendGzipHeaderPadding] make in one call.
@@ -127,6 +130,58 @@ func AppendGzipHeaderPadding(dst, header []byte, n int) ([]byte, error) {
 	dst = append(dst, 'P', 'D')
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(n-6))
 	return appendFill(dst, n-6), nil
+}
+
+// MinDeflatePadding is the least padding [AppendDeflatePadding] makes:
+// from it up, every length can be made.
+const MinDeflatePadding = 9
+
+// AppendDeflatePadding appends to dst exactly n bytes of deflate blocks
+// that produce no output, and returns the extended slice. They go inside a
+// gzip or deflate (zlib) stream between [Encoder.Flush] and
+// [Encoder.Close]: the Flush (a sync flush) ends the data on a byte
+// boundary with a block that is not the last, and Close then adds the
+// last block and the trailer, whose CRC-32 or Adler-32 and length count
+// only the plain bytes, which the padding leaves alone. n must be from
+// [MinDeflatePadding] to [MaxPadding].
+//
+// The blocks are empty stored blocks (5 bytes each from a byte boundary:
+// the 3-bit header, 5 bits to the boundary, LEN 0 and NLEN 0xffff) and
+// empty fixed-Huffman blocks (10 bits each: the header and the 7-bit end of
+// block), a run of k of them closed by an empty stored block, which brings
+// the stream back to a byte boundary, taking ceil((10k+3)/8)+4 bytes: 9 to
+// 12 bytes for k from 3 to 6, 13 as two runs (k 1 and 2).
+func AppendDeflatePadding(dst []byte, n int) ([]byte, error) {
+	if n < MinDeflatePadding || n > MaxPadding {
+		return dst, fmt.Errorf("writers: %d bytes of deflate padding: want %d to %d", n, MinDeflatePadding, MaxPadding)
+	}
+	for ; n > 13; n -= 5 {
+		dst = append(dst, 0, 0, 0, 0xff, 0xff)
+	}
+	switch n {
+	case 13:
+		dst = appendEmptyFixedRun(dst, 1)
+		return appendEmptyFixedRun(dst, 2), nil
+	default: // 9 to 12
+		return appendEmptyFixedRun(dst, n-6), nil
+	}
+}
+
+// appendEmptyFixedRun appends k empty fixed-Huffman blocks and an empty
+// stored block, none of them the last, from a byte boundary to one.
+func appendEmptyFixedRun(dst []byte, k int) []byte {
+	var acc uint64 // bits, least significant first, as deflate packs them
+	bits := 0
+	for range k {
+		acc |= 2 << bits // BFINAL 0, BTYPE 01; the end of block is 7 zero bits
+		bits += 10
+	}
+	bits += 3 // BFINAL 0, BTYPE 00, then zeros to the byte boundary
+	for ; bits > 0; bits -= 8 {
+		dst = append(dst, byte(acc))
+		acc >>= 8
+	}
+	return append(dst, 0, 0, 0xff, 0xff) // LEN 0, NLEN
 }
 
 // appendFill appends n bytes of paddingFill.

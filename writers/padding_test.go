@@ -141,3 +141,58 @@ func TestAppendPaddingRefusesWhatItCannotMake(t *testing.T) {
 		t.Errorf("unknown coding: %v, want ErrUnknownCoding", err)
 	}
 }
+
+// Deflate padding between a Flush and Close of a gzip and of a deflate
+// stream, at every level, decodes to the plain bytes and adds exactly the
+// bytes asked for, in Go's decoders and gzip's reference program (zlib has
+// none).
+func TestDeflatePaddingDecodesInsideGzipAndDeflateStreams(t *testing.T) {
+	t.Parallel()
+	plain := bytes.Repeat([]byte("padding hides a length, not a secret; "), 200)
+	for _, coding := range []string{writers.Gzip, writers.Deflate} {
+		for _, level := range []int{-3, -2, 1, 5, 9} {
+			if writers.ValidateLevel(coding, level) != nil {
+				continue
+			}
+			var ns []int
+			for n := writers.MinDeflatePadding; n <= 30; n++ {
+				ns = append(ns, n)
+			}
+			ns = append(ns, 4096+8, writers.MaxPadding)
+			for _, n := range ns {
+				var out bytes.Buffer
+				e := newEncoder(t, coding, level)
+				e.Reset(&out)
+				if _, err := e.Write(plain); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				at := out.Len()
+				pad, err := writers.AppendDeflatePadding(nil, n)
+				if err != nil || len(pad) != n {
+					t.Fatalf("AppendDeflatePadding(%d): %d bytes, %v", n, len(pad), err)
+				}
+				out.Write(pad)
+				if err := e.Close(); err != nil {
+					t.Fatal(err)
+				}
+				b := out.Bytes()
+				if got, err := testtool.TryDecode(coding, b); err != nil || !bytes.Equal(got, plain) {
+					t.Fatalf("%s level %d, %d bytes of padding after byte %d: Go read %d bytes, %v", coding, level, n, at, len(got), err)
+				}
+				if _, _, ok := testtool.DecodeCommand(coding); ok && (n <= 14 || n == writers.MaxPadding) {
+					if got := testtool.DecodeCLI(t, coding, b); !bytes.Equal(got, plain) {
+						t.Fatalf("%s level %d, %d bytes of padding: the reference program read %d bytes", coding, level, n, len(got))
+					}
+				}
+			}
+		}
+	}
+	for _, n := range []int{-1, 0, 1, 5, 8, writers.MaxPadding + 1} {
+		if _, err := writers.AppendDeflatePadding(nil, n); err == nil {
+			t.Errorf("AppendDeflatePadding(%d) made padding", n)
+		}
+	}
+}
