@@ -6,10 +6,13 @@ package squeeze
 // exactly how well a guess of a secret compressed (BREACH). Padding is
 // added as the body goes out, never stored: what the Cache and the fleet's
 // store keep stays the canonical encoding of the plain body, and a hit is
-// padded as a fresh encoding of the same content is. Where each coding
-// carries it is writers' business (writers.AppendPadding): gzip in its
-// header, zstd and dcz in a skippable frame after the stream, br and dcb in
-// metadata meta-blocks before the last meta-block.
+// padded as a fresh encoding of the same content is. A whole body's amount
+// is the hash of all of it; a stream's, of all of its bytes too, hashed as
+// they pass (streamHash) and padded at its end. Where each coding carries
+// it is writers' business: a whole gzip body in its header, a gzip stream
+// in empty deflate blocks before its last block, zstd and dcz in a
+// skippable frame after the stream, br and dcb in metadata meta-blocks
+// before the last meta-block.
 
 import (
 	"crypto/rand"
@@ -30,18 +33,20 @@ const maxLengthHiding = 4096
 // every decoder skips, against BREACH-style attacks, which recover a
 // secret in a page (a CSRF token) that also reflects attacker input, from
 // how the compressed length changes with the attacker's guesses. The
-// amount comes from a keyed hash of the plain body (of its first
-// [WithBufferSize] bytes for a stream) under a secret that [New] draws at
-// random, so the same content always gets the same padding: repeating a
-// request does not average it away, while each guess gets an unrelated
-// amount. gzip carries it in its header, zstd and dcz in a skippable
-// frame, br and dcb in metadata meta-blocks; hits from the [Cache] are
-// padded as fresh encodings are, and what is stored stays unpadded. n must
-// be 1 to 4096; deflate, which has nowhere to carry padding, cannot be
-// offered with it. It costs n/2 bytes a response on average, plus 7 for
-// zstd and dcz; br and dcb responses bypass the Cache. Padding only slows
-// such an attack down: masking secrets per response, and keeping them out
-// of responses that reflect input, is the fix (docs/reference.md).
+// amount comes from a keyed hash of all of the plain body under a secret
+// that [New] draws at random, so the same content always gets the same
+// padding: repeating a request does not average it away, while each guess
+// gets an unrelated amount. A stream (a body over [WithBufferSize], or
+// one flushed) is hashed as it passes and padded at its end. A whole gzip
+// body carries the padding in its header, a gzip stream in empty deflate
+// blocks before its last block (8 bytes more), zstd and dcz in a skippable
+// frame (7 more), br and dcb in metadata meta-blocks; hits from the
+// [Cache] are padded as fresh encodings are, and what is stored stays
+// unpadded. n must be 1 to 4096; deflate cannot be offered with it. It
+// costs n/2 bytes a response on average; br and dcb responses bypass the
+// Cache. Padding multiplies the requests an attack needs (about 128 times
+// for n = 32) without stopping it: marking the secret, or masking it per
+// response, is the fix (docs/reference.md).
 func WithLengthHiding(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > maxLengthHiding {

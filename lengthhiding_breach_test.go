@@ -1,8 +1,10 @@
 package squeeze_test
 
 import (
+	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -143,5 +145,102 @@ func TestLengthHidingDefeatsBreachOracleOnStreams(t *testing.T) {
 				t.Errorf("with length hiding the attack still recovered %q of %q (%d characters right) in %d requests", padded, token, right, n)
 			}
 		})
+	}
+}
+
+// breachFactor enables TestLengthHidingBreachFactor, an attack that takes
+// minutes: go test -run TestLengthHidingBreachFactor -breach.factor .
+var breachFactor = flag.Bool("breach.factor", false, "measure how many more requests BREACH needs under WithLengthHiding(32), on streams (minutes)")
+
+// TestLengthHidingBreachFactor measures, by hand, the strongest oracle
+// against length hiding: each request of breachGuess is asked in v
+// variants that also change two unrelated reflected letters, so that each
+// gets its own padding, and the shortest response counts. It recovers 3
+// tokens of 6 characters from an 8 KiB page flushed early (a stream) and
+// from a 40 KiB one in zstd, unpadded with v 1 and padded with v doubling
+// from 32, and logs what each got and the requests it took
+// (BENCHMARKS.md, docs/reference.md).
+func TestLengthHidingBreachFactor(t *testing.T) {
+	if !*breachFactor {
+		t.Skip("minutes of requests: run with -breach.factor")
+	}
+	tokens := []string{"7f3a9c", "0d9e4b", "b5c1e8"}
+	page := func(token string, long bool) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = io.WriteString(w, "<!doctype html>\n")
+			if long {
+				_, _ = io.WriteString(w, "<!-- "+strings.Repeat("layout and scripts that come first. ", 34<<10/36)+" -->\n")
+			} else {
+				http.NewResponseController(w).Flush()
+			}
+			fmt.Fprintf(w, `<html><head><title>Account</title></head><body>
+<form method="post" action="/transfer"><input type="hidden" name="csrf" value="token=%s">
+<label>Amount <input name="amount"></label><button>Send</button></form>
+<p>You searched for: %s</p><p>Page view %s</p>
+<footer>%s</footer></body></html>`, token, r.URL.Query().Get("q"), r.URL.Query().Get("v"), strings.Repeat("All rights reserved. ", 300))
+		})
+	}
+	const alphabet = "0123456789abcdef"
+	guess := func(h http.Handler, length, variants int, seed uint64) (string, int) {
+		rnd := rand.New(rand.NewPCG(seed, 7))
+		size := func(q string) int {
+			least := -1
+			for range variants {
+				v := []byte("gg") // letters no token holds, fixed when unpadded
+				if variants > 1 {
+					v[0], v[1] = byte('g'+rnd.IntN(20)), byte('g'+rnd.IntN(20))
+				}
+				n := serveAt(h, "/account?q="+url.QueryEscape(q)+"&v="+string(v), squeeze.Zstd).Body.Len()
+				if least < 0 || n < least {
+					least = n
+				}
+			}
+			return least
+		}
+		known, requests := "", 0
+		for len(known) < length {
+			best, bestScore := byte(0), -1<<31
+			for i := range len(alphabet) {
+				c := string(alphabet[i])
+				score := 0
+				for j := range 8 {
+					shift := "~!@#$%^&"[:j]
+					score += size(shift+"token="+known+"{}"+c) - size(shift+"token="+known+c+"{}")
+					requests += 2 * variants
+				}
+				if score > bestScore {
+					best, bestScore = alphabet[i], score
+				}
+			}
+			known += string(best)
+		}
+		return known, requests
+	}
+	for _, long := range []bool{false, true} {
+		name := map[bool]string{false: "8 KiB page flushed early", true: "40 KiB page"}[long]
+		run := func(hiding bool, variants int) int {
+			won, requests := 0, 0
+			for k, token := range tokens {
+				opts := []squeeze.Option{squeeze.WithEncodings(squeeze.Zstd)}
+				if hiding {
+					opts = append(opts, squeeze.WithLengthHiding(32))
+				}
+				m := newMiddleware(t, opts...)
+				got, n := guess(m.Handler(page(token, long)), len(token), variants, uint64(k))
+				requests = n
+				if got == token {
+					won++
+				}
+			}
+			t.Logf("%s, padding %v, %d variants: %d/%d tokens, %d requests a token", name, hiding, variants, won, len(tokens), requests)
+			return won
+		}
+		run(false, 1)
+		for v := 32; v <= 256; v *= 2 {
+			if run(true, v) == len(tokens) {
+				break
+			}
+		}
 	}
 }
