@@ -217,7 +217,7 @@ func (r *reporter) send(rw *responseWriter) {
 	if r.byFileServer {
 		return
 	}
-	e := Event{Kind: ResponseEvent, Coding: rw.encodedAs, Skipped: rw.why, Out: rw.sent, Elapsed: rw.elapsed}
+	e := Event{Kind: ResponseEvent, Coding: rw.encodedAs(), Skipped: rw.why, Out: rw.sent, Elapsed: rw.elapsed}
 	if e.Coding == "" && e.Skipped == ReasonNone {
 		return // never decided: the handler panicked first
 	}

@@ -114,12 +114,9 @@ type responseWriter struct {
 
 	// slot is the slot rw lives in, which keeps spare buffers and an
 	// encoder. values holds the header values the response is given, in
-	// its handlerWriter. encodedAs is the coding the response was sent
-	// in, "" for none: the observer reads it rather than the
-	// Content-Encoding value, which the header map's owner may rewrite.
-	slot      *slot
-	values    *headerValues
-	encodedAs string
+	// its handlerWriter.
+	slot   *slot
+	values *headerValues
 	// hashed is the hash of an encoded stream's plain bytes under
 	// WithLengthHiding, which decides its padding at its end, and the
 	// stored stream held for it (lengthhiding.go); nil otherwise.
@@ -139,6 +136,9 @@ type responseWriter struct {
 	head bool
 	// fromCache is set when the body went out from the cache.
 	fromCache bool
+	// encoded is set when the response went out in offer's coding (see
+	// encodedAs).
+	encoded bool
 	// closed is set when an encoded stream ended whole, with its end
 	// marker.
 	closed bool
@@ -266,6 +266,18 @@ func (rw *responseWriter) end(completed bool) responseEnd {
 		e.whole = rw.buffered()
 	}
 	return e
+}
+
+// encodedAs returns the coding the response went out in, "" for none: the
+// observer reads it rather than the Content-Encoding value, which the
+// header map's owner may rewrite. Every encoded response goes out in the
+// offer's coding (setEncoded), a fallback from a delta once it is the
+// offer.
+func (rw *responseWriter) encodedAs() string {
+	if !rw.encoded {
+		return ""
+	}
+	return rw.offer.coding
 }
 
 // coding returns the negotiated coding, or "" for identity.

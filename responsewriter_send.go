@@ -219,9 +219,10 @@ func (rw *responseWriter) sendBody(out []byte, pad bodyPadding) {
 	}
 }
 
-// setEncoded sets the headers every encoded response carries.
+// setEncoded sets the headers every encoded response carries, for coding,
+// the offer's.
 func (rw *responseWriter) setEncoded(h http.Header, coding string) {
-	rw.encodedAs = coding
+	rw.encoded = true
 	rw.values.encoding[0] = coding
 	h["Content-Encoding"] = rw.values.encoding[:]
 	if rw.onlyContentType {
