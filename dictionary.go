@@ -328,7 +328,7 @@ func (s *dictStore) release(n int64) {
 // seen records that d, a dictionary held, went out again or was named as
 // from says, and writes it to the fleet's store once it has earned it
 // (shared_admission.go): public, and asked for by hash, sent
-// WithSharedStoreAdmitAfter times, or a FileServer's file.
+// SharedAdmitAfter times, or a FileServer's file.
 func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	if s.shared == nil || d.static || d.learned {
 		return

@@ -80,7 +80,7 @@ import (
 // A directory is served as its index.html, else 404: there are no
 // listings; a directory's path without the final slash is redirected to
 // it. A path with an element starting with a dot (/.env, /.git/config)
-// gets 404 unless [WithFileServerDotfiles] allows it. Paths with ".."
+// gets 404 unless [FileServerDotfiles] allows it. Paths with ".."
 // elements get 400; a NUL, a backslash or an encoded
 // slash (%2F) gets 404. An [os.DirFS] tree is opened as an [os.Root], so
 // no symbolic link leads out of it. Only fsys that is itself an os.DirFS
@@ -100,17 +100,28 @@ import (
 // that finds it busy does not wait or queue, and a later request for the
 // same representation tries again. An idle file server runs nothing, so
 // it needs no Close.
-func (m *Middleware) FileServer(fsys fs.FS) http.Handler {
+func (m *Middleware) FileServer(fsys fs.FS, opts ...FileServerOption) http.Handler {
 	if m.buffers == nil {
 		m = defaultMiddleware()
 	}
-	return newFileServer(m, fsys)
+	s := newFileServer(m, fsys)
+	for _, opt := range opts {
+		if opt != nil {
+			opt(s)
+		}
+	}
+	return s
 }
+
+// FileServerOption tunes a [Middleware.FileServer].
+type FileServerOption func(*fileServer)
 
 // fileServer is the handler FileServer returns.
 type fileServer struct {
 	m    *Middleware
 	fsys fs.FS
+	// dotfiles is FileServerDotfiles (fileserver_request.go).
+	dotfiles bool
 	// dir is set for an os.DirFS, which is opened as an os.Root on first
 	// use; rootFS is then that root's file system.
 	dir    string

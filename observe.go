@@ -170,7 +170,7 @@ const (
 	SharedBreakerClosed
 	// SharedRefused: a write or a claim was not made because this
 	// Middleware's write budget had no room for it
-	// ([WithSharedStoreWriteBudget]).
+	// ([SharedWriteBudget]).
 	SharedRefused
 	sharedResultCount
 )

@@ -83,18 +83,14 @@ type config struct {
 	decoderMemory       int64
 	observe             func(Event)
 	cache               *Cache
-	trustETags          bool          // WithTrustedETags
-	dotfiles            bool          // WithFileServerDotfiles
+	trustETags          bool          // CacheTrustedETags
 	shared              SharedStore   // WithSharedStore
-	sharedTimeout       time.Duration // WithSharedStoreTimeout
-	sharedMaxValue      int           // WithSharedStoreMaxValue
-	sharedWrites        int           // WithSharedStoreWriteBudget: writes a minute
-	sharedWriteBytes    int64         // WithSharedStoreWriteBudget: bytes a minute
-	sharedAdmitAfter    int           // WithSharedStoreAdmitAfter
-	// sharedOptions names the calls of the options that tune the store,
-	// which New refuses without WithSharedStore: they would do nothing.
-	sharedOptions []string
-	lengthHiding  int // WithLengthHiding; 0 when off
+	sharedTimeout       time.Duration // SharedTimeout
+	sharedMaxValue      int           // SharedMaxValue
+	sharedWrites        int           // SharedWriteBudget: writes a minute
+	sharedWriteBytes    int64         // SharedWriteBudget: bytes a minute
+	sharedAdmitAfter    int           // SharedAdmitAfter
+	lengthHiding        int           // WithLengthHiding; 0 when off
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.
