@@ -20,7 +20,7 @@ import (
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/lru"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 

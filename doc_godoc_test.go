@@ -20,7 +20,7 @@ func TestGodocHasNoInternalsOrBrokenLinks(t *testing.T) {
 	// not resolve; a file name in parentheses points into the source.
 	broken := regexp.MustCompile(`\[\*?[A-Za-z][A-Za-z0-9_.]*\]`)
 	fileRef := regexp.MustCompile(`\b[a-z_]+\.go\b`)
-	for _, dir := range []string{".", "writers", "pool"} {
+	for _, dir := range []string{".", "writers", "internal/pool"} {
 		fset := token.NewFileSet()
 		var files []*ast.File
 		entries, err := os.ReadDir(dir)

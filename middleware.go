@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/squeezehttp/squeeze/internal/decode"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/squeezehttp/squeeze/internal/corpus"
 	"github.com/squeezehttp/squeeze/internal/decode"
 	"github.com/squeezehttp/squeeze/internal/testtool"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 )
 
 // decodeAllocs is what the Middleware's request decoding adds to the

@@ -14,7 +14,7 @@ import (
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/decode"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 

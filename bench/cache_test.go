@@ -13,7 +13,7 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/squeezehttp/squeeze"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 )
 
 // cacheBodies are the sizes the cache is measured at: a 2 KiB API answer,

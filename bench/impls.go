@@ -17,7 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/squeezehttp/squeeze"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 

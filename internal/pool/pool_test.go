@@ -15,7 +15,7 @@ import (
 
 	"github.com/squeezehttp/squeeze/internal/corpus"
 	"github.com/squeezehttp/squeeze/internal/testtool"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
