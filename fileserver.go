@@ -40,7 +40,7 @@ import (
 //   - Otherwise a file of a type [WithContentTypes] allows, at least
 //     [WithMinSize] long and no longer than its store keeps in one entry,
 //     is encoded on first use at the Middleware's level and kept (up to
-//     [DefaultFileStoreSize] bytes, least recently used first, with files
+//     64 MiB, least recently used first, with files
 //     up to a quarter of it; with [WithCache], in the Cache, with files up
 //     to an eighth of it less an entry's bookkeeping); a better encoding
 //     at the coding's best level replaces it in the background. A longer
@@ -54,7 +54,7 @@ import (
 //     pattern is a dictionary for the others on that pattern: a client
 //     naming one in Available-Dictionary gets the file as a dcz or dcb
 //     delta, computed once and kept. Such a file goes out with
-//     Cache-Control: [DictionaryCacheControl] unless the handler in front
+//     Cache-Control: max-age=86400 (a day) unless the handler in front
 //     of the file server set a Cache-Control: a browser keeps a dictionary
 //     only while it is fresh. A response the handler in front made
 //     private (Cache-Control private or no-store, Set-Cookie), or one to a
@@ -158,7 +158,7 @@ func newFileServer(m *Middleware, fsys fs.FS) *fileServer {
 	s := &fileServer{
 		m:          m,
 		fsys:       fsys,
-		maxDecoded: DefaultFileStoreSize / 4,
+		maxDecoded: defaultFileStoreSize / 4,
 		logf:       log.Printf,
 		metas:      map[string]*fileMeta{},
 		orphans:    map[string]*orphanMeta{},
@@ -182,7 +182,7 @@ func (s *fileServer) storeFor(m *Middleware) repStore {
 	if m.cache != nil {
 		return fileReps{m.cache.cacheCore}
 	}
-	return newLRUStore(DefaultFileStoreSize)
+	return newLRUStore(defaultFileStoreSize)
 }
 
 // files returns the file system to read: fsys, or for an os.DirFS the

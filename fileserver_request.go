@@ -343,7 +343,7 @@ func (fr *fileRequest) fileHeader(f fs.File, meta *fileMeta, eligible bool, dict
 			fr.rememberFileDictionary(f, d.patterns[dictPattern-1])
 		}
 	}
-	dictionaryHeaders(h, dictVaries, useAs, DictionaryCacheControl, d.pageLinks(true, meta.ctype))
+	dictionaryHeaders(h, dictVaries, useAs, dictionaryCacheControl, d.pageLinks(true, meta.ctype))
 }
 
 // serveEncoding sends the file encoded as o offers, from the store or

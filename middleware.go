@@ -45,12 +45,12 @@ func New(opts ...Option) (*Middleware, error) {
 	c := config{
 		encodings:           DefaultEncodings(),
 		levels:              map[string]int{},
-		minSize:             DefaultMinSize,
-		bufferSize:          DefaultBufferSize,
+		minSize:             defaultMinSize,
+		bufferSize:          defaultBufferSize,
 		contentTypes:        DefaultContentTypes(),
-		maxDecompressedSize: DefaultMaxDecompressedSize,
+		maxDecompressedSize: defaultMaxDecompressedSize,
 		dictCodings:         []string{DCZ, DCB},
-		dictStoreSize:       DefaultDictionaryStoreSize,
+		dictStoreSize:       defaultDictionaryStoreSize,
 	}
 	for i, opt := range opts {
 		if opt == nil {
