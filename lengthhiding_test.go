@@ -288,7 +288,7 @@ func TestLengthHidingDecodesInChromium(t *testing.T) {
 	}
 }
 
-// A stream the Cache knows by its strong ETag (WithTrustedETags) is padded
+// A stream the Cache knows by its strong ETag (CacheTrustedETags) is padded
 // on a hit as the fresh stream was, by all of its bytes: as long as it, and
 // a stream too (no Content-Length), as its padding is known only at the
 // end; zstd's the same bytes, gzip's padding in its header where the fresh
@@ -309,7 +309,7 @@ func TestLengthHidingPadsStreamHitsAsFresh(t *testing.T) {
 				t.Fatal(err)
 			}
 			hits := 0
-			h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c), squeeze.WithTrustedETags(),
+			h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c, squeeze.CacheTrustedETags()),
 				squeeze.WithLengthHiding(hidingMax), squeeze.WithObserver(func(e squeeze.Event) {
 					if e.Cached {
 						hits++
