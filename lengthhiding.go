@@ -44,9 +44,9 @@ const maxLengthHiding = 4096
 // [Cache] are padded as fresh encodings are, and what is stored stays
 // unpadded. n must be 1 to 4096; deflate cannot be offered with it. It
 // costs n/2 bytes a response on average; br and dcb responses bypass the
-// Cache. Padding multiplies the requests an attack needs (about 128 times
-// for n = 32) without stopping it: marking the secret, or masking it per
-// response, is the fix (docs/reference.md).
+// Cache. Padding multiplies the requests an attack needs (128 to 256 times
+// for n = 32, measured) without stopping it: marking the secret, or
+// masking it per response, is the fix (docs/reference.md).
 func WithLengthHiding(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > maxLengthHiding {
