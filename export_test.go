@@ -85,3 +85,8 @@ func WaitLearned(m *Middleware) {
 		m.dicts.jobs.Wait()
 	}
 }
+
+// SetSharedStoreLog replaces the logger of m's shared store's failures.
+func SetSharedStoreLog(m *Middleware, logf func(format string, args ...any)) {
+	m.shared.errLog.logf = logf
+}

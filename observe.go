@@ -93,6 +93,11 @@ type Event struct {
 	// read from the store, Out those written, and Elapsed the time the
 	// call took. It is [SharedNone] for the other kinds.
 	Shared SharedResult
+	// SharedError is the kind of a [SharedError]'s failure, and Err the
+	// store's error, its cause; they are [SharedErrorNone] and nil for
+	// every other Event.
+	SharedError SharedErrorKind
+	Err         error
 	// Learned is what a [LearnedDictionaryEvent] reports; In, Out and
 	// Elapsed then mean what its [LearnedResult] says. It is [LearnedNone]
 	// for the other kinds.

@@ -84,6 +84,9 @@ type shared struct {
 	asked *recentKeys
 	// writes counts the background writes in progress, for tests.
 	writes sync.WaitGroup
+	// errLog logs failures, once per kind and minute
+	// (shared_errors.go).
+	errLog *sharedErrorLog
 }
 
 // sharedInflightValues is how many values of the largest size may be in
@@ -163,6 +166,7 @@ func newShared(c *config, observe func(Event)) *shared {
 	s.missed = newRecentKeys(sharedMissedBytes, sharedMissedFor)
 	s.asked = newRecentKeys(sharedAskedBytes, sharedAskedFor)
 	s.breaker.report, s.breaker.cooldown = s.report, sharedBreakerCooldown
+	s.errLog = newSharedErrorLog()
 	return s
 }
 
@@ -330,8 +334,7 @@ func (s *shared) fetch(key, read string, limit int, named bool, use sharedUse) s
 		return sharedFlight{}
 	}
 	if err != nil {
-		s.breaker.failure()
-		s.report(SharedError, 0, 0, elapsed)
+		s.fail("get", key, err, elapsed)
 		return sharedFlight{}
 	}
 	if !r.found {
@@ -467,7 +470,7 @@ func (s *shared) set(ctx context.Context, key string, value []byte, lifetime tim
 	defer cancel()
 	t0 := time.Now()
 	err := s.store.Set(ctx, key, value, lifetime)
-	if !s.wrote(ctx, err, len(value), time.Since(t0)) {
+	if !s.wrote(ctx, "set", key, err, len(value), time.Since(t0)) {
 		return false
 	}
 	s.rejected.Invalidate(key) // the store holds a good value now
@@ -504,7 +507,7 @@ func (s *shared) claim(ctx context.Context, key string, value []byte, lifetime t
 		s.report(SharedClaimLost, 0, 0, time.Since(t0))
 		return claimLost
 	}
-	if !s.wrote(ctx, err, len(value), time.Since(t0)) {
+	if !s.wrote(ctx, "claim", key, err, len(value), time.Since(t0)) {
 		return claimUnknown
 	}
 	return claimWon
@@ -526,15 +529,14 @@ func (s *shared) writeCall(ctx context.Context, n int) (context.Context, context
 	return ctx, cancel, true
 }
 
-// wrote accounts for a write that returned err after elapsed, and reports
-// whether it succeeded within its deadline.
-func (s *shared) wrote(ctx context.Context, err error, n int, elapsed time.Duration) bool {
+// wrote accounts for a write (op on key) that returned err after elapsed,
+// and reports whether it succeeded within its deadline.
+func (s *shared) wrote(ctx context.Context, op, key string, err error, n int, elapsed time.Duration) bool {
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
 	if err != nil {
-		s.breaker.failure()
-		s.report(SharedError, 0, 0, elapsed)
+		s.fail(op, key, err, elapsed)
 		return false
 	}
 	s.breaker.success()

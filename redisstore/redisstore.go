@@ -101,8 +101,38 @@ const (
 // ErrTooManyAbandoned is returned, wrapped, by a call made while
 // MaxAbandoned commands that timed out are still running: the server does
 // not answer and the client, without ContextTimeoutEnabled, still waits for
-// it.
-var ErrTooManyAbandoned = errors.New("redisstore: too many commands still running past their timeout")
+// it. It wraps context.DeadlineExceeded, so squeeze counts it as a failure
+// of kind squeeze.SharedErrorTimeout.
+var ErrTooManyAbandoned error = &kindError{"redisstore: too many commands still running past their timeout", context.DeadlineExceeded}
+
+// kindError is an error of this package that wraps the error that tells
+// squeeze its kind (see squeeze.SharedErrorKind).
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
+// withKind returns err, an error of the client, wrapped so that squeeze
+// tells its kind: the server's OOM (full, evicting nothing) is
+// squeeze.ErrSharedTooLarge, WRONGTYPE (a key of squeeze's prefix holding
+// another type) squeeze.ErrSharedBadValue. Deadlines and refused
+// connections carry their kind already.
+func withKind(err error) error {
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return err
+	}
+	switch msg := re.Error(); {
+	case strings.HasPrefix(msg, "OOM "):
+		return fmt.Errorf("%w: %w", squeeze.ErrSharedTooLarge, err)
+	case strings.HasPrefix(msg, "WRONGTYPE "):
+		return fmt.Errorf("%w: %w", squeeze.ErrSharedBadValue, err)
+	}
+	return err
+}
 
 // getScript returns the value under KEYS[1] when it is at most ARGV[1]
 // bytes long; the length, as an integer, when it is longer; nil when the
@@ -264,7 +294,7 @@ func (s *Store) GetOrSize(ctx context.Context, key string, limit int) ([]byte, i
 		case int64:
 			return answer{nil, int(v)}, nil // longer than limit: not transferred
 		}
-		return answer{}, fmt.Errorf("redisstore: Get(%q): the script answered %T", key, res)
+		return answer{}, fmt.Errorf("%w: redisstore: Get(%q): the script answered %T", squeeze.ErrSharedBadValue, key, res)
 	})
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -326,7 +356,8 @@ func call[T any](s *Store, ctx context.Context, do func(context.Context) (T, err
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if s.honoursContext {
-		return do(ctx)
+		v, err := do(ctx)
+		return v, withKind(err)
 	}
 	if s.abandoned.Load() >= MaxAbandoned {
 		return zero, ErrTooManyAbandoned
@@ -342,7 +373,7 @@ func call[T any](s *Store, ctx context.Context, do func(context.Context) (T, err
 	}()
 	select {
 	case r := <-done:
-		return r.v, r.err
+		return r.v, withKind(r.err)
 	case <-ctx.Done():
 		s.abandoned.Add(1)
 		go func() {
