@@ -166,6 +166,7 @@ type (
 		Writes              int64            `json:"writes"`
 		ClaimsLost          int64            `json:"claims_lost"`
 		WritesRefused       int64            `json:"writes_refused"`
+		Refreshes           int64            `json:"refreshes"`
 		BytesRead           int64            `json:"bytes_read"`
 		BytesWritten        int64            `json:"bytes_written"`
 		BreakerOpened       int64            `json:"breaker_opened"`
@@ -231,6 +232,7 @@ func (c *Counters) stats() counterStats {
 		Writes:              c.shared[SharedWritten].Load(),
 		ClaimsLost:          c.shared[SharedClaimLost].Load(),
 		WritesRefused:       c.shared[SharedRefused].Load(),
+		Refreshes:           c.shared[SharedRefreshed].Load(),
 		BytesRead:           c.sharedRead.Load(),
 		BytesWritten:        c.sharedWritten.Load(),
 		BreakerOpened:       c.shared[SharedBreakerOpened].Load(),
@@ -266,7 +268,7 @@ func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).S
 //	 "shared_store": {"hits": 4, "misses": 1, "errors": 1,
 //	    "errors_by_kind": {"timeout": 1, "refused": 0, "too_large": 0, "bad_value": 0, "other": 0},
 //	    "verifications_failed": 0, "skipped": 0, "writes": 2, "claims_lost": 0,
-//	    "writes_refused": 0, "bytes_read": 81920, "bytes_written": 40960,
+//	    "writes_refused": 0, "refreshes": 3, "bytes_read": 81920, "bytes_written": 40960,
 //	    "breaker_opened": 0, "breaker_open": 0},
 //	 "learned_dictionary": {"trained": 1, "adopted": 0, "refused_budget": 0,
 //	    "deltas": 40, "bytes_saved": 120000}}
@@ -327,6 +329,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"writes", "Values written to the shared store, claims won included.", ss.Writes},
 		{"claims_lost", "Claims that found the key taken by another replica.", ss.ClaimsLost},
 		{"writes_refused", "Writes and claims not made because the write budget had no room for them.", ss.WritesRefused},
+		{"refreshes", "Keys of shared dictionaries in use kept fresh in the shared store.", ss.Refreshes},
 		{"read_bytes", "Bytes of the values read from the shared store.", ss.BytesRead},
 		{"written_bytes", "Bytes of the values written to the shared store.", ss.BytesWritten},
 		{"breaker_opened", "Times the shared store's breaker opened.", ss.BreakerOpened},

@@ -107,6 +107,10 @@ type dictionary struct {
 	// naming the dictionary makes that URL live (dictStore.live). Unused
 	// without a fleet's store.
 	servedAt atomic.Pointer[string]
+	// refreshed is when the dictionary's key in the fleet's store was
+	// last kept fresh, written or read, in nanoseconds since the epoch
+	// (dictStore.keepFresh).
+	refreshed atomic.Int64
 }
 
 // dictOrigin says how a dictionary came to be remembered, or seen again:
@@ -388,6 +392,7 @@ func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 		}
 	}
 	s.share(d)
+	s.keepFresh(d)
 }
 
 // insert adds d, a remembered dictionary costing weight, to the store and

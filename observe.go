@@ -177,17 +177,20 @@ const (
 	// Middleware's write budget had no room for it
 	// ([WithSharedStoreWriteBudget]).
 	SharedRefused
+	// SharedRefreshed: the key of a shared value this replica uses was
+	// kept fresh in the store ([WithSharedStoreRefreshEvery]).
+	SharedRefreshed
 	sharedResultCount
 )
 
 var sharedResultNames = [sharedResultCount]string{
 	"none", "hit", "miss", "error", "rejected", "skipped", "written", "claim_lost", "breaker_opened", "breaker_closed",
-	"refused",
+	"refused", "refreshed",
 }
 
 // String returns the result's name in snake case: "hit", "miss", "error",
 // "rejected", "skipped", "written", "claim_lost", "breaker_opened",
-// "breaker_closed", "refused" or "none".
+// "breaker_closed", "refused", "refreshed" or "none".
 func (r SharedResult) String() string {
 	if r >= sharedResultCount {
 		return "SharedResult(" + strconv.Itoa(int(r)) + ")"

@@ -91,6 +91,7 @@ type config struct {
 	sharedWrites        int           // WithSharedStoreWriteBudget: writes a minute
 	sharedWriteBytes    int64         // WithSharedStoreWriteBudget: bytes a minute
 	sharedAdmitAfter    int           // WithSharedStoreAdmitAfter
+	sharedRefreshEvery  time.Duration // WithSharedStoreRefreshEvery
 	// sharedOptions names the calls of the options that tune the store,
 	// which New refuses without WithSharedStore: they would do nothing.
 	sharedOptions []string

@@ -87,6 +87,73 @@ type shared struct {
 	// errLog logs failures, once per kind and minute
 	// (shared_errors.go).
 	errLog *sharedErrorLog
+	// refreshEvery is how often, at most, the key of a value in use is
+	// kept fresh (refresh); refreshing counts the refreshes in flight.
+	refreshEvery time.Duration
+	refreshing   atomic.Int64
+}
+
+// DefaultSharedStoreRefreshEvery is how often, at most, a replica keeps
+// the key of a shared dictionary it uses fresh in the store when
+// [WithSharedStoreRefreshEvery] is not given: well within the time a
+// store sized as docs/reference.md says takes to turn over under the
+// fleet's write budget (a minute or more), so that its LRU never takes a
+// dictionary in use, for one small call per dictionary in use per
+// replica every 10 seconds.
+const DefaultSharedStoreRefreshEvery = 10 * time.Second
+
+// sharedRefreshes is how many refreshes may be in flight at once; one due
+// while they fill it waits for the dictionary's next use.
+const sharedRefreshes = 4
+
+// refresh keeps key fresh in the store in the background: it reads the
+// key with a limit of 0, which transfers no value and, in an LRU store
+// such as Redis, marks it used. When the store is a SharedStoreSizer,
+// which tells a key that holds a value from one that holds none, gone is
+// called if key holds none. It reports whether the call was started:
+// not while the breaker is open or sharedRefreshes calls are in flight.
+func (s *shared) refresh(key string, gone func()) bool {
+	if s.breaker.blocked() {
+		return false
+	}
+	if s.refreshing.Add(1) > sharedRefreshes {
+		s.refreshing.Add(-1)
+		return false
+	}
+	s.writes.Add(1)
+	go func() {
+		defer s.writes.Done()
+		defer s.refreshing.Add(-1)
+		if !s.breaker.allow() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		defer cancel()
+		t0 := time.Now()
+		found, told := true, false
+		var err error
+		if sizer, ok := s.store.(SharedStoreSizer); ok {
+			_, _, found, err = sizer.GetOrSize(ctx, key, 0)
+			told = true
+		} else {
+			_, _, err = s.store.Get(ctx, key, 0)
+		}
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			s.fail("refresh", key, err, time.Since(t0))
+			return
+		}
+		s.breaker.success()
+		if told && !found {
+			s.report(SharedMiss, 0, 0, time.Since(t0))
+			gone()
+			return
+		}
+		s.report(SharedRefreshed, 0, 0, time.Since(t0))
+	}()
+	return true
 }
 
 // sharedInflightValues is how many values of the largest size may be in
@@ -167,6 +234,10 @@ func newShared(c *config, observe func(Event)) *shared {
 	s.asked = newRecentKeys(sharedAskedBytes, sharedAskedFor)
 	s.breaker.report, s.breaker.cooldown = s.report, sharedBreakerCooldown
 	s.errLog = newSharedErrorLog()
+	s.refreshEvery = c.sharedRefreshEvery
+	if s.refreshEvery == 0 {
+		s.refreshEvery = DefaultSharedStoreRefreshEvery
+	}
 	return s
 }
 

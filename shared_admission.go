@@ -149,6 +149,10 @@ func (c *sharedCandidate) start() bool {
 	}
 }
 
+// inStore reports whether the value was written, is being written or was
+// read from the store.
+func (c *sharedCandidate) inStore() bool { return c.flags.Load()&candidateWritten != 0 }
+
 // taken records that the value came from the store: it is not written
 // back.
 func (c *sharedCandidate) taken() { c.set(candidateWritten) }

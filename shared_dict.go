@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -125,9 +126,39 @@ func (s *dictStore) responseServed(d *dictionary, r *http.Request) {
 // that the store did not take, is given back, to be made when d earns
 // again.
 func (s *dictStore) share(d *dictionary) {
-	if d.fleet.start() && !s.publish(d) {
-		d.fleet.abort()
+	if !d.fleet.start() {
+		return
 	}
+	if !s.publish(d) {
+		d.fleet.abort()
+		return
+	}
+	d.refreshed.Store(time.Now().UnixNano())
+}
+
+// keepFresh keeps d's key fresh in the fleet's store while this replica
+// uses d (seen: sent, named, sent as a delta against), at most once per
+// refresh period (WithSharedStoreRefreshEvery) for d, once the store holds
+// it (written or read from there): an LRU store (Redis's allkeys-lru)
+// evicts what was touched least recently, and a replica that serves d from
+// its own copy never reads the key, so without this a flood of writes
+// would evict the dictionary every client uses while the replicas that
+// hold it serve it, and a replica started later would find it gone. A key
+// found gone (evicted, expired: a SharedStoreSizer tells) is written
+// again if this replica earned it (share), within the write budget.
+func (s *dictStore) keepFresh(d *dictionary) {
+	if !d.fleet.inStore() {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := d.refreshed.Load()
+	if now-last < int64(s.shared.refreshEvery) || !d.refreshed.CompareAndSwap(last, now) {
+		return
+	}
+	s.shared.refresh(sharedDictKey(d.hash), func() {
+		d.fleet.abort() // gone: due again, if earned and public
+		s.share(d)
+	})
 }
 
 // publish writes d to the shared store in the background, unless its value
@@ -157,6 +188,7 @@ func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
 			return nil, verdict
 		}
 		d.fleet.taken() // the store holds it: not written back
+		d.refreshed.Store(time.Now().UnixNano())
 		return s.insert(d, int64(cap(value))+dictEntryBytes, 0), sharedTaken
 	})
 	if !ok {
@@ -199,4 +231,31 @@ func (s *dictStore) longestPattern() int {
 		n = max(n, len(p))
 	}
 	return n
+}
+
+// maxSharedRefreshEvery is the longest period WithSharedStoreRefreshEvery
+// takes: a key refreshed less often is as good as not refreshed in a store
+// that turns over under a flood.
+const maxSharedRefreshEvery = 10 * time.Minute
+
+// WithSharedStoreRefreshEvery sets how often, at most, a replica keeps
+// fresh the key of a shared dictionary it uses (sends, or sends deltas
+// against) in the store of [WithSharedStore]: one read that transfers no
+// value, which marks the key used in a store that evicts the least
+// recently used (Redis's maxmemory-policy allkeys-lru), and with a
+// [SharedStoreSizer] tells the replica that the key is gone, which it
+// then writes again if it earned it, within its write budget. Set it
+// below the time your store takes to turn over under the fleet's write
+// budget (its maxmemory over the replicas' bytes a minute; see
+// docs/reference.md). The default is [DefaultSharedStoreRefreshEvery]; d
+// must be 1 second to 10 minutes.
+func WithSharedStoreRefreshEvery(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Second || d > maxSharedRefreshEvery {
+			return fmt.Errorf("squeeze: WithSharedStoreRefreshEvery(%v): the period must be 1s to %v", d, maxSharedRefreshEvery)
+		}
+		c.sharedRefreshEvery = d
+		c.sharedOptions = append(c.sharedOptions, fmt.Sprintf("WithSharedStoreRefreshEvery(%v)", d))
+		return nil
+	}
 }
