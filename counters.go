@@ -62,7 +62,7 @@ func (c *Counters) Observe(e Event) {
 	case e.Kind == SharedStoreEvent:
 		c.observeShared(e)
 	case e.Kind == LearnedDictionaryEvent:
-		if e.Learned != LearnedNone && e.Learned < learnedResultCount {
+		if e.Learned != learnedNone && e.Learned < learnedResultCount {
 			c.learned[e.Learned].Add(1)
 			if e.Learned == LearnedDelta {
 				c.learnedSaved.Add(e.Out)
@@ -81,12 +81,12 @@ func (c *Counters) Observe(e Event) {
 
 // observeShared counts a SharedStoreEvent.
 func (c *Counters) observeShared(e Event) {
-	if e.Shared == SharedNone || e.Shared >= sharedResultCount {
+	if e.Shared == sharedNone || e.Shared >= sharedResultCount {
 		return
 	}
 	c.shared[e.Shared].Add(1)
-	if e.Shared == SharedError && e.SharedError < sharedErrorKindCount {
-		c.sharedErrors[e.SharedError].Add(1)
+	if e.Shared == SharedError {
+		c.sharedErrors[kindNamed(e.SharedError)].Add(1)
 	}
 	c.sharedRead.Add(e.In)
 	c.sharedWritten.Add(e.Out)
@@ -159,7 +159,7 @@ type (
 		Hits   int64 `json:"hits"`
 		Misses int64 `json:"misses"`
 		Errors int64 `json:"errors"`
-		// ErrorsByKind splits Errors by SharedErrorKind.
+		// ErrorsByKind splits Errors by Event.SharedError.
 		ErrorsByKind        map[string]int64 `json:"errors_by_kind"`
 		VerificationsFailed int64            `json:"verifications_failed"`
 		Skipped             int64            `json:"skipped"`
@@ -239,7 +239,7 @@ func (c *Counters) stats() counterStats {
 		BreakerOpen:         c.breakerOpen.Load(),
 		ErrorsByKind:        map[string]int64{},
 	}
-	for k := SharedErrorNone + 1; k < sharedErrorKindCount; k++ {
+	for k := sharedErrorNone + 1; k < sharedErrorKindCount; k++ {
 		s.SharedStore.ErrorsByKind[k.String()] = c.sharedErrors[k].Load()
 	}
 	s.LearnedDictionary = learnedStats{
@@ -274,7 +274,7 @@ func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).S
 //	    "deltas": 40, "bytes_saved": 120000}}
 //
 // shared_store counts the calls to the store of [WithSharedStore] by
-// [SharedResult], and its errors by [SharedErrorKind]; breaker_open is 1
+// [SharedResult], and its errors by kind (Event.SharedError); breaker_open is 1
 // while its breaker is open.
 // learned_dictionary counts each [LearnedResult] of [WithLearnedDictionary];
 // bytes_saved is the estimate [LearnedDelta] reports. The totals are the sums over "codings" and "reasons"; a coding appears

@@ -90,3 +90,13 @@ func WaitLearned(m *Middleware) {
 func SetSharedStoreLog(m *Middleware, logf func(format string, args ...any)) {
 	m.shared.errLog.logf = logf
 }
+
+// The defaults the tests compare with, which the package states in its
+// options' docs rather than exports.
+const (
+	DefaultMinSize               = defaultMinSize
+	DefaultBufferSize            = defaultBufferSize
+	DefaultLearnedDictionarySize = defaultLearnedDictionarySize
+	DefaultLearnedPath           = defaultLearnedPath
+	DictionaryCacheControl       = dictionaryCacheControl
+)

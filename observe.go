@@ -91,15 +91,21 @@ type Event struct {
 	Dictionary bool
 	// Shared is the outcome of a [SharedStoreEvent]; In is then the bytes
 	// read from the store, Out those written, and Elapsed the time the
-	// call took. It is [SharedNone] for the other kinds.
+	// call took. It is zero for the other kinds.
 	Shared SharedResult
-	// SharedError is the kind of a [SharedError]'s failure, and Err the
-	// store's error, its cause; they are [SharedErrorNone] and nil for
-	// every other Event.
-	SharedError SharedErrorKind
+	// SharedError is the kind of a [SharedError]'s failure: "timeout"
+	// (the call reached its deadline, [SharedTimeout]), "refused" (the
+	// connection was refused), "too_large" (the store refused a value or
+	// a reply for its size), "bad_value" (it answered with something that
+	// is not a value) or "other"; Err is the store's error, its cause.
+	// They are "" and nil for every other Event. A [SharedStore] tells the
+	// kinds squeeze cannot see in the standard library's errors by an
+	// error in its chain with a method SharedErrorKind() string returning
+	// "too_large" or "bad_value".
+	SharedError string
 	Err         error
 	// Learned is what a [LearnedDictionaryEvent] reports; In, Out and
-	// Elapsed then mean what its [LearnedResult] says. It is [LearnedNone]
+	// Elapsed then mean what its [LearnedResult] says. It is zero
 	// for the other kinds.
 	Learned LearnedResult
 }
@@ -108,8 +114,8 @@ type Event struct {
 type LearnedResult uint8
 
 const (
-	// LearnedNone is the Learned of an Event of another kind.
-	LearnedNone LearnedResult = iota
+	// learnedNone is the Learned of an Event of another kind.
+	learnedNone LearnedResult = iota
 	// LearnedTrained: a dictionary was trained and published. In is the
 	// bytes of samples it was trained on, Out its length, Elapsed the
 	// training's time.
@@ -145,8 +151,8 @@ func (r LearnedResult) String() string {
 type SharedResult uint8
 
 const (
-	// SharedNone is the Shared of an Event of another kind.
-	SharedNone SharedResult = iota
+	// sharedNone is the Shared of an Event of another kind.
+	sharedNone SharedResult = iota
 	// SharedHit: a value was read and passed verification.
 	SharedHit
 	// SharedMiss: the store held no value for the key, one over the size
@@ -175,10 +181,10 @@ const (
 	SharedBreakerClosed
 	// SharedRefused: a write or a claim was not made because this
 	// Middleware's write budget had no room for it
-	// ([WithSharedStoreWriteBudget]).
+	// ([SharedWriteBudget]).
 	SharedRefused
 	// SharedRefreshed: the key of a shared value this replica uses was
-	// kept fresh in the store ([WithSharedStoreRefreshEvery]).
+	// kept fresh in the store ([SharedRefreshEvery]).
 	SharedRefreshed
 	sharedResultCount
 )

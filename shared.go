@@ -93,14 +93,14 @@ type shared struct {
 	refreshing   atomic.Int64
 }
 
-// DefaultSharedStoreRefreshEvery is how often, at most, a replica keeps
-// the key of a shared dictionary it uses fresh in the store when
-// [WithSharedStoreRefreshEvery] is not given: well within the time a
+// defaultSharedRefreshEvery is how often, at most, a replica keeps the
+// key of a shared dictionary it uses fresh in the store when
+// SharedRefreshEvery is not given: well within the time a
 // store sized as docs/reference.md says takes to turn over under the
 // fleet's write budget (a minute or more), so that its LRU never takes a
 // dictionary in use, for one small call per dictionary in use per
 // replica every 10 seconds.
-const DefaultSharedStoreRefreshEvery = 10 * time.Second
+const defaultSharedRefreshEvery = 10 * time.Second
 
 // sharedRefreshes is how many refreshes may be in flight at once; one due
 // while they fill it waits for the dictionary's next use.
@@ -208,23 +208,23 @@ func newShared(c *config, observe func(Event)) *shared {
 		observe:  observe,
 	}
 	if s.timeout == 0 {
-		s.timeout = DefaultSharedStoreTimeout
+		s.timeout = defaultSharedTimeout
 	}
 	if s.maxValue == 0 {
-		s.maxValue = DefaultSharedStoreMaxValue
+		s.maxValue = defaultSharedMaxValue
 	}
 	s.inflight = semaphore.NewWeighted(int64(s.maxValue) * sharedInflightValues)
 	writes, bytes := c.sharedWrites, c.sharedWriteBytes
 	if writes == 0 {
-		writes = DefaultSharedStoreWrites
+		writes = defaultSharedWrites
 	}
 	if bytes == 0 {
-		bytes = max(DefaultSharedStoreWriteBytes, int64(s.maxValue))
+		bytes = max(defaultSharedWriteBytes, int64(s.maxValue))
 	}
 	s.budget = newWriteBudget(writes, bytes)
 	s.admitAfter = c.sharedAdmitAfter
 	if s.admitAfter == 0 {
-		s.admitAfter = DefaultSharedStoreAdmitAfter
+		s.admitAfter = defaultSharedAdmitAfter
 	}
 	s.rejected = otter.Must(&otter.Options[string, struct{}]{
 		MaximumSize:      sharedRejectedKeys,
@@ -236,7 +236,7 @@ func newShared(c *config, observe func(Event)) *shared {
 	s.errLog = newSharedErrorLog()
 	s.refreshEvery = c.sharedRefreshEvery
 	if s.refreshEvery == 0 {
-		s.refreshEvery = DefaultSharedStoreRefreshEvery
+		s.refreshEvery = defaultSharedRefreshEvery
 	}
 	return s
 }

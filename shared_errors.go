@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log"
 	"net"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -17,77 +16,63 @@ import (
 // cause once per kind and minute (sharedErrorLog), so that an operator
 // reads why the fleet stopped sharing without a line per request.
 
-// Errors a [SharedStore] wraps so that squeeze tells their kind: a store's
-// own errors (a protocol's, a client's) are otherwise of kind
-// [SharedErrorOther]. Deadlines and refused connections are told from the
-// standard library's errors ([context.DeadlineExceeded], a [net.Error]
-// whose Timeout is true, [syscall.ECONNREFUSED]).
-// github.com/squeezehttp/squeeze/redisstore wraps them.
-var (
-	// ErrSharedTooLarge is wrapped by an error of a store that refused a
-	// value or a reply for its size: the server is full and evicts
-	// nothing (Redis's OOM), or a reply declared more than the client
-	// takes.
-	ErrSharedTooLarge = errors.New("squeeze: shared store: too large")
-	// ErrSharedBadValue is wrapped by an error of a store that answered
-	// with something that is not a value: a malformed reply, or a key
-	// holding another type.
-	ErrSharedBadValue = errors.New("squeeze: shared store: not a value")
-)
-
-// SharedErrorKind is the kind of failure of a call to the store of
-// [WithSharedStore], as a [SharedStoreEvent] whose Shared is
-// [SharedError] reports it.
-type SharedErrorKind uint8
+// sharedErrorKind is the kind of failure of a call to the store of
+// WithSharedStore: the observer's SharedStoreEvent names it
+// (Event.SharedError), Counters counts each (errors_by_kind). Deadlines
+// and refused connections are told from the standard library's errors
+// (context.DeadlineExceeded, a net.Error whose Timeout is true,
+// syscall.ECONNREFUSED); a store tells the kinds squeeze cannot see by an
+// error in its chain with a method SharedErrorKind() string that returns
+// "too_large" (the store refused a value or a reply for its size: Redis
+// full with noeviction, a reply over redisstore.LimitReplies' limit) or
+// "bad_value" (it answered with something that is not a value: a
+// malformed reply, a key of another type), as redisstore's errors do.
+type sharedErrorKind uint8
 
 const (
-	// SharedErrorNone is the kind of an Event that reports no error.
-	SharedErrorNone SharedErrorKind = iota
-	// SharedErrorTimeout: the call reached its deadline
-	// ([WithSharedStoreTimeout]): the store is slow, overloaded or
-	// unreachable.
-	SharedErrorTimeout
-	// SharedErrorRefused: the store refused the connection: it is down,
-	// or the address is wrong.
-	SharedErrorRefused
-	// SharedErrorTooLarge: the store refused a value or a reply for its
-	// size ([ErrSharedTooLarge]).
-	SharedErrorTooLarge
-	// SharedErrorBadValue: the store answered with something that is not
-	// a value ([ErrSharedBadValue]).
-	SharedErrorBadValue
-	// SharedErrorOther: any other failure; the Event's Err says which.
-	SharedErrorOther
+	sharedErrorNone sharedErrorKind = iota
+	sharedErrorTimeout
+	sharedErrorRefused
+	sharedErrorTooLarge
+	sharedErrorBadValue
+	sharedErrorOther
 	sharedErrorKindCount
 )
 
-var sharedErrorKindNames = [sharedErrorKindCount]string{"none", "timeout", "refused", "too_large", "bad_value", "other"}
+var sharedErrorKindNames = [sharedErrorKindCount]string{"", "timeout", "refused", "too_large", "bad_value", "other"}
 
-// String returns the kind's name in snake case: "timeout", "refused",
-// "too_large", "bad_value", "other" or "none".
-func (k SharedErrorKind) String() string {
-	if k >= sharedErrorKindCount {
-		return "SharedErrorKind(" + strconv.Itoa(int(k)) + ")"
+func (k sharedErrorKind) String() string { return sharedErrorKindNames[k] }
+
+// kindNamed returns the kind named name, other for a name of none.
+func kindNamed(name string) sharedErrorKind {
+	for k := sharedErrorTimeout; k < sharedErrorKindCount; k++ {
+		if sharedErrorKindNames[k] == name {
+			return k
+		}
 	}
-	return sharedErrorKindNames[k]
+	return sharedErrorOther
 }
 
-// sharedErrorKind returns the kind of err, a store's error.
-func sharedErrorKind(err error) SharedErrorKind {
+// kindOf returns the kind of err, a store's error.
+func kindOf(err error) sharedErrorKind {
 	var ne net.Error
+	var told interface{ SharedErrorKind() string }
 	switch {
 	case err == nil:
-		return SharedErrorNone
+		return sharedErrorNone
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		return SharedErrorTimeout
+		return sharedErrorTimeout
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return SharedErrorRefused
-	case errors.Is(err, ErrSharedTooLarge):
-		return SharedErrorTooLarge
-	case errors.Is(err, ErrSharedBadValue):
-		return SharedErrorBadValue
+		return sharedErrorRefused
+	case errors.As(err, &told):
+		switch told.SharedErrorKind() {
+		case "too_large":
+			return sharedErrorTooLarge
+		case "bad_value":
+			return sharedErrorBadValue
+		}
 	}
-	return SharedErrorOther
+	return sharedErrorOther
 }
 
 // sharedErrorLogEvery is how often, at most, a failure of each kind is
@@ -110,7 +95,7 @@ func newSharedErrorLog() *sharedErrorLog {
 
 // due reports whether a failure of kind at now is to be logged, and if so
 // takes the kind's turn: of calls failing at once, one logs.
-func (l *sharedErrorLog) due(kind SharedErrorKind, now time.Time) bool {
+func (l *sharedErrorLog) due(kind sharedErrorKind, now time.Time) bool {
 	last := &l.last[kind]
 	prev := last.Load()
 	if prev != 0 && now.UnixNano()-prev < int64(sharedErrorLogEvery) {
@@ -121,7 +106,7 @@ func (l *sharedErrorLog) due(kind SharedErrorKind, now time.Time) bool {
 
 // failed logs err, the failure of op (get, set, claim) on key, if its kind
 // is due.
-func (l *sharedErrorLog) failed(kind SharedErrorKind, op, key string, err error) {
+func (l *sharedErrorLog) failed(kind sharedErrorKind, op, key string, err error) {
 	if l.due(kind, time.Now()) {
 		l.logf("squeeze: shared store: %s %q failed (%s): %v; more %s failures in the next minute are counted, not logged",
 			op, key, kind, err, kind)
@@ -133,9 +118,9 @@ func (l *sharedErrorLog) failed(kind SharedErrorKind, op, key string, err error)
 // and the log says it once per kind and minute.
 func (s *shared) fail(op, key string, err error, elapsed time.Duration) {
 	s.breaker.failure()
-	kind := sharedErrorKind(err)
+	kind := kindOf(err)
 	s.errLog.failed(kind, op, key, err)
 	if s.observe != nil {
-		s.observe(Event{Kind: SharedStoreEvent, Shared: SharedError, SharedError: kind, Err: err, Elapsed: elapsed})
+		s.observe(Event{Kind: SharedStoreEvent, Shared: SharedError, SharedError: kind.String(), Err: err, Elapsed: elapsed})
 	}
 }

@@ -58,26 +58,33 @@ func (s *failingStore) Claim(ctx context.Context, _ string, _ []byte, _ time.Dur
 	return false, s.fail(ctx)
 }
 
+// kindErr is a store's error that tells squeeze its kind.
+type kindErr struct{ msg, kind string }
+
+func (e kindErr) Error() string           { return e.msg }
+func (e kindErr) SharedErrorKind() string { return e.kind }
+
 func TestSharedStoreFailuresAreCountedAndLoggedByKind(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	for _, tc := range []struct {
-		kind  squeeze.SharedErrorKind
+		kind  string
 		err   error  // nil: the store hangs past the timeout
 		cause string // in the log line
 	}{
-		{squeeze.SharedErrorTimeout, nil, "context deadline exceeded"},
-		{squeeze.SharedErrorTimeout, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, "i/o timeout"},
-		{squeeze.SharedErrorRefused, refused, "connection refused"},
-		{squeeze.SharedErrorTooLarge, fmt.Errorf("OOM command not allowed: %w", squeeze.ErrSharedTooLarge), "OOM command not allowed"},
-		{squeeze.SharedErrorBadValue, fmt.Errorf("WRONGTYPE: %w", squeeze.ErrSharedBadValue), "WRONGTYPE"},
-		{squeeze.SharedErrorOther, errors.New("NOAUTH Authentication required"), "NOAUTH"},
+		{"timeout", nil, "context deadline exceeded"},
+		{"timeout", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, "i/o timeout"},
+		{"refused", refused, "connection refused"},
+		{"too_large", kindErr{"OOM command not allowed", "too_large"}, "OOM command not allowed"},
+		{"bad_value", fmt.Errorf("get: %w", kindErr{"WRONGTYPE", "bad_value"}), "WRONGTYPE"},
+		{"other", errors.New("NOAUTH Authentication required"), "NOAUTH"},
+		{"other", kindErr{"a kind squeeze does not know", "sideways"}, "a kind squeeze does not know"},
 	} {
-		t.Run(tc.kind.String()+"/"+tc.cause, func(t *testing.T) {
+		t.Run(tc.kind+"/"+tc.cause, func(t *testing.T) {
 			var mu sync.Mutex
 			var events []squeeze.Event
 			counters := &squeeze.Counters{}
 			m := newMiddleware(t, squeeze.WithDictionaryMatch(fleetPattern),
-				squeeze.WithSharedStore(newFailingStore(tc.err)), squeeze.WithSharedStoreTimeout(20*time.Millisecond),
+				squeeze.WithSharedStore(newFailingStore(tc.err), squeeze.SharedTimeout(20*time.Millisecond)),
 				squeeze.WithObserver(func(e squeeze.Event) {
 					counters.Observe(e)
 					if e.Kind == squeeze.SharedStoreEvent {
@@ -101,7 +108,7 @@ func TestSharedStoreFailuresAreCountedAndLoggedByKind(t *testing.T) {
 			failed := 0
 			for _, e := range events {
 				if e.Shared != squeeze.SharedError {
-					if e.SharedError != squeeze.SharedErrorNone || e.Err != nil {
+					if e.SharedError != "" || e.Err != nil {
 						t.Errorf("a %v event carries the error %v (%v)", e.Shared, e.SharedError, e.Err)
 					}
 					continue
@@ -124,12 +131,12 @@ func TestSharedStoreFailuresAreCountedAndLoggedByKind(t *testing.T) {
 			if err := json.Unmarshal([]byte(counters.String()), &got); err != nil {
 				t.Fatal(err)
 			}
-			if got.Shared.ByKind[tc.kind.String()] != int64(failed) || got.Shared.Errors != int64(failed) {
+			if got.Shared.ByKind[tc.kind] != int64(failed) || got.Shared.Errors != int64(failed) {
 				t.Errorf("counters: errors %d, by kind %v; want %d of kind %v", got.Shared.Errors, got.Shared.ByKind, failed, tc.kind)
 			}
 			logs.mu.Lock()
 			defer logs.mu.Unlock()
-			if len(logs.lines) != 1 || !strings.Contains(logs.lines[0], tc.kind.String()) || !strings.Contains(logs.lines[0], tc.cause) {
+			if len(logs.lines) != 1 || !strings.Contains(logs.lines[0], tc.kind) || !strings.Contains(logs.lines[0], tc.cause) {
 				t.Errorf("%d failures logged %q; want one line naming the kind %v and the cause %q", failed, logs.lines, tc.kind, tc.cause)
 			}
 		})
@@ -139,7 +146,7 @@ func TestSharedStoreFailuresAreCountedAndLoggedByKind(t *testing.T) {
 // Failures of two kinds are logged once each: a flood of one kind does not
 // hide the other.
 func TestSharedStoreFailuresOfEachKindAreLogged(t *testing.T) {
-	store := newFailingStore(fmt.Errorf("reply: %w", squeeze.ErrSharedBadValue))
+	store := newFailingStore(kindErr{"malformed", "bad_value"})
 	m := newMiddleware(t, squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithSharedStore(store))
 	logs := &logLines{}
 	squeeze.SetSharedStoreLog(m, logs.logf)
@@ -147,7 +154,7 @@ func TestSharedStoreFailuresOfEachKindAreLogged(t *testing.T) {
 	h := m.Handler(scripts(map[string][]byte{"/js/app.v2.js": textBody(2, 8<<10)}))
 	for i := range 20 {
 		if i == 10 {
-			store.set(fmt.Errorf("reply: %w", squeeze.ErrSharedTooLarge))
+			store.set(kindErr{"OOM", "too_large"})
 		}
 		serveAt(h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(textBody(100+i, 4<<10)))
 		time.Sleep(2 * time.Millisecond)

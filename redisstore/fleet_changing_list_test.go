@@ -72,7 +72,7 @@ func startListFleet(t *testing.T, stores []squeeze.SharedStore) *listFleet {
 		r := &fleetReplica{counters: &squeeze.Counters{}}
 		opts := []squeeze.Option{squeeze.WithDictionaryMatch(listPattern), squeeze.WithObserver(r.counters.Observe)}
 		if store != nil {
-			opts = append(opts, squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5*time.Second))
+			opts = append(opts, squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)))
 		}
 		m := squeeze.MustNew(opts...)
 		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

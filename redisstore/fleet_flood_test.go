@@ -42,7 +42,7 @@ type floodRun struct {
 // naming v1, round robin, every 100 ms; a probe that does not touch the
 // key (EXISTS) notes when it is gone. At the end a fresh replica is asked
 // for v2 naming v1.
-func runFlood(t *testing.T, srv *testtool.Redis, raw *redis.Client, files [][]byte, replicas int, d time.Duration, opts ...squeeze.Option) floodRun {
+func runFlood(t *testing.T, srv *testtool.Redis, raw *redis.Client, files [][]byte, replicas int, d time.Duration, opts ...squeeze.SharedOption) floodRun {
 	t.Helper()
 	prefix := "flood:"
 	store := func() squeeze.SharedStore { return newStore(t, srv, true, redisstore.WithPrefix(prefix)) }
@@ -164,16 +164,16 @@ func TestFleetDictionaryInUseOutlivesAFlood(t *testing.T) {
 	maxmemory, d, replicas := "3mb", 15*time.Second, 2
 	// A budget that turns the short version's Redis over in seconds, and
 	// a refresh period within that.
-	opts := []squeeze.Option{squeeze.WithSharedStoreWriteBudget(600, 64<<20)}
-	refresh, seldom := squeeze.WithSharedStoreRefreshEvery(time.Second), squeeze.WithSharedStoreRefreshEvery(10*time.Minute)
+	opts := []squeeze.SharedOption{squeeze.SharedWriteBudget(600, 64<<20)}
+	refresh, seldom := squeeze.SharedRefreshEvery(time.Second), squeeze.SharedRefreshEvery(10*time.Minute)
 	if *floodFor > 0 {
 		maxmemory, d, replicas = "6mb", *floodFor, 3
 		opts = nil
-		refresh = squeeze.WithSharedStoreRefreshEvery(squeeze.DefaultSharedStoreRefreshEvery)
+		refresh = squeeze.SharedRefreshEvery(10 * time.Second)
 	}
 	var runs [2]floodRun
 	var wg sync.WaitGroup
-	for i, o := range []squeeze.Option{refresh, seldom} {
+	for i, o := range []squeeze.SharedOption{refresh, seldom} {
 		srv, raw := startRedis(t, "--maxmemory", maxmemory, "--maxmemory-policy", "allkeys-lru")
 		wg.Go(func() { runs[i] = runFlood(t, srv, raw, files, replicas, d, append(opts, o)...) })
 	}

@@ -37,7 +37,7 @@
 //
 //	opt := &redis.Options{Addr: "redis:6380", ContextTimeoutEnabled: true,
 //		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}, Username: "squeeze", Password: password}
-//	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
+//	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), 0)
 //	store, err := redisstore.New(redis.NewClient(opt))
 //
 // # Timeouts
@@ -87,7 +87,7 @@ const (
 
 	// DefaultTimeout bounds each call when WithTimeout is not given. It is
 	// the backstop for callers without a deadline of their own and longer
-	// than squeeze's DefaultSharedStoreTimeout, so that squeeze's setting
+	// than squeeze's defaultSharedTimeout, so that squeeze's setting
 	// is the one that bounds a request's wait; within it a value at
 	// squeeze's largest limits crosses a loaded loopback or a data-centre
 	// network (docs/perf-history.md).
@@ -101,25 +101,36 @@ const (
 // ErrTooManyAbandoned is returned, wrapped, by a call made while
 // MaxAbandoned commands that timed out are still running: the server does
 // not answer and the client, without ContextTimeoutEnabled, still waits for
-// it. It wraps context.DeadlineExceeded, so squeeze counts it as a failure
-// of kind squeeze.SharedErrorTimeout.
-var ErrTooManyAbandoned error = &kindError{"redisstore: too many commands still running past their timeout", context.DeadlineExceeded}
+// it. It wraps context.DeadlineExceeded, so squeeze counts it as a
+// failure of kind "timeout".
+var ErrTooManyAbandoned error = &kindError{msg: "redisstore: too many commands still running past their timeout", err: context.DeadlineExceeded}
 
-// kindError is an error of this package that wraps the error that tells
-// squeeze its kind (see squeeze.SharedErrorKind).
+// kindError is an error of this package that tells squeeze its kind
+// (squeeze's Event.SharedError) by its SharedErrorKind method, or by the
+// error it wraps.
 type kindError struct {
 	msg  string
-	kind error
+	kind string // "too_large", "bad_value"; "" to leave it to err
+	err  error  // wrapped, if not nil
 }
 
-func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.kind }
+func (e *kindError) Error() string {
+	if e.msg == "" {
+		return e.err.Error()
+	}
+	return e.msg
+}
+
+func (e *kindError) Unwrap() error { return e.err }
+
+// SharedErrorKind tells squeeze the error's kind.
+func (e *kindError) SharedErrorKind() string { return e.kind }
 
 // withKind returns err, an error of the client, wrapped so that squeeze
 // tells its kind: the server's OOM (full, evicting nothing) is
-// squeeze.ErrSharedTooLarge, WRONGTYPE (a key of squeeze's prefix holding
-// another type) squeeze.ErrSharedBadValue. Deadlines and refused
-// connections carry their kind already.
+// "too_large", WRONGTYPE (a key of squeeze's prefix holding another type)
+// "bad_value". Deadlines and refused connections carry their kind
+// already.
 func withKind(err error) error {
 	var re redis.Error
 	if err == nil || !errors.As(err, &re) {
@@ -127,9 +138,9 @@ func withKind(err error) error {
 	}
 	switch msg := re.Error(); {
 	case strings.HasPrefix(msg, "OOM "):
-		return fmt.Errorf("%w: %w", squeeze.ErrSharedTooLarge, err)
+		return &kindError{kind: "too_large", err: err}
 	case strings.HasPrefix(msg, "WRONGTYPE "):
-		return fmt.Errorf("%w: %w", squeeze.ErrSharedBadValue, err)
+		return &kindError{kind: "bad_value", err: err}
 	}
 	return err
 }
@@ -294,7 +305,7 @@ func (s *Store) GetOrSize(ctx context.Context, key string, limit int) ([]byte, i
 		case int64:
 			return answer{nil, int(v)}, nil // longer than limit: not transferred
 		}
-		return answer{}, fmt.Errorf("%w: redisstore: Get(%q): the script answered %T", squeeze.ErrSharedBadValue, key, res)
+		return answer{}, &kindError{msg: fmt.Sprintf("redisstore: Get(%q): the script answered %T", key, res), kind: "bad_value"}
 	})
 	switch {
 	case errors.Is(err, redis.Nil):

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-
-	"github.com/squeezehttp/squeeze"
 )
 
 // This file holds the guard against a Redis that declares more than it
@@ -19,17 +17,17 @@ import (
 // ErrReplyTooLarge is returned, wrapped, by a command whose reply declares
 // more than the limit of [LimitReplies], or nests deeper than
 // go-redis's replies do: the connection is dropped before the reply is
-// read, and the command fails. It wraps squeeze.ErrSharedTooLarge, so
-// squeeze counts it as a failure of kind squeeze.SharedErrorTooLarge.
-var ErrReplyTooLarge error = &kindError{"redisstore: the server's reply declares more than the limit", squeeze.ErrSharedTooLarge}
+// read, and the command fails. squeeze counts it as a failure of kind
+// "too_large" (its SharedErrorKind).
+var ErrReplyTooLarge error = &kindError{msg: "redisstore: the server's reply declares more than the limit", kind: "too_large"}
 
 // ErrMalformedReply is returned, wrapped, by a command whose reply is not
 // RESP2 or RESP3 as go-redis reads it, or declares a length or count that
 // is negative, other than RESP2's nulls $-1 and *-1, or longer than 20
-// digits: the connection is dropped before go-redis reads the reply. It
-// wraps squeeze.ErrSharedBadValue, so squeeze counts it as a failure of
-// kind squeeze.SharedErrorBadValue.
-var ErrMalformedReply error = &kindError{"redisstore: the server's reply is not well-formed RESP", squeeze.ErrSharedBadValue}
+// digits: the connection is dropped before go-redis reads the reply.
+// squeeze counts it as a failure of kind "bad_value" (its
+// SharedErrorKind).
+var ErrMalformedReply error = &kindError{msg: "redisstore: the server's reply is not well-formed RESP", kind: "bad_value"}
 
 // ReplySlack is what a reply may declare beyond the limit given to
 // [LimitReplies]: the framing of a value and the small replies around it.
@@ -64,12 +62,11 @@ type Dialer = func(ctx context.Context, network, addr string) (net.Conn, error)
 // aggregates' elements counted at 32 bytes each, and nest at most 32
 // levels. A reply declaring more fails its command with [ErrReplyTooLarge]
 // before go-redis allocates it, and the connection is dropped. Give it the
-// value limit of squeeze's WithSharedStoreMaxValue (0 means
-// squeeze.DefaultSharedStoreMaxValue), and put it in the options of a
-// client of the Store's own:
+// value limit of squeeze's SharedMaxValue (0 means its default, 4 MiB), and
+// put it in the options of a client of the Store's own:
 //
 //	opt := &redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true}
-//	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
+//	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), 0)
 //	client := redis.NewClient(opt)
 //
 // redis.NewDialer(opt) dials as go-redis does without a Dialer, over TLS
@@ -81,7 +78,7 @@ func LimitReplies(dial Dialer, limit int) Dialer {
 		panic(fmt.Sprintf("redisstore.LimitReplies: negative limit %d", limit))
 	}
 	if limit == 0 {
-		limit = squeeze.DefaultSharedStoreMaxValue
+		limit = defaultMaxValue
 	}
 	if dial == nil {
 		var d net.Dialer
@@ -322,3 +319,6 @@ func (s *replyScanner) spend(n int64) error {
 func (s *replyScanner) tooLarge(n int64) error {
 	return fmt.Errorf("%w: %d bytes or more, over the limit of %d (LimitReplies' limit plus ReplySlack)", ErrReplyTooLarge, n, s.max)
 }
+
+// defaultMaxValue is the default of squeeze's SharedMaxValue.
+const defaultMaxValue = 4 << 20
