@@ -232,7 +232,7 @@ func (c *Counters) stats() counterStats {
 		Writes:              c.shared[SharedWritten].Load(),
 		ClaimsLost:          c.shared[SharedClaimLost].Load(),
 		WritesRefused:       c.shared[SharedRefused].Load(),
-		Refreshes:           c.shared[SharedRefreshed].Load(),
+		Refreshes:           c.shared[sharedRefreshed].Load(),
 		BytesRead:           c.sharedRead.Load(),
 		BytesWritten:        c.sharedWritten.Load(),
 		BreakerOpened:       c.shared[SharedBreakerOpened].Load(),

@@ -100,3 +100,7 @@ const (
 	DefaultLearnedPath           = defaultLearnedPath
 	DictionaryCacheControl       = dictionaryCacheControl
 )
+
+// SetSharedRefreshEvery sets how often, at most, m refreshes the key of a
+// shared dictionary it uses.
+func SetSharedRefreshEvery(m *Middleware, d time.Duration) { m.shared.refreshEvery = d }

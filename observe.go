@@ -183,9 +183,11 @@ const (
 	// Middleware's write budget had no room for it
 	// ([SharedWriteBudget]).
 	SharedRefused
-	// SharedRefreshed: the key of a shared value this replica uses was
-	// kept fresh in the store ([SharedRefreshEvery]).
-	SharedRefreshed
+	// sharedRefreshed ("refreshed", unexported so that the package's
+	// names stay few): the key of a shared dictionary this replica uses
+	// was kept fresh in the store, at most every 2 seconds, by a read
+	// that transfers no value.
+	sharedRefreshed
 	sharedResultCount
 )
 
@@ -196,7 +198,8 @@ var sharedResultNames = [sharedResultCount]string{
 
 // String returns the result's name in snake case: "hit", "miss", "error",
 // "rejected", "skipped", "written", "claim_lost", "breaker_opened",
-// "breaker_closed", "refused", "refreshed" or "none".
+// "breaker_closed", "refused", "refreshed" (a refresh of a key in use)
+// or "none".
 func (r SharedResult) String() string {
 	if r >= sharedResultCount {
 		return "SharedResult(" + strconv.Itoa(int(r)) + ")"

@@ -90,7 +90,6 @@ type config struct {
 	sharedWrites        int           // SharedWriteBudget: writes a minute
 	sharedWriteBytes    int64         // SharedWriteBudget: bytes a minute
 	sharedAdmitAfter    int           // SharedAdmitAfter
-	sharedRefreshEvery  time.Duration // SharedRefreshEvery
 	lengthHiding        int           // WithLengthHiding; 0 when off
 }
 

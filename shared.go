@@ -94,13 +94,13 @@ type shared struct {
 }
 
 // defaultSharedRefreshEvery is how often, at most, a replica keeps the
-// key of a shared dictionary it uses fresh in the store when
-// SharedRefreshEvery is not given: well within the time a
-// store sized as docs/reference.md says takes to turn over under the
-// fleet's write budget (a minute or more), so that its LRU never takes a
-// dictionary in use, for one small call per dictionary in use per
-// replica every 10 seconds.
-const defaultSharedRefreshEvery = 10 * time.Second
+// key of a shared dictionary it uses fresh in the store: well within the
+// time a store sized as docs/reference.md says takes to turn over under
+// the fleet's write budget (a minute or more), so that its LRU never takes
+// a dictionary in use, for one small call per dictionary in use per
+// replica, every 2 seconds at most and never more often than the
+// dictionary is used.
+const defaultSharedRefreshEvery = 2 * time.Second
 
 // sharedRefreshes is how many refreshes may be in flight at once; one due
 // while they fill it waits for the dictionary's next use.
@@ -151,7 +151,7 @@ func (s *shared) refresh(key string, gone func()) bool {
 			gone()
 			return
 		}
-		s.report(SharedRefreshed, 0, 0, time.Since(t0))
+		s.report(sharedRefreshed, 0, 0, time.Since(t0))
 	}()
 	return true
 }
@@ -234,10 +234,7 @@ func newShared(c *config, observe func(Event)) *shared {
 	s.asked = newRecentKeys(sharedAskedBytes, sharedAskedFor)
 	s.breaker.report, s.breaker.cooldown = s.report, sharedBreakerCooldown
 	s.errLog = newSharedErrorLog()
-	s.refreshEvery = c.sharedRefreshEvery
-	if s.refreshEvery == 0 {
-		s.refreshEvery = defaultSharedRefreshEvery
-	}
+	s.refreshEvery = defaultSharedRefreshEvery
 	return s
 }
 

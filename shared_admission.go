@@ -42,7 +42,7 @@ import (
 // makes a replica write no more than this a minute (up to 960 MiB an
 // hour; 135 MB an hour measured with values of 34 KB, where the count
 // binds): a store does not hold that for hours, and need not, since the
-// replicas keep the keys they use fresh (SharedRefreshEvery) and an LRU
+// replicas keep the keys they use fresh (defaultSharedRefreshEvery) and an LRU
 // store evicts the rest. docs/reference.md says how to size it.
 const (
 	defaultSharedWrites     = 60

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -138,7 +137,7 @@ func (s *dictStore) share(d *dictionary) {
 
 // keepFresh keeps d's key fresh in the fleet's store while this replica
 // uses d (seen: sent, named, sent as a delta against), at most once per
-// refresh period (SharedRefreshEvery) for d, once the store holds
+// refresh period (defaultSharedRefreshEvery) for d, once the store holds
 // it (written or read from there): an LRU store (Redis's allkeys-lru)
 // evicts what was touched least recently, and a replica that serves d from
 // its own copy never reads the key, so without this a flood of writes
@@ -231,29 +230,4 @@ func (s *dictStore) longestPattern() int {
 		n = max(n, len(p))
 	}
 	return n
-}
-
-// maxSharedRefreshEvery is the longest period SharedRefreshEvery takes: a
-// key refreshed less often is as good as not refreshed in a store that
-// turns over under a flood.
-const maxSharedRefreshEvery = 10 * time.Minute
-
-// SharedRefreshEvery sets how often, at most, a replica keeps fresh the
-// key of a shared dictionary it uses (sends, or sends deltas against): one
-// read that transfers no value, which marks the key used in a store that
-// evicts the least recently used (Redis's maxmemory-policy allkeys-lru),
-// and with a [SharedStoreSizer] tells the replica that the key is gone,
-// which it then writes again if it earned it, within its write budget.
-// Set it below the time your store takes to turn over under the fleet's
-// write budget (its maxmemory over the replicas' bytes a minute; see
-// docs/reference.md). The default is 10 seconds; d must be 1 second to 10
-// minutes.
-func SharedRefreshEvery(d time.Duration) SharedOption {
-	return func(c *config) error {
-		if d < time.Second || d > maxSharedRefreshEvery {
-			return fmt.Errorf("squeeze: SharedRefreshEvery(%v): the period must be 1s to %v", d, maxSharedRefreshEvery)
-		}
-		c.sharedRefreshEvery = d
-		return nil
-	}
 }

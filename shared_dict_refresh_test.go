@@ -33,8 +33,8 @@ func TestSharedDictionaryInUseIsRefreshedOncePerPeriod(t *testing.T) {
 	a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
 	learnV1(t, a)
 	const every = time.Second
-	b := newReplica(t, nil, map[string][]byte{"/js/app.v2.js": v2},
-		squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second), squeeze.SharedRefreshEvery(every)))
+	b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2})
+	squeeze.SetSharedRefreshEvery(b.m, every)
 	delta := func() {
 		t.Helper()
 		rec := serveAt(b.h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(v1))
@@ -74,8 +74,8 @@ func TestSharedDictionaryFoundGoneIsWrittenAgain(t *testing.T) {
 	v1, _ := versions(8 << 10)
 	store := newMemStore()
 	const every = time.Second
-	a := newReplica(t, nil, map[string][]byte{"/js/app.v1.js": v1},
-		squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second), squeeze.SharedRefreshEvery(every)))
+	a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
+	squeeze.SetSharedRefreshEvery(a.m, every)
 	learnV1(t, a)
 	key := "dict:" + availableKey(v1)
 	if store.value(key) == nil {

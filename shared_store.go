@@ -104,8 +104,8 @@ const maxSharedTimeout = 10 * time.Second
 //     naming those very bytes or to a URL where clients named a
 //     dictionary this replica sent (a resource that changes, written at
 //     its first send), a file once sent in a public response. A replica
-//     that uses a dictionary the store holds keeps its key fresh
-//     ([SharedRefreshEvery]), so a store that evicts the least recently
+//     that uses a dictionary the store holds keeps its key fresh (at
+//     most every 2 seconds), so a store that evicts the least recently
 //     used keeps it under a flood of writes. A replica asked for a
 //     delta against a dictionary it does not hold fetches it from s,
 //     checks its SHA-256 and that its pattern is one of this Middleware's
