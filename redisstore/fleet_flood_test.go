@@ -171,6 +171,9 @@ func (r floodRun) String() string {
 // not refresh what it uses, it shows that the flood does turn the store
 // over within the run.
 func TestFleetDictionaryInUseOutlivesAFlood(t *testing.T) {
+	if testing.Short() && *floodFor == 0 {
+		t.Skip("a flood of 20 to 60 seconds: it runs without -short (.ci/run runs it without -race)")
+	}
 	base := releases(t, 2)
 	// Scripts of 34 KB: a 3 MB Redis holds some dozens.
 	files := [][]byte{append(append([]byte{}, base[0]...), base[0]...), append(append([]byte{}, base[1]...), base[1]...)}
