@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -276,4 +277,42 @@ func TestTemplateSecretRejectsWhatItCannotFind(t *testing.T) {
 		}
 	}))
 	serve(h, http.MethodGet, "gzip")
+}
+
+// TestSecretResponsesDecodeInCurlAndTheCLIs fetches every secret page
+// with curl --compressed in each coding that isolates a secret, and
+// decodes the gzip bodies with pigz and zcat too (gzip -d and zstd -d in
+// TestSecretResponsesDecodeByteForByte).
+func TestSecretResponsesDecodeInCurlAndTheCLIs(t *testing.T) {
+	t.Parallel()
+	curl := testtool.Require(t, "curl")
+	pigz, zcat := testtool.Require(t, "pigz"), testtool.Require(t, "zcat")
+	for _, p := range secretPages(t) {
+		want, err := p.serve(httptest.NewRecorder(), secretToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newMiddleware(t).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = p.serve(w, secretToken)
+		}))
+		srv := httptest.NewServer(h)
+		for _, coding := range []string{squeeze.Zstd, squeeze.Gzip, squeeze.Deflate} {
+			out, err := exec.Command(curl, "-sS", "--fail", "--compressed", "-H", "Accept-Encoding: "+coding, srv.URL).Output()
+			if err != nil || string(out) != want {
+				t.Errorf("%s %s: curl --compressed: %d bytes, %v; want %d", p.name, coding, len(out), err, len(want))
+			}
+		}
+		rec := serveAt(h, "/", squeeze.Gzip)
+		for _, tool := range []string{pigz, zcat} {
+			cmd := exec.Command(tool, "-d", "-c")
+			if tool == zcat {
+				cmd = exec.Command(tool)
+			}
+			cmd.Stdin = bytes.NewReader(rec.Body.Bytes())
+			if out, err := cmd.Output(); err != nil || string(out) != want {
+				t.Errorf("%s: %s: %d bytes, %v; want %d", p.name, tool, len(out), err, len(want))
+			}
+		}
+		srv.Close()
+	}
 }
