@@ -150,7 +150,7 @@ func TestSecretBreachOracleByHand(t *testing.T) {
 	}
 	tokens := []string{"7f3a9c0e5b1d", "0b8e2d4c6a19", "e5d1f07a3c82", "94c6b0e2a7f1"}
 	for _, coding := range []string{squeeze.Zstd, squeeze.Gzip} {
-		for _, marked := range []bool{false, true} {
+		for _, marked := range []bool{true, false} { // marked first: the figure that matters
 			recovered := 0
 			requests := 0
 			for _, token := range tokens {
