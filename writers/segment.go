@@ -35,8 +35,8 @@ import (
 //     window, so bytes after a stored meta-block may still refer back into
 //     it. br encoders do not implement [Isolator].
 
-// Isolator is implemented by the [Encoder]s [NewEncoder] returns for zstd,
-// gzip and deflate (not br): WriteIsolated writes p as a segment of the
+// Isolator is implemented by every [Encoder] that [NewEncoder] returns for
+// zstd, gzip and deflate (not br): WriteIsolated writes p as a segment of the
 // stream compressed in a context of its own. Nothing written to the stream
 // before or after p is matched against p, and p is matched against nothing:
 // it goes out stored (zstd raw blocks, deflate stored blocks), so its encoded
