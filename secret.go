@@ -447,17 +447,26 @@ func (rw *responseWriter) feed(p []byte, given []span, final bool) error {
 }
 
 // prefixSuffix returns the length of the longest end of b, shorter than the
-// longest marked secret, that begins one.
+// longest marked secret, that begins one. For each secret it looks only at
+// the bytes of the end that equal the secret's first, so a write costs
+// about the length of the longest secret per secret, whatever its size.
 func (sec *secrets) prefixSuffix(b []byte) int {
-	for k := min(len(b), sec.longest-1); k > 0; k-- {
-		tail := b[len(b)-k:]
-		for _, m := range sec.marked {
-			if len(m) > k && bytes.HasPrefix(m, tail) {
-				return k
+	best := 0
+	for _, m := range sec.marked {
+		from := max(0, len(b)-(len(m)-1))
+		for i := from; i < len(b)-best; i++ {
+			j := bytes.IndexByte(b[i:len(b)-best], m[0])
+			if j < 0 {
+				break
+			}
+			i += j
+			if bytes.HasPrefix(m, b[i:]) {
+				best = len(b) - i
+				break
 			}
 		}
 	}
-	return 0
+	return best
 }
 
 // sendCarry sends, isolated, the bytes held back that may begin a marked
