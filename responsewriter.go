@@ -95,10 +95,10 @@ type responseWriter struct {
 	held *byte
 
 	// after is set when the handler asked for the header after choosing
-	// the status (see restoreHeader).
+	// the status (see restoreHeader), or marked a secret (secret.go): the
+	// rare states share one pointer, so that the slot, which handBack
+	// allocates, stays in its size class.
 	after *afterStatus
-	// sec is set once the handler marked a secret (secret.go).
-	sec *secrets
 
 	buf *[]byte
 	enc *pool.Encoder
@@ -168,6 +168,8 @@ type responseWriter struct {
 // trailers set since, which go out after the body.
 type afterStatus struct {
 	snapshot, late http.Header
+	// sec is the state of the secrets the handler marked (secret.go).
+	sec *secrets
 }
 
 // start readies rw, zero in its slot s, for the response to r on w. The
@@ -267,7 +269,7 @@ func (rw *responseWriter) end(completed bool) responseEnd {
 		wentWhole:      rw.state == stateSent,
 		closed:         rw.closed,
 		lengthMismatch: rw.why == ReasonLength,
-		secret:         rw.sec != nil,
+		secret:         rw.marks() != nil,
 	}
 	if e.wentWhole {
 		e.whole = rw.buffered()
@@ -420,7 +422,7 @@ func (rw *responseWriter) pass(p []byte) (int, error) {
 	case statePlain:
 		return (*wire)(rw).Write(p)
 	case stateEncoding:
-		if rw.sec != nil {
+		if rw.marks() != nil {
 			return rw.feedStream(p, nil)
 		}
 		if rw.hdr.declared >= 0 && rw.written+int64(len(p)) > rw.hdr.declared && !rw.head {
@@ -480,13 +482,13 @@ func (rw *responseWriter) advance(ev event, next []byte) error {
 		// (dictionary.go).
 		rw.offer = rw.withoutDictionary()
 	}
-	if rw.sec != nil {
+	if rw.marks() != nil {
 		// A secret goes out only in a coding that isolates it (secret.go).
 		rw.offer = rw.secretOffer()
 	}
 	f := facts{
 		responseFields: rw.hdr, status: rw.status, buffered: len(rw.buffered()), event: ev,
-		head: rw.head, ranged: rw.ranged, offered: rw.offer != nil, secret: rw.sec != nil,
+		head: rw.head, ranged: rw.ranged, offered: rw.offer != nil, secret: rw.marks() != nil,
 	}
 	if !f.typed && ev != atHeader {
 		// As net/http, sniff up to 512 bytes: what was held back, then

@@ -166,6 +166,15 @@ type secrets struct {
 	sent  int
 }
 
+// marks returns the state of the response's secrets, nil when it
+// marked none.
+func (rw *responseWriter) marks() *secrets {
+	if rw.after == nil {
+		return nil
+	}
+	return rw.after.sec
+}
+
 // span is [start, end) of a secret in a body.
 type span struct{ start, end int }
 
@@ -193,8 +202,8 @@ func (hw *handlerWriter) markSecret(s string) error {
 // after checking that the response can still take one. A response taking
 // its first secret stops teeing its body to the hooks: none may keep it.
 func (rw *responseWriter) secretState() (*secrets, error) {
-	if rw.sec != nil {
-		return rw.sec, nil
+	if sec := rw.marks(); sec != nil {
+		return sec, nil
 	}
 	switch rw.state {
 	case stateWaiting, stateHandedBack, stateFinished, stateHijacked, stateSent:
@@ -208,9 +217,12 @@ func (rw *responseWriter) secretState() (*secrets, error) {
 	if rw.state != stateWaiting && len(rw.w.Header()["Use-As-Dictionary"]) > 0 {
 		return nil, ErrSecretNotIsolated
 	}
-	rw.sec = &secrets{}
+	if rw.after == nil {
+		rw.after = &afterStatus{}
+	}
+	rw.after.sec = &secrets{}
 	rw.teeing = 0
-	return rw.sec, nil
+	return rw.after.sec, nil
 }
 
 // writeSecret writes p in a context of its own: held back with its span
@@ -337,8 +349,8 @@ func (sec *secrets) encodeWhole(enc writers.Encoder, body []byte) error {
 
 // writeWhole writes a whole body to enc, isolating the response's secrets.
 func (rw *responseWriter) writeWhole(enc writers.Encoder, body []byte) error {
-	if rw.sec != nil {
-		return rw.sec.encodeWhole(enc, body)
+	if sec := rw.marks(); sec != nil {
+		return sec.encodeWhole(enc, body)
 	}
 	_, err := enc.Write(body)
 	return err
@@ -348,11 +360,12 @@ func (rw *responseWriter) writeWhole(enc writers.Encoder, body []byte) error {
 // encoded stream that marks secrets, with the spans WriteSecret wrote into
 // them and the marked secrets isolated.
 func (rw *responseWriter) passHeld(b []byte) (int, error) {
-	if rw.sec == nil || rw.state != stateEncoding {
+	sec := rw.marks()
+	if sec == nil || rw.state != stateEncoding {
 		return rw.pass(b)
 	}
-	spans := rw.sec.spans
-	rw.sec.spans = nil
+	spans := sec.spans
+	sec.spans = nil
 	return rw.feedStream(b, spans)
 }
 
@@ -403,7 +416,7 @@ func (sec *secrets) find(b []byte, given []span) []span {
 // of p that may begin a marked secret is held back (carry) until the next
 // write tells.
 func (rw *responseWriter) feed(p []byte, given []span, final bool) error {
-	sec := rw.sec
+	sec := rw.marks()
 	data, sent := p, 0
 	if len(sec.carry) > 0 {
 		data, sent = append(sec.carry, p...), sec.sent
@@ -475,7 +488,7 @@ func (sec *secrets) prefixSuffix(b []byte) int {
 // writes. At a flush they stay the start of the next write's scan, in case
 // the secret goes on there; before an explicit secret they are done with.
 func (rw *responseWriter) sendCarry(done bool) error {
-	sec := rw.sec
+	sec := rw.marks()
 	if sec == nil || rw.enc == nil {
 		return nil
 	}
