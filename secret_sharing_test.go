@@ -57,11 +57,11 @@ func TestSecretResponseNeverStoredInTheCache(t *testing.T) {
 	} {
 		for _, proto := range testtool.Protocols() {
 			c := newCache(t, 64<<20)
-			opts := []squeeze.Option{squeeze.WithCache(c)}
+			var opts []squeeze.CacheOption
 			if tc.trusted {
-				opts = append(opts, squeeze.WithTrustedETags())
+				opts = append(opts, squeeze.CacheTrustedETags())
 			}
-			h := newMiddleware(t, opts...).Handler(sharedPage(tc.n))
+			h := newMiddleware(t, squeeze.WithCache(c, opts...)).Handler(sharedPage(tc.n))
 			t.Run(tc.name+"/"+proto.Name, func(t *testing.T) {
 				srv, cl := testtool.StartServer(t, proto.Name, proto.Major, h, false)
 				for range 3 {
@@ -169,7 +169,7 @@ func TestSecretResponseNeverReachesTheFleet(t *testing.T) {
 		store := newMemStore()
 		c := newCache(t, 64<<20)
 		m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*"),
-			squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5*time.Second))
+			squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)))
 		h := m.Handler(sharedPage(24 << 10))
 		path := "/js/app.js"
 		if marked {
