@@ -159,9 +159,17 @@ func (r *report) packageEvent(e event, out io.Writer) {
 		fmt.Fprintf(out, "ok   %s\t%.1fs\n", e.Package, e.Elapsed)
 		delete(r.pkgOut, e.Package)
 	case "fail", "build-fail":
-		// What the package printed outside its tests says why: a panic, a
-		// timeout, a build error.
-		fmt.Fprintf(out, "FAIL %s\t%.1fs\n%s", e.Package, e.Elapsed, r.pkgOut[e.Package])
+		// What the package printed outside its tests says why (a build
+		// error), or what the tests that never ended printed (a panic, a
+		// timeout).
+		fmt.Fprintf(out, "FAIL %s\t%.1fs\n", e.Package, e.Elapsed)
+		for k, b := range r.output {
+			if k.pkg == e.Package {
+				fmt.Fprintf(out, "--- unfinished: %s\n%s", k.name, b)
+				delete(r.output, k)
+			}
+		}
+		fmt.Fprintf(out, "%s", r.pkgOut[e.Package])
 		r.failures = append(r.failures, e.Package)
 		delete(r.pkgOut, e.Package)
 	}
