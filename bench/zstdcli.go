@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
+	"strings"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -21,7 +21,7 @@ type ZstdTrained struct {
 	// Full is the length of the dictionary, entropy tables included.
 	Full int
 	// CPU is the process's user and system time; MaxRSS its peak resident
-	// memory.
+	// memory, as GNU time reports it (-1 without /usr/bin/time).
 	CPU    time.Duration
 	MaxRSS int64
 }
@@ -39,16 +39,25 @@ func ZstdTrain(docs [][]byte, size int) (ZstdTrained, error) {
 	if err != nil {
 		return ZstdTrained{}, err
 	}
-	out := filepath.Join(dir, "dict")
-	cmd := exec.Command("zstd", append([]string{"-q", "--train", "--maxdict=" + strconv.Itoa(size), "-o", out}, files...)...)
+	out, rss := filepath.Join(dir, "dict"), filepath.Join(dir, "rss")
+	args := append([]string{"-q", "--train", "--maxdict=" + strconv.Itoa(size), "-o", out}, files...)
+	// GNU time reports zstd's own peak memory: a child of the Go process
+	// inherits its high-water mark through the exec.
+	timed := false
+	cmd := exec.Command("zstd", args...)
+	if _, err := os.Stat("/usr/bin/time"); err == nil {
+		cmd, timed = exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", rss, "zstd"}, args...)...), true
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		return ZstdTrained{}, fmt.Errorf("zstd --train: %w: %s", err, stderr.String())
 	}
-	t := ZstdTrained{CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		t.MaxRSS = ru.Maxrss << 10
+	t := ZstdTrained{CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), MaxRSS: -1}
+	if b, err := os.ReadFile(rss); timed && err == nil {
+		if kb, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			t.MaxRSS = kb << 10
+		}
 	}
 	full, err := os.ReadFile(out)
 	if err != nil {
