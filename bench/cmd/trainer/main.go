@@ -49,11 +49,11 @@ func main() {
 	sizesFlag := flag.String("sizes", "65536,262144,1048576", "comma-separated dictionary sizes")
 	trainers := flag.String("trainers", "zstd,ours,buildraw", "comma-separated trainers: zstd (the CLI's --train, the reference, first), ours, buildraw")
 	cliOnly := flag.Bool("cli-only", false, "encode with the zstd CLI only (for tuning)")
-	capBytes := flag.Int64("cap", 4<<20, "the most bytes of each half")
+	capBytes := flag.Int64("cap", 2<<20, "the most bytes of each half")
 	k := flag.Int("k", 0, "our trainer's segment length (0: its default)")
 	d := flag.Int("d", 0, "our trainer's d-mer length (0: its default)")
-	dczLevel := flag.Int("dcz", 19, "zstd level of the dcz encoder (klauspost/compress)")
-	dcbLevel := flag.Int("dcb", 11, "brotli quality of the dcb encoder (go-brrr)")
+	dczLevel := flag.Int("dcz", 3, "zstd level of the dcz encoder (klauspost/compress; 3 is the level squeeze serves by default)")
+	dcbLevel := flag.Int("dcb", 5, "brotli quality of the dcb encoder (go-brrr; 5 is the level squeeze serves by default)")
 	flag.Parse()
 	var sizes []int
 	for _, s := range strings.Split(*sizesFlag, ",") {
