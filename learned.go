@@ -133,8 +133,9 @@ func LearnedSamples(n int) LearnedOption {
 }
 
 // LearnedTrainingMemory sets the most a training may allocate: the
-// samples it trains on are the newest whose training fits (64 bytes
-// per sample byte and 6 MiB, the encoders that measure the result included;
+// samples it trains on are the newest whose training fits (the samples,
+// about seven bytes per dictionary byte, a table of up to 8 MiB that
+// shrinks to fit, and 6 MiB for the encoders that measure the result;
 // see docs/reference.md#learned-dictionaries). The default is
 // [DefaultLearnedTrainingMemory]; n must be at least 16 MiB.
 func LearnedTrainingMemory(n int64) LearnedOption {
