@@ -108,3 +108,9 @@ if command -v wrk >/dev/null && command -v curl >/dev/null; then
 else
 	printf '\n## Caddy: squeeze against encode\n\nNot measured: bench/caddy.sh needs wrk and curl.\n'
 fi
+
+# The dictionary trainer and the learned defaults, measured by hand
+# (cmd/trainer and cmd/learned -sites, 10-20 minutes on a loaded machine,
+# with five Debian and npm corpora): kept in results/trainer.md.
+printf '\n'
+cat "$here/results/trainer.md"

@@ -103,7 +103,7 @@ const section = `## Learned dictionaries on real pages
 Debian's git-doc package ships them (asciidoc output: one template, pages from 8 bytes to 400 KB),
 and the 766 per-locale numbers.json of the npm package cldr-numbers-full 48.2.0 (one shape of JSON,
 about 7 KB each). Each corpus is split by sorted file name, alternately: squeeze learns a dictionary
-(the default 64 KiB at most) from the first half served through a Middleware, then serves the
+(the default size at most) from the first half served through a Middleware, then serves the
 held-out half as dcb and dcz against it at its default levels (br 5, zstd 3), every body decoded and
 compared. References are the same held-out documents as br 11 and zstd 19 without a dictionary;
 dcb 11 and dcz 19 are the same dictionary at those levels. Bytes are sums over the held-out half;
@@ -122,9 +122,8 @@ of each document per coding, an httptest recorder, no network), without and with
 
 On the HTML a delta at squeeze's default br level is %.0f%% smaller than br at its best level
 (%.0f%% on the median page, whose template is most of it; the largest pages are mostly text of
-their own): beyond the 30%% the explainer reports against brotli. The dictionary is the fragments
-dict.BuildRawDict finds, in up to half of it, then the start of a median-size sample, whose long runs
-of the template the fragments miss. Made by (with git-doc installed by apt-get, and
+their own): beyond the 30%% the explainer reports against brotli. The dictionary is internal/train's
+(see [Dictionary trainer](#dictionary-trainer)). Made by (with git-doc installed by apt-get, and
 cldr-numbers-full 48.2.0 from npm pack unpacked into /tmp/cldr; the program fails, saying so, when
 either is missing; bench/stamp.sh runs it when both are there):
 
