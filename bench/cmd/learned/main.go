@@ -54,7 +54,7 @@ func main() {
 	repeat := flag.Int("repeat", 5, "times each held-out document is served per coding, for the CPU figures")
 	sites := flag.String("sites", "", "comma-separated names (a prefix each) of bench.Sites: print the served table of BENCHMARKS.md#learned-dictionaries-served-at-the-defaults for them instead")
 	npm := flag.String("npm", "/tmp/trainer-corpora", "with -sites: the directory the npm packages are unpacked under (numbers/, dates/)")
-	size := flag.Int("size", 0, "with -sites: LearnedDictionarySize (0: the default)")
+	size := flag.Int("size", 256<<10, "with -sites: LearnedDictionarySize (256 KiB is its default)")
 	capBytes := flag.Int64("cap", 4<<20, "with -sites: the most bytes of each half")
 	flag.Parse()
 	if *sites != "" {
@@ -362,9 +362,6 @@ func bestDeltas(dict, doc []byte) (int, int, error) {
 // thirds of that at least (issue 33's goal for the defaults); then the
 // server's CPU per response.
 func served(names, npm string, size int, capBytes int64, repeat int) error {
-	if size == 0 {
-		size = squeeze.DefaultLearnedDictionarySize
-	}
 	var rows, cpu []string
 	for _, site := range bench.Sites(npm) {
 		if !selected(site.Name, names) {
