@@ -102,10 +102,6 @@ go run ./cmd/benchtable -commit "$commit" -date "$(date -u '+%Y-%m-%d %H:%M UTC'
 	-machine "$machine" -rounds "$rounds" -elapsed "$((elapsed / 60)) min $((elapsed % 60)) s" \
 	-versus "$out/versus.txt" -peers "$out/peers.txt" -allocs "$out/allocs.txt" -exact "$out/exact.txt" \
 	-fleet "$out/fleet.txt" "${redis[@]}" -learned results/learned.md
-# The flood of a fleet's store, measured by hand (redisstore's
-# TestFleetDictionaryInUseOutlivesAFlood with -fleet.flood=10m, 10
-# minutes): the section of its last run, kept in results/flood.md.
-cat results/flood.md
 # The Caddy section: Caddy with squeeze against Caddy's encode, over
 # loopback with wrk (bench/caddy.sh, about 2 minutes with the build).
 if command -v wrk >/dev/null && command -v curl >/dev/null; then
