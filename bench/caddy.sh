@@ -75,8 +75,10 @@ done
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
-# start NAME HANDLERS: runs a Caddy whose site ends with HANDLERS; prints
-# its URL once it answers.
+# start NAME HANDLERS: runs a Caddy whose site ends with HANDLERS, in this
+# shell (so that cleanup stops it), and sets url[NAME] and pid[NAME] once it
+# answers.
+declare -A url pid
 start() {
 	local name=$1 handlers=$2 port
 	port=$(free_port)
@@ -96,32 +98,34 @@ start() {
 	HOME=$tmp/$name XDG_CONFIG_HOME=$tmp/$name XDG_DATA_HOME=$tmp/$name \
 		"$caddy" run --config "$tmp/$name/Caddyfile" --adapter caddyfile >"$tmp/$name/log" 2>&1 &
 	pids+=($!)
+	pid[$name]=$!
+	url[$name]="http://127.0.0.1:$port"
 	for _ in $(seq 200); do
-		curl -fso /dev/null "http://127.0.0.1:$port/ping.txt" && break
+		curl -fso /dev/null "${url[$name]}/ping.txt" && return
 		sleep 0.05
 	done
-	echo "http://127.0.0.1:$port"
+	echo "caddy: $name did not answer: $(cat "$tmp/$name/log")" >&2
+	exit 1
 }
 
 servers=(encode squeeze cache trusted)
-declare -A url
-url[encode]=$(start encode "encode zstd gzip
-	file_server")
-url[squeeze]=$(start squeeze "squeeze {
+start encode "encode zstd gzip
+	file_server"
+start squeeze "squeeze {
 		dictionary$patterns
 	}
-	file_server")
-url[cache]=$(start cache "squeeze {
+	file_server"
+start cache "squeeze {
 		dictionary$patterns
 		cache 64MiB
 	}
-	file_server")
-url[trusted]=$(start trusted "squeeze {
+	file_server"
+start trusted "squeeze {
 		dictionary$patterns
 		cache 64MiB
 		trusted_etags
 	}
-	file_server")
+	file_server"
 
 # The dictionaries squeeze remembers: each older release, as a browser
 # received it.
@@ -167,7 +171,21 @@ for b in "${bundles[@]}"; do
 	done
 done
 
-rps() { wrk -t1 -c"$conns" -d"$duration" -s "$2" "$1" | awk '/^Requests\/sec/ {print $2}'; }
+# ticks NAME: the CPU time the Caddy NAME has used, in clock ticks.
+ticks() { awk '{print $14 + $15}' "/proc/${pid[$1]}/stat"; }
+# measure NAME URL LUA: one wrk run; prints requests/s and the Caddy's CPU
+# microseconds per request.
+measure() {
+	local before after out reqs rps
+	before=$(ticks "$1")
+	out=$(wrk -t1 -c"$conns" -d"$duration" -s "$3" "$2")
+	after=$(ticks "$1")
+	reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+	rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+	awk -v rps="$rps" -v t=$((after - before)) -v n="$reqs" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN {printf "%s %.1f\n", rps, t / hz * 1e6 / n}'
+}
+declare -A cpu cpuratios
 for i in $(seq "$rounds"); do
 	echo "caddy: round $i of $rounds" >&2
 	for c in "${cases[@]}"; do
@@ -176,13 +194,15 @@ for i in $(seq "$rounds"); do
 			read -r n old new file <<<"$b"
 			[[ $n == "$name" ]] && break
 		done
-		declare -A r=()
+		declare -A r=() u=()
 		for s in "${servers[@]}"; do
-			r[$s]=$(rps "${url[$s]}/lib/$name-$new.js" "$tmp/$name-$mode.lua")
+			read -r r[$s] u[$s] < <(measure "$s" "${url[$s]}/lib/$name-$new.js" "$tmp/$name-$mode.lua")
 			runs[$c,$s]+="${r[$s]} "
+			cpu[$c,$s]+="${u[$s]} "
 		done
 		for s in squeeze cache trusted; do
 			ratios[$c,$s]+="$(awk -v s="${r[$s]}" -v e="${r[encode]}" 'BEGIN {printf "%.2f", s / e}') "
+			cpuratios[$c,$s]+="$(awk -v s="${u[$s]}" -v e="${u[encode]}" 'BEGIN {printf "%.2f", e / s}') "
 		done
 	done
 done
@@ -205,6 +225,8 @@ cat <<MD
 
 Measured at commit \`$commit\` on $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $("$caddy" version | cut -d' ' -f1), load average $load at the start, by \`bench/caddy.sh\`: Caddy built from \`caddy/cmd/caddy-squeeze\` with \`file_server\` over the published files of three npm packages, each in two releases: $files. encode: \`encode zstd gzip\`; squeeze: \`squeeze { dictionary$patterns }\`; cache: the same with \`cache 64MiB\`; trusted: with \`cache 64MiB\` and \`trusted_etags\`. full: a request as a browser without a dictionary sends it; delta: as Chromium sends it holding the older release. Requests per second: wrk, one thread, $conns connections, $duration per run, the four servers in alternation on each request, $rounds rounds; encode's median, and each squeeze's median of the per-round ratios to encode (the rounds in brackets). Bytes: the second response's, Content-Encoding beside them.
 
+Requests per second against encode's:
+
 | file | request | encode req/s | bytes: encode | squeeze | cache | trusted | squeeze / encode | cache / encode | trusted / encode |
 | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 MD
@@ -213,6 +235,19 @@ for c in "${cases[@]}"; do
 	row="| $name | $mode | $(median "${runs[$c,encode]}")"
 	for s in "${servers[@]}"; do row+=" | ${bytes[$c,$s]} ${coding[$c,$s]}"; done
 	for s in squeeze cache trusted; do row+=" | $(median "${ratios[$c,$s]}")x (${ratios[$c,$s]% })"; done
+	echo "$row |"
+done
+cat <<MD
+
+Requests per CPU second against encode's: each Caddy's CPU time (/proc, user and system) over the requests it served in the run, encode's divided by squeeze's, so above 1 means squeeze spends less CPU per response. On a loaded machine this moves less than the requests per second, which follow the share of the cores each Caddy got.
+
+| file | request | encode µs CPU per response | squeeze | cache | trusted |
+| --- | --- | ---: | ---: | ---: | ---: |
+MD
+for c in "${cases[@]}"; do
+	read -r name mode <<<"$c"
+	row="| $name | $mode | $(median "${cpu[$c,encode]}")"
+	for s in squeeze cache trusted; do row+=" | $(median "${cpuratios[$c,$s]}")x (${cpuratios[$c,$s]% })"; done
 	echo "$row |"
 done
 cat <<MD
