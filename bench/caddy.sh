@@ -21,7 +21,9 @@
 # from curl; requests per second from wrk (one thread, CONNS connections,
 # DURATION each), the four servers measured in alternation on each request
 # ROUNDS times, each figure the median of its rounds and each ratio to
-# encode's the median of the per-round ratios.
+# encode's the median of the per-round ratios; each Caddy's CPU per
+# response comes from /proc. It ends with results/caddy-profile.md, the
+# findings of a CPU profile, written by hand.
 #
 # Environment: ROUNDS (3), DURATION (5s), CONNS (4), CADDY (build one),
 # NPM_CACHE (where the bundles are kept: ~/.cache/squeeze-bench). Needs
@@ -254,3 +256,6 @@ cat <<MD
 
 wrk and the Caddies share $(nproc) cores with whatever else runs (load average $(cut -d' ' -f1 /proc/loadavg) at the end): the rates move with the load, and so, less, do the per-round ratios; compare their spread before the medians.
 MD
+# The profile's findings, written by hand (bench/results/caddy-profile.md).
+echo
+cat "$here/results/caddy-profile.md"
