@@ -82,7 +82,7 @@ type Handler struct {
 	// that a hit costs a lookup rather than an encode. Only for routes
 	// whose handlers change a strong ETag whenever the bytes change, as
 	// file_server's (from the file's size and modification time) do; see
-	// squeeze.WithTrustedETags for the risk.
+	// squeeze.CacheTrustedETags for the risk.
 	TrustedETags bool `json:"trusted_etags,omitempty"`
 	// LengthHiding, when positive, pads every encoded response with 1 to
 	// this many bytes against BREACH-style length attacks (1 to 4096);
@@ -268,10 +268,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("squeeze: cache: %w", err)
 		}
 		h.cache = cache
-		opts = append(opts, squeeze.WithCache(cache))
+		var cacheOpts []squeeze.CacheOption
 		if h.TrustedETags {
-			opts = append(opts, squeeze.WithTrustedETags())
+			cacheOpts = append(cacheOpts, squeeze.CacheTrustedETags())
 		}
+		opts = append(opts, squeeze.WithCache(cache, cacheOpts...))
 	}
 	if h.LengthHiding != 0 {
 		opts = append(opts, squeeze.WithLengthHiding(h.LengthHiding))
