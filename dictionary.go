@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math/bits"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/klauspost/compress/zstd"
 	brrr "github.com/molecule-man/go-brrr"
@@ -193,7 +195,20 @@ type dictStore struct {
 
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
+	// known finds a body remembered before without its SHA-256: by a
+	// seeded maphash of its bytes, to a weak pointer to the dictionary,
+	// whose bytes then decide (knownBody). A dictionary path sends the
+	// same body to every client, so each response after the first costs
+	// a maphash and a comparison, several times cheaper than SHA-256
+	// (BenchmarkDictStore/remember-known). At most maxKnownBodies
+	// entries, emptied when full: bookkeeping bounded by a constant.
+	// Guarded by mu.
+	known     map[uint64]weak.Pointer[dictionary]
+	knownSeed maphash.Seed
 }
+
+// maxKnownBodies bounds dictStore.known: 256 entries of about 40 bytes.
+const maxKnownBodies = 256
 
 // dictEntryBytes is what a remembered dictionary costs the budget besides
 // its bytes: the dictionary, its list element and map entry and the fixed
@@ -250,6 +265,8 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		standalone: map[string]*standaloneDictionary{},
 		static:     map[[32]byte]*dictionary{},
 		remembered: lru.New[[32]byte, *dictionary](c.dictStoreSize, nil),
+		known:      map[uint64]weak.Pointer[dictionary]{},
+		knownSeed:  maphash.MakeSeed(),
 		training:   semaphore.NewWeighted(1),
 		observe:    c.observe,
 	}
@@ -307,9 +324,16 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 		s.release(reserved)
 		return
 	}
+	sum := maphash.Bytes(s.knownSeed, body)
+	if held := s.knownBody(sum, body); held != nil {
+		s.release(reserved)
+		s.seen(held, from)
+		return
+	}
 	hash := sha256.Sum256(body)
 	if held := s.lookup(hash); held != nil {
 		s.release(reserved)
+		s.noteBody(sum, held)
 		s.seen(held, from)
 		return
 	}
@@ -317,7 +341,37 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 		body = bytes.Clone(body)
 	}
 	d := &dictionary{hash: hash, data: body, pattern: pattern}
-	s.seen(s.insert(d, int64(cap(body))+dictEntryBytes, reserved), from)
+	held := s.insert(d, int64(cap(body))+dictEntryBytes, reserved)
+	s.noteBody(sum, held)
+	s.seen(held, from)
+}
+
+// knownBody returns the dictionary held whose bytes are body, found by
+// sum, body's maphash, or nil. The comparison, not the hash, decides: a
+// collision is a miss. The dictionary must still be held (lookup, which
+// marks it used as the SHA-256 path does).
+func (s *dictStore) knownBody(sum uint64, body []byte) *dictionary {
+	s.mu.Lock()
+	wp, ok := s.known[sum]
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	d := wp.Value()
+	if d == nil || !bytes.Equal(d.data, body) {
+		return nil
+	}
+	return s.lookup(d.hash) // d.hash is the SHA-256 of d.data, so of body
+}
+
+// noteBody records that the body whose maphash is sum is held as d.
+func (s *dictStore) noteBody(sum uint64, d *dictionary) {
+	s.mu.Lock()
+	if len(s.known) >= maxKnownBodies {
+		clear(s.known)
+	}
+	s.known[sum] = weak.Make(d)
+	s.mu.Unlock()
 }
 
 // rememberServed is remember for the body of a public response sent with
