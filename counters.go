@@ -11,13 +11,14 @@ import (
 	"time"
 )
 
-// This file holds Counters, a ready-made aggregate of the Events an
-// observer receives, exportable through expvar and in the Prometheus text
+// This file holds Counters, a ready-made aggregate of what an Observer's
+// hooks receive, exportable through expvar and in the Prometheus text
 // format.
 
-// Counters aggregates each [Event] into the counters Envoy's compressor and
-// decompressor filters keep, per content coding, with the reasons responses
-// went out unencoded. Pass its Observe method to [WithObserver]. The zero
+// Counters aggregates what squeeze reports into the counters Envoy's
+// compressor and decompressor filters keep, per content coding, with the
+// reasons responses went out unencoded. Pass [Counters.Observer] to
+// [WithObserver]. The zero
 // value is ready to use; Counters is safe for concurrent use (each counter
 // is an atomic, there is no lock) and must not be copied.
 //
@@ -32,7 +33,7 @@ type Counters struct {
 	sharedRead    atomic.Int64
 	sharedWritten atomic.Int64
 	breakerOpen   atomic.Int64 // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
-	learned       [learnedResultCount]atomic.Int64
+	learned       struct{ trained, adopted, refused, deltas atomic.Int64 }
 	learnedSaved  atomic.Int64
 }
 
@@ -54,39 +55,61 @@ func codingIndex(coding string) int {
 	return len(counterCodings) - 1
 }
 
-// Observe adds e to the counters. An Event with neither Coding nor Skipped
-// set, which squeeze never sends, is ignored.
-func (c *Counters) Observe(e Event) {
+// Observer returns the hooks that add what squeeze reports to c, for
+// [WithObserver]. To feed other observers too, call these hooks from
+// one's own.
+func (c *Counters) Observer() Observer {
+	return Observer{
+		Response:    c.response,
+		RequestBody: c.requestBody,
+		SharedStore: c.sharedStore,
+		Learned:     c.learnedStep,
+	}
+}
+
+// response counts a response. One with neither Coding nor Skipped set,
+// which squeeze never reports, is ignored.
+func (c *Counters) response(e ResponseInfo) {
 	switch {
-	case e.Kind == SharedStoreEvent:
-		c.observeShared(e)
-	case e.Kind == LearnedDictionaryEvent:
-		if e.Learned != learnedNone && e.Learned < learnedResultCount {
-			c.learned[e.Learned].Add(1)
-			if e.Learned == LearnedDelta {
-				c.learnedSaved.Add(e.Out)
-			}
-		}
-	case e.Kind == RequestBodyEvent:
-		c.decompressor[codingIndex(e.Coding)].add(e)
 	case e.Coding != "":
-		c.compressor[codingIndex(e.Coding)].add(e)
-	case e.Skipped != ReasonNone && e.Skipped < reasonCount:
+		c.compressor[codingIndex(e.Coding)].add(e.In, e.Out, e.Elapsed, e.Cached, e.Dictionary)
+	case e.Skipped != reasonNone && e.Skipped < reasonCount:
 		r := &c.notCompressed[e.Skipped]
 		r.count.Add(1)
 		r.bytes.Add(e.Out)
 	}
 }
 
-// observeShared counts a SharedStoreEvent.
-func (c *Counters) observeShared(e Event) {
-	if e.Shared == sharedNone || e.Shared >= sharedResultCount {
+// requestBody counts a decoded request body.
+func (c *Counters) requestBody(e RequestBodyInfo) {
+	c.decompressor[codingIndex(e.Coding)].add(e.Decoded, e.Compressed, e.Elapsed, false, false)
+}
+
+// learnedStep counts a learned dictionary's step; unknown steps are
+// ignored.
+func (c *Counters) learnedStep(e LearnedInfo) {
+	switch e.Step {
+	case learnedTrained:
+		c.learned.trained.Add(1)
+	case learnedAdopted:
+		c.learned.adopted.Add(1)
+	case learnedRefused:
+		c.learned.refused.Add(1)
+	case learnedDelta:
+		c.learned.deltas.Add(1)
+		c.learnedSaved.Add(e.Saved)
+	}
+}
+
+// sharedStore counts a shared-store call.
+func (c *Counters) sharedStore(e SharedStoreInfo) {
+	if e.Result == sharedNone || e.Result >= sharedResultCount {
 		return
 	}
-	c.shared[e.Shared].Add(1)
-	c.sharedRead.Add(e.In)
-	c.sharedWritten.Add(e.Out)
-	switch e.Shared {
+	c.shared[e.Result].Add(1)
+	c.sharedRead.Add(e.Read)
+	c.sharedWritten.Add(e.Written)
+	switch e.Result {
 	case SharedBreakerOpened:
 		c.breakerOpen.Store(1)
 	case SharedBreakerClosed:
@@ -94,15 +117,15 @@ func (c *Counters) observeShared(e Event) {
 	}
 }
 
-func (cc *codingCounters) add(e Event) {
+func (cc *codingCounters) add(plain, wire int64, elapsed time.Duration, cached, dictionary bool) {
 	cc.count.Add(1)
-	cc.plain.Add(e.In)
-	cc.wire.Add(e.Out)
-	cc.nanos.Add(int64(e.Elapsed))
-	if e.Cached {
+	cc.plain.Add(plain)
+	cc.wire.Add(wire)
+	cc.nanos.Add(int64(elapsed))
+	if cached {
 		cc.cached.Add(1)
 	}
-	if e.Dictionary {
+	if dictionary {
 		cc.dictionary.Add(1)
 	}
 }
@@ -209,7 +232,7 @@ func (c *Counters) stats() counterStats {
 			ds.DecodeSeconds += x.DecodeSeconds
 		}
 	}
-	for r := ReasonNone + 1; r < reasonCount; r++ {
+	for r := reasonNone + 1; r < reasonCount; r++ {
 		x := skippedStats{c.notCompressed[r].count.Load(), c.notCompressed[r].bytes.Load()}
 		cs.Reasons[r.String()] = x
 		cs.NotCompressed += x.NotCompressed
@@ -231,10 +254,10 @@ func (c *Counters) stats() counterStats {
 		BreakerOpen:         c.breakerOpen.Load(),
 	}
 	s.LearnedDictionary = learnedStats{
-		Trained:       c.learned[LearnedTrained].Load(),
-		Adopted:       c.learned[LearnedAdopted].Load(),
-		RefusedBudget: c.learned[LearnedRefused].Load(),
-		Deltas:        c.learned[LearnedDelta].Load(),
+		Trained:       c.learned.trained.Load(),
+		Adopted:       c.learned.adopted.Load(),
+		RefusedBudget: c.learned.refused.Load(),
+		Deltas:        c.learned.deltas.Load(),
 		BytesSaved:    c.learnedSaved.Load(),
 	}
 	return s
@@ -263,7 +286,7 @@ func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).S
 // shared_store counts the calls to the store of [WithSharedStore] by
 // [SharedResult]; breaker_open is 1 while its breaker is open.
 // learned_dictionary counts each [LearnedResult] of [WithLearnedDictionary];
-// bytes_saved is the estimate [LearnedDelta] reports. The totals are the sums over "codings" and "reasons"; a coding appears
+// bytes_saved is the estimate [LearnedInfo] reports for a "delta" step. The totals are the sums over "codings" and "reasons"; a coding appears
 // once it has been counted, every reason always.
 func (c *Counters) String() string {
 	b, err := json.Marshal(c.stats())

@@ -29,7 +29,7 @@ const (
 // reports as Skipped, and the reasons are chosen in one place, the
 // middleware's compress-or-not decision, so what the observer counts is
 // what the middleware did.
-// [ReasonNone] goes with an encoded response; every other value names why a
+// The zero Reason goes with an encoded response; every other value names why a
 // response that squeeze handled was sent as the handler wrote it.
 type Reason uint8
 
@@ -37,8 +37,8 @@ type Reason uint8
 // the others, so that no value changes; each one's String is a stable name
 // for metrics.
 const (
-	// ReasonNone: the response was encoded (or is not decided yet).
-	ReasonNone Reason = iota
+	// reasonNone: the response was encoded (or is not decided yet).
+	reasonNone Reason = iota
 	// ReasonStatus: 1xx, 204 and 304 responses have no body.
 	ReasonStatus
 	// ReasonPartial: a 206 or a Content-Range describes the plain bytes.
@@ -73,12 +73,12 @@ const (
 	// in flight, so it went out as it is.
 	ReasonNoRoom
 
-	// reasonCount is the number of reasons, ReasonNone included.
+	// reasonCount is the number of reasons, reasonNone included.
 	reasonCount
 )
 
 var reasonNames = [reasonCount]string{
-	ReasonNone:           "none",
+	reasonNone:           "none",
 	ReasonStatus:         "status",
 	ReasonPartial:        "partial_content",
 	ReasonAlreadyEncoded: "already_encoded",
@@ -95,7 +95,7 @@ var reasonNames = [reasonCount]string{
 }
 
 // String returns the reason's name in snake case, as the [Counters] export
-// it: "too_small", "content_type", and "none" for [ReasonNone].
+// it: "too_small", "content_type", and "none" for the zero Reason.
 func (r Reason) String() string {
 	if r >= reasonCount {
 		return "Reason(" + strconv.Itoa(int(r)) + ")"
@@ -107,7 +107,7 @@ func (r Reason) String() string {
 // on Accept-Encoding: its content could have been encoded for another
 // request. Such a response carries Vary: Accept-Encoding, encoded or not.
 func (r Reason) varies() bool {
-	return r == ReasonNone || r >= ReasonRange
+	return r == reasonNone || r >= ReasonRange
 }
 
 // variesWith reports whether a response sent for why, with facts f and
@@ -298,14 +298,14 @@ func (m *Middleware) decide(f *facts) (verdict, Reason, need) {
 	case f.noTransform:
 		return sendPlain, ReasonNoTransform, 0
 	case f.precoded:
-		return sendEncoded, ReasonNone, 0
+		return sendEncoded, reasonNone, 0
 	case !f.typed && f.event <= atWrite:
 		// No byte to sniff yet. A body declared longer than the buffer is
 		// decided on its first bytes; any other waits for its end.
 		if f.declared > int64(m.buffers.Size()) {
-			return wait, ReasonNone, needBytes
+			return wait, reasonNone, needBytes
 		}
-		return wait, ReasonNone, needEnd
+		return wait, reasonNone, needEnd
 	case !f.typed:
 		// Nothing to sniff: an empty body, or a flush before any byte.
 		return sendPlain, ReasonContentType, 0
@@ -343,9 +343,9 @@ func (m *Middleware) decide(f *facts) (verdict, Reason, need) {
 		// A whole body of fewer than two bytes never comes out smaller.
 		return sendPlain, ReasonNoGain, 0
 	case f.event >= atOverflow || n > int64(m.buffers.Size()):
-		return sendEncoded, ReasonNone, 0
+		return sendEncoded, reasonNone, 0
 	}
-	return wait, ReasonNone, needEnd
+	return wait, reasonNone, needEnd
 }
 
 // bodyAllowed reports whether a response with this final status has a body:

@@ -169,7 +169,7 @@ type dictStore struct {
 	learned  []*learnedRoute
 	training *semaphore.Weighted
 	jobs     sync.WaitGroup
-	observe  func(Event)
+	observe  func(LearnedInfo)
 
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
@@ -231,7 +231,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		static:     map[[32]byte]*dictionary{},
 		remembered: lru.New[[32]byte, *dictionary](c.dictStoreSize, nil),
 		training:   semaphore.NewWeighted(1),
-		observe:    c.observe,
+		observe:    c.observer.Learned,
 	}
 	for _, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))

@@ -48,7 +48,7 @@ func TestFileServerEncodesNoMoreThanItsStoreKeeps(t *testing.T) {
 	}{
 		// The cache keeps entries of up to an eighth of its 4 MiB, and
 		// has room for the encoders' memory, which encodings claim too.
-		{"file the cache keeps", 16 << 10, 3, true, squeeze.ReasonNone},             // hash, encode, upgrade
+		{"file the cache keeps", 16 << 10, 3, true, squeeze.Reason(0)},              // hash, encode, upgrade
 		{"file the cache cannot keep", 768 << 10, 6, false, squeeze.ReasonTooLarge}, // each body
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -96,8 +96,8 @@ func TestFileServerDeltaReservesItsEncoderAtTheMiddlewaresLevel(t *testing.T) {
 		accept, coding string
 		skipped        Reason
 	}{
-		{3, "dcz, br", DCZ, ReasonNone},
-		{19, "dcz, br", Brotli, ReasonNone},
+		{3, "dcz, br", DCZ, reasonNone},
+		{19, "dcz, br", Brotli, reasonNone},
 		{19, "dcz", "", ReasonNoRoom},
 	} {
 		t.Run("zstd "+strconv.Itoa(tc.level)+" "+tc.accept, func(t *testing.T) {

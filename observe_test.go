@@ -141,7 +141,7 @@ func TestObserverSaysWhyAResponseWentOutPlain(t *testing.T) {
 	}
 	// ReasonNoEncoder needs an encoder that New's validation lets through
 	// and that then fails: none of squeeze's.
-	for r := squeeze.ReasonNone + 1; r < squeeze.ReasonNoEncoder; r++ {
+	for r := squeeze.Reason(0) + 1; r < squeeze.ReasonNoEncoder; r++ {
 		if !reached[r] {
 			t.Errorf("no case reports Skipped %v", r)
 		}
@@ -186,7 +186,7 @@ func TestObserverCountsThePlainAndWireBytesOfEncodedResponses(t *testing.T) {
 					checkBody(t, rec.Header(), rec.Body.Bytes(), tt.body)
 				}
 				e := got.only(t)
-				if e.Kind != squeeze.ResponseEvent || e.Coding != coding || e.Skipped != squeeze.ReasonNone || e.Cached || e.Dictionary {
+				if e.Kind != squeeze.ResponseEvent || e.Coding != coding || e.Skipped != squeeze.Reason(0) || e.Cached || e.Dictionary {
 					t.Errorf("event %+v; want a response event with Coding %s and nothing skipped", e, coding)
 				}
 				if e.In != int64(len(tt.body)) || e.Out != int64(rec.Body.Len()) {
@@ -303,7 +303,7 @@ func TestObserverReportsEachDecodedRequestBodyOnce(t *testing.T) {
 				t.Fatalf("%d request body events, want 1: %+v", len(body), body)
 			}
 			e := body[0]
-			if e.Coding != tt.wantCode || e.Skipped != squeeze.ReasonNone || e.In != tt.wantIn {
+			if e.Coding != tt.wantCode || e.Skipped != squeeze.Reason(0) || e.In != tt.wantIn {
 				t.Errorf("event %+v; want Coding %q and In %d", e, tt.wantCode, tt.wantIn)
 			}
 			if tt.wantOut >= 0 && e.Out != tt.wantOut || tt.wantOut < 0 && (e.Out <= 0 || e.Out > int64(len(tt.wire))) {
@@ -318,7 +318,7 @@ func TestObserverReportsEachDecodedRequestBodyOnce(t *testing.T) {
 
 func TestReasonNamesAreDistinctMetricLabels(t *testing.T) {
 	seen := map[string]squeeze.Reason{}
-	for r := squeeze.ReasonNone; r < squeeze.ReasonCount; r++ {
+	for r := squeeze.Reason(0); r < squeeze.ReasonCount; r++ {
 		name := r.String()
 		if name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz_") != "" {
 			t.Errorf("Reason(%d).String() = %q, want snake_case", r, name)

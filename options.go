@@ -81,7 +81,7 @@ type config struct {
 	maxDecompressedSize int64
 	noRequestDecoding   bool
 	decoderMemory       int64
-	observe             func(Event)
+	observer            Observer
 	cache               *Cache
 	trustETags          bool          // CacheTrustedETags
 	shared              SharedStore   // WithSharedStore

@@ -114,7 +114,7 @@ func (r *learnedRoute) poll() {
 		return
 	}
 	if r.publish(r.newLearnedDict(d.data, p.gen)) {
-		r.s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedAdopted, Out: int64(len(d.data))})
+		r.s.report(LearnedInfo{Step: learnedAdopted, Size: int64(len(d.data))})
 	}
 }
 
