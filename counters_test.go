@@ -60,7 +60,7 @@ func readCounters(t *testing.T, v expvar.Var) counterJSON {
 func TestCountersAgreeWithTheResponsesSent(t *testing.T) {
 	var counters squeeze.Counters
 	expvar.Publish("squeeze_test_counters", &counters)
-	m := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd, squeeze.Gzip), squeeze.WithObserver(counters.Observe))
+	m := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd, squeeze.Gzip), squeeze.WithObserver(counters.Observer()))
 	type tally struct{ n, plain, wire int64 }
 	codings := map[string]*tally{}
 	reasons := map[string]*tally{}
@@ -315,6 +315,7 @@ func TestPrometheusLabelValuesAreEscaped(t *testing.T) {
 
 func TestCountersAreSafeForConcurrentUse(t *testing.T) {
 	var counters squeeze.Counters
+	obs := counters.Observer()
 	const goroutines, each = 8, 500
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -322,11 +323,11 @@ func TestCountersAreSafeForConcurrentUse(t *testing.T) {
 			for i := range each {
 				switch i % 3 {
 				case 0:
-					counters.Observe(squeeze.Event{Coding: squeeze.Zstd, In: 100, Out: 10})
+					obs.Response(squeeze.ResponseInfo{Coding: squeeze.Zstd, In: 100, Out: 10})
 				case 1:
-					counters.Observe(squeeze.Event{Skipped: squeeze.ReasonTooSmall, In: 5, Out: 5})
+					obs.Response(squeeze.ResponseInfo{Skipped: squeeze.ReasonTooSmall, In: 5, Out: 5})
 				default:
-					counters.Observe(squeeze.Event{Kind: squeeze.RequestBodyEvent, Coding: squeeze.Gzip, In: 50, Out: 7})
+					obs.RequestBody(squeeze.RequestBodyInfo{Coding: squeeze.Gzip, Decoded: 50, Compressed: 7})
 				}
 				if g == 0 && i%50 == 0 {
 					_ = counters.String()

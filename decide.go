@@ -25,8 +25,8 @@ const (
 	sendEncoded
 )
 
-// Reason says why a response went out unencoded. It is what an [Event]
-// reports as Skipped, and the reasons are chosen in one place, the
+// Reason says why a response went out unencoded. It is what
+// [ResponseInfo] reports as Skipped, and the reasons are chosen in one place, the
 // middleware's compress-or-not decision, so what the observer counts is
 // what the middleware did.
 // The zero Reason goes with an encoded response; every other value names why a

@@ -6,8 +6,8 @@
 // [WithBufferSize]) to decide whether compressing is worth it: bodies below
 // [WithMinSize], content types outside [WithContentTypes], bodiless statuses,
 // ranges, already-encoded bodies and Cache-Control: no-transform go out
-// unchanged. Every such reason is a case of one decision, which an [Event]
-// reports as its [Reason]. A body
+// unchanged. Every such reason is a case of one decision, which
+// [Observer].Response reports as its [Reason]. A body
 // that may be encoded and that ends within the buffer, or whose declared
 // Content-Length fits in it, is sent in one piece with a Content-Length, or
 // as it is when encoding would not make it smaller; a longer one, or one the

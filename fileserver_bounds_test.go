@@ -55,10 +55,10 @@ func TestFileServerEncodesNoMoreThanItsStoreKeeps(t *testing.T) {
 			js := textBody(31, tc.size)
 			var read atomic.Int64
 			fsys := readCountingFS{FS: fstest.MapFS{"app.js": {Data: js, ModTime: fsModTime}}, n: &read}
-			var events []squeeze.Event
+			var events []squeeze.ResponseInfo
 			var mu sync.Mutex
 			m := newMiddleware(t, squeeze.WithEncodings(squeeze.Gzip), squeeze.WithCache(newCache(t, 4<<20)),
-				squeeze.WithObserver(func(e squeeze.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }))
+				squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) { mu.Lock(); events = append(events, e); mu.Unlock() }}))
 			h, _ := fileServer(t, m, fsys)
 			for i := range 6 {
 				w := fsGet(h, "GET", "/app.js", "Accept-Encoding", "gzip")

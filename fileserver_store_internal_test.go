@@ -103,7 +103,7 @@ func TestFileServerDeltaReservesItsEncoderAtTheMiddlewaresLevel(t *testing.T) {
 		t.Run("zstd "+strconv.Itoa(tc.level)+" "+tc.accept, func(t *testing.T) {
 			var skipped atomic.Value
 			m, err := New(WithDictionaryMatch("/app.*.js"), WithLevel(Zstd, tc.level),
-				WithObserver(func(e Event) { skipped.Store(e.Skipped) }))
+				WithObserver(Observer{Response: func(e ResponseInfo) { skipped.Store(e.Skipped) }}))
 			if err != nil {
 				t.Fatal(err)
 			}

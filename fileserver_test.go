@@ -590,12 +590,12 @@ func TestFileServerReportsEvents(t *testing.T) {
 	js := textBody(15, 20000)
 	files := map[string][]byte{"app.js": js, "app.js.gz": encodeAt(t, "gzip", 1, js), "img.png": randomBody(1, 5000)}
 	var mu sync.Mutex
-	var events []squeeze.Event
-	m := newMiddleware(t, squeeze.WithObserver(func(e squeeze.Event) {
+	var events []squeeze.ResponseInfo
+	m := newMiddleware(t, squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()
-	}))
+	}}))
 	h, _ := fileServer(t, m, fstest.MapFS{
 		"app.js": {Data: files["app.js"]}, "app.js.gz": {Data: files["app.js.gz"]}, "img.png": {Data: files["img.png"]},
 	})
@@ -670,7 +670,7 @@ func TestFileServerReportsTheReasonsTheMiddlewareWould(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got events
-			m := newMiddleware(t, squeeze.WithObserver(got.observe))
+			m := newMiddleware(t, squeeze.WithObserver(squeeze.Observer{Response: got.observe}))
 			fsrv, _ := fileServer(t, m, fsys)
 			for _, h := range []struct {
 				name string
@@ -737,7 +737,7 @@ func TestFileServerReasonsOfItsOwn(t *testing.T) {
 				// bookkeeping.
 				tc.path, c = strings.TrimSuffix(tc.path, "?tiny"), newCache(t, 1000)
 			}
-			m := newMiddleware(t, squeeze.WithObserver(got.observe), squeeze.WithCache(c))
+			m := newMiddleware(t, squeeze.WithObserver(squeeze.Observer{Response: got.observe}), squeeze.WithCache(c))
 			fsrv, _ := fileServer(t, m, fsys)
 			method := "GET"
 			if len(tc.hdr) == 2 && tc.hdr[0] == "X-Method" {

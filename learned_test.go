@@ -84,7 +84,7 @@ func trainSearch(t *testing.T, m *squeeze.Middleware, h http.Handler, first, n i
 
 func TestLearnedDictionaryMakesLaterPagesDeltas(t *testing.T) {
 	var counters squeeze.Counters
-	m := newMiddleware(t, squeeze.WithObserver(counters.Observe),
+	m := newMiddleware(t, squeeze.WithObserver(counters.Observer()),
 		squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
 	h := m.Handler(searchHandler("shop"))
 	if rec := serveAt(h, "/search/0", "br"); learnedLink(rec.Header()) != "" {

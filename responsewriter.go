@@ -949,7 +949,7 @@ func (rw *responseWriter) keepBuffer(b *[]byte) {
 
 // wire is the response writer seen as the destination of the body bytes
 // sent: encoders and the plain path write through it, and it counts what
-// the underlying writer took in sent, for [Event].Out. A conversion of the
+// the underlying writer took in sent, for [ResponseInfo].Out. A conversion of the
 // per-response writer, it costs neither an allocation nor a field.
 type wire responseWriter
 

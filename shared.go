@@ -166,7 +166,7 @@ func newShared(c *config, observe func(SharedStoreInfo)) *shared {
 	return s
 }
 
-// report sends a SharedStoreEvent to the observer, if any.
+// report sends a SharedStoreInfo to the observer, if any.
 func (s *shared) report(r SharedResult, in, out int64, elapsed time.Duration) {
 	if s.observe != nil {
 		s.observe(SharedStoreInfo{Result: r, Read: in, Written: out, Elapsed: elapsed})

@@ -40,7 +40,7 @@ type replica struct {
 func newReplica(t *testing.T, store squeeze.SharedStore, files map[string][]byte, opts ...squeeze.Option) *replica {
 	t.Helper()
 	r := &replica{counters: &squeeze.Counters{}}
-	all := []squeeze.Option{squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observe)}
+	all := []squeeze.Option{squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observer())}
 	if store != nil {
 		// A timeout far above the store's latency: these tests pin what
 		// is shared, not how fast; those that pin the timeout set theirs.

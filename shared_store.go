@@ -143,7 +143,7 @@ const maxSharedTimeout = 10 * time.Second
 // read or written hold at most 8 times that limit at once, a read holding
 // the limit, or with a [SharedStoreSizer] the value's own length, and a
 // call that would go beyond it is skipped. The
-// observer ([WithObserver], [Counters]) receives a [SharedStoreEvent] for
+// observer ([WithObserver], [Counters]) receives a [SharedStoreInfo] for
 // each call and breaker change.
 //
 // opts tune the sharing. A nil s is an error.

@@ -65,7 +65,7 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 		return nil, err
 	}
 	compress, err := squeeze.New(append(dictionaryOptions(), squeeze.WithMaxDecompressedSize(maxUpload),
-		squeeze.WithObserver(counters.Observe), squeeze.WithCache(cache))...)
+		squeeze.WithObserver(counters.Observer()), squeeze.WithCache(cache))...)
 	if err != nil {
 		return nil, err
 	}
