@@ -148,20 +148,14 @@ type CacheStats struct {
 	// Evictions counts the entries removed to make room.
 	Evictions int64
 	// Upgrades counts the entries replaced by a smaller encoding at the
-	// coding's best level (or a lesser one when the budget has no room for
-	// the best level's encoder); UpgradesDropped the upgrades not attempted
-	// because the queue was full, the cache closed, or the budget had no
-	// room for the encoder and the bytes it works on.
+	// coding's best level; UpgradesDropped the upgrades not attempted (the
+	// queue full, the cache closed, or no room in the budget).
 	Upgrades, UpgradesDropped int64
-	// UpgradesShared counts the upgrades taken, verified, from the
-	// fleet's store ([WithSharedStore]) instead of encoded here; they are
-	// counted in Upgrades too.
+	// UpgradesShared counts the upgrades taken, verified, from
+	// [WithSharedStore]; they are counted in Upgrades too.
 	UpgradesShared int64
-	// Entries and Bytes are what the cache holds now. Bytes counts the
-	// encoded bytes, the plain bytes that entries found by content keep,
-	// and an estimate of each entry's bookkeeping, and what work in flight
-	// holds: streams being stored, and upgrades with an estimate of their
-	// encoder's memory. It never exceeds MaxBytes.
+	// Entries and Bytes are what the cache holds now, Bytes counting work
+	// in flight and bookkeeping too; it never exceeds MaxBytes.
 	Entries, Bytes, MaxBytes int64
 }
 

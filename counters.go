@@ -266,28 +266,12 @@ func (c *Counters) stats() counterStats {
 func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).Seconds() }
 
 // String returns the counters as a JSON object, for [expvar.Publish]:
-//
-//	{"compressor": {"compressed": 3, "not_compressed": 1,
-//	    "total_uncompressed_bytes": 48000, "total_compressed_bytes": 9100,
-//	    "content_length_too_small": 1, "not_compressed_bytes": 300,
-//	    "encode_seconds": 0.0004, "cached": 0, "dictionary": 0,
-//	    "codings": {"zstd": {"compressed": 3, ...}},
-//	    "reasons": {"too_small": {"not_compressed": 1, "not_compressed_bytes": 300}, ...}},
-//	 "decompressor": {"decompressed": 1, "total_uncompressed_bytes": 4000,
-//	    "total_compressed_bytes": 700, "decode_seconds": 0.00002,
-//	    "codings": {"gzip": {...}}},
-//	 "shared_store": {"hits": 4, "misses": 1, "errors": 0,
-//	    "verifications_failed": 0, "skipped": 0, "writes": 2, "claims_lost": 0,
-//	    "writes_refused": 0, "bytes_read": 81920, "bytes_written": 40960,
-//	    "breaker_opened": 0, "breaker_open": 0},
-//	 "learned_dictionary": {"trained": 1, "adopted": 0, "refused_budget": 0,
-//	    "deltas": 40, "bytes_saved": 120000}}
-//
-// shared_store counts the calls to the store of [WithSharedStore] by
-// [SharedResult]; breaker_open is 1 while its breaker is open.
-// learned_dictionary counts each [LearnedResult] of [WithLearnedDictionary];
-// bytes_saved is the estimate [LearnedInfo] reports for a "delta" step. The totals are the sums over "codings" and "reasons"; a coding appears
-// once it has been counted, every reason always.
+// "compressor" and "decompressor" with Envoy's names, totals and
+// per-coding and per-reason counts, "shared_store" counting each
+// [SharedResult] (breaker_open is 1 while the breaker is open), and
+// "learned_dictionary" counting each learned step (bytes_saved the
+// estimate of the "delta" steps). A coding appears once counted, every
+// reason always. docs/reference.md ("Observability") shows an example.
 func (c *Counters) String() string {
 	b, err := json.Marshal(c.stats())
 	if err != nil {

@@ -897,21 +897,15 @@ type standaloneConfig struct {
 // "/static/app.*.js" or "/api/*"; the other special characters of
 // URLPattern ( "(){}:\?+#" ) are errors.
 //
-// A GET 200 response to a matching path, of a content type
-// [WithContentTypes] allows, carries Use-As-Dictionary: match="<pattern>",
-// and its plain body is remembered (see [WithDictionaryStoreSize]), unless
-// it may not be shared beyond its client: Cache-Control private or
-// no-store, Set-Cookie, Vary: *, or an answer to a request with
-// Authorization or Cookie without Cache-Control: public. Such a response
-// is not sent as a delta against a remembered dictionary either, only
-// against one of [WithDictionary]. A later
-// request whose path matches the same pattern, naming that body in
-// Available-Dictionary and [DCZ] or [DCB] in Accept-Encoding, gets the
-// response as a delta against it when it comes from the same origin, or
-// from another origin of the same site in CORS mode and the response's
-// Access-Control-Allow-Origin names that origin or is "*" (a script on a
-// static subdomain loaded with crossorigin); never from another site. Every response to a
-// matching path carries Vary: Accept-Encoding, Available-Dictionary, Sec-Fetch-Site.
+// A public GET 200 response to a matching path, of a type
+// [WithContentTypes] allows, carries Use-As-Dictionary and is remembered
+// (see [WithDictionaryStoreSize]); a private one (Cache-Control private or
+// no-store, Set-Cookie, Vary: *, or credentials without Cache-Control:
+// public) is neither remembered nor sent as a delta against a remembered
+// dictionary. A later request naming that body in Available-Dictionary and
+// [DCZ] or [DCB] in Accept-Encoding gets a delta, from the same origin or,
+// in CORS mode, one the response's Access-Control-Allow-Origin allows;
+// never from another site. Details: docs/reference.md ("Dictionaries").
 //
 // Calls add up: two calls match the patterns of both (a pattern an earlier
 // call gave counts once); within one call a pattern listed twice is an
@@ -945,16 +939,10 @@ func WithDictionaryMatch(patterns ...string) Option {
 // positive. Dictionaries of [WithDictionary], and the state built for them,
 // do not count.
 //
-// The budget counts all the store holds for a remembered dictionary: its
-// bytes (the capacity kept), 1 KiB for its entry and offers, and, from the
-// first dcb request against it, the tables go-brrr prepares for it, charged
-// before they are built: 4 bytes per dictionary byte plus 256 KiB of hash
-// heads (more past 2 MiB; about 265 KiB for a 2 KiB dictionary, 4.3 MiB for
-// 1 MiB). When they do not fit, even alone, the client gets dcz if it named
-// it, else no delta. Beyond the budget squeeze holds only the encoders, in
-// use by responses or idle in a dictionary's pool until two garbage
-// collections pass, and the tables of a dictionary evicted while a response
-// was using them, until it ends (see docs/internals.md#the-dictionary-store).
+// The budget counts all the store holds for a remembered dictionary, the
+// dcb tables built for it included (charged before they are built; when
+// they do not fit, the client gets dcz or no delta); docs/internals.md
+// ("The dictionary store") says what else is held beyond it.
 func WithDictionaryStoreSize(n int64) Option {
 	return func(c *config) error {
 		if n <= 0 {

@@ -9,18 +9,14 @@ import (
 // the struct each receives, and the reporter that calls the response hook.
 // Counters (counters.go) aggregates what the hooks receive.
 
-// Observer holds the hooks [WithObserver] calls, one per kind of work, in
-// the manner of net/http/httptrace.ClientTrace: any may be nil, and a nil
-// hook costs nothing (squeeze does not read the clock for it). Hooks run on
-// the goroutine doing the work, must be safe for concurrent use and should
-// be quick: they delay what they report. [Counters.Observer] returns hooks
-// that feed a Counters.
+// Observer holds the hooks [WithObserver] calls, one per kind of work, as
+// [net/http/httptrace.ClientTrace] does: any may be nil, costing nothing.
+// Hooks run on the goroutine doing the work, must be safe for concurrent
+// use and quick. [Counters.Observer] returns hooks that feed a Counters.
 type Observer struct {
-	// Response is called once per response squeeze handled, when the
-	// handler has returned and the response is complete. Protocol
-	// upgrades, hijacked connections, the 413 and 415 answers to request
-	// bodies squeeze cannot decode, and responses whose handler panicked
-	// before anything was decided are not reported.
+	// Response is called once per response squeeze handled, when it is
+	// complete (not for upgrades, hijacked connections, or the 413 and
+	// 415 answers to bodies squeeze cannot decode).
 	Response func(ResponseInfo)
 	// RequestBody is called once per request body squeeze decoded, when
 	// the body is closed or the handler returns.
@@ -49,13 +45,10 @@ type ResponseInfo struct {
 	// its output to the connection). It is zero for a response sent
 	// unencoded, except for [ReasonNoGain]: the time spent finding out.
 	Elapsed time.Duration
-	// Cached is set when the encoded bytes were not encoded for this
-	// response: they came from the [Cache], or from a
-	// [Middleware.FileServer]'s sibling file or store of encoded files.
-	Cached bool
-	// Dictionary is set when the response was encoded with a compression
-	// dictionary (RFC 9842, dcz or dcb).
-	Dictionary bool
+	// Cached: the encoded bytes came from the [Cache], or from a
+	// [Middleware.FileServer]'s sibling or store. Dictionary: they were
+	// encoded against a compression dictionary (dcz or dcb).
+	Cached, Dictionary bool
 }
 
 // RequestBodyInfo describes a request body squeeze decoded.
@@ -117,20 +110,16 @@ const (
 	sharedNone SharedResult = iota
 	// SharedHit: a value was read and passed verification.
 	SharedHit
-	// SharedMiss: the store held no value for the key, one over the size
-	// limit, or one sound but not for the reader (a dictionary of another
-	// pattern, or longer than the reader's own limit).
+	// SharedMiss: the store held no value for the key, or none usable
+	// here (over the size limit, or a dictionary of another pattern).
 	SharedMiss
 	// SharedError: the call failed or reached its timeout.
 	SharedError
-	// SharedRejected: a value was read but failed verification (its hash,
-	// its framing or its length); it was dropped. The store
-	// answered: the breaker does not count it as a failure.
+	// SharedRejected: a value was read but failed verification and was
+	// dropped; the breaker does not count it as a failure.
 	SharedRejected
-	// SharedSkipped: no call was made, because the breaker was open, the
-	// reads or values in flight filled their places or budget, the key's
-	// value failed verification within the last minute, or the store held
-	// none for it a moment ago.
+	// SharedSkipped: no call was made (the breaker open, the reads in
+	// flight at their limit, or the key failed or missed just before).
 	SharedSkipped
 	// SharedWritten: a value was written, or a claim won.
 	SharedWritten
@@ -141,9 +130,8 @@ const (
 	SharedBreakerOpened
 	// SharedBreakerClosed: a call succeeded after the breaker opened.
 	SharedBreakerClosed
-	// SharedRefused: a write or a claim was not made because this
-	// Middleware's write budget had no room for it
-	// ([SharedWriteBudget]).
+	// SharedRefused: a write or a claim was not made for want of room in
+	// [SharedWriteBudget].
 	SharedRefused
 	sharedResultCount
 )
