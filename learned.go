@@ -592,7 +592,7 @@ func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	}
 	dictionaryHeaders(h, true, "", "", links)
 	r := l.r
-	if l.req.Method == http.MethodGet && f.status == http.StatusOK && f.eligible && !f.encoded && !f.ranged &&
+	if l.req.Method == http.MethodGet && f.status == http.StatusOK && f.eligible && !f.encoded && !f.ranged && !f.secret &&
 		f.declared <= r.maxSample() && !strings.HasPrefix(l.req.URL.Path, r.cfg.path) && // not a dictionary itself
 		r.collecting() && publicResponse(l.req.Header, h) {
 		l.sampling = true
@@ -668,7 +668,7 @@ func (l *learnedResponse) ended(end responseEnd) {
 		body, owned = end.whole, false
 	}
 	n := int64(len(body))
-	if !end.completed || end.lengthMismatch || n == 0 || end.declared >= 0 && n != end.declared ||
+	if !end.completed || end.lengthMismatch || end.secret || n == 0 || end.declared >= 0 && n != end.declared ||
 		n > r.maxSample() || n > l.reserved && !r.reserve(n-l.reserved) {
 		l.stopSampling()
 		return
