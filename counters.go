@@ -15,16 +15,12 @@ import (
 // hooks receive, exportable through expvar and in the Prometheus text
 // format.
 
-// Counters aggregates what squeeze reports into the counters Envoy's
-// compressor and decompressor filters keep, per content coding, with the
-// reasons responses went out unencoded. Pass [Counters.Observer] to
-// [WithObserver]. The zero
-// value is ready to use; Counters is safe for concurrent use (each counter
-// is an atomic, there is no lock) and must not be copied.
-//
-// Counters implements [expvar.Var]: String returns the counters as JSON,
-// with Envoy's names. [Counters.WritePrometheus] writes them in the
-// Prometheus text format. Neither needs a metrics library.
+// Counters aggregates what squeeze reports into Envoy's compressor and
+// decompressor counters, per coding and per [Reason]; pass
+// [Counters.Observer] to [WithObserver]. The zero value is ready; it is
+// safe for concurrent use (atomics, no lock) and must not be copied. It
+// is an [expvar.Var] (String is JSON) and writes the Prometheus text
+// format ([Counters.WritePrometheus]), with no metrics library.
 type Counters struct {
 	compressor    [len(counterCodings)]codingCounters
 	decompressor  [len(counterCodings)]codingCounters

@@ -49,28 +49,23 @@ const (
 	ReasonNoTransform
 	// ReasonContentType: the media type is not one to compress, or unknown.
 	ReasonContentType
-	// ReasonRange: the request asked for a byte range, which refers to the
-	// plain bytes.
+	// ReasonRange: the request asked for a byte range (of the plain bytes).
 	ReasonRange
 	// ReasonNotAccepted: the client accepts none of the offered codings.
 	ReasonNotAccepted
 	// ReasonTooSmall: the body is below the minimum size ([WithMinSize]).
 	ReasonTooSmall
-	// ReasonLength: the body did not match its declared Content-Length, so
-	// it goes out as the handler wrote it for net/http to report.
+	// ReasonLength: the body did not match its declared Content-Length.
 	ReasonLength
 	// ReasonNoGain: the encoded body would not have been smaller.
 	ReasonNoGain
 	// ReasonNoEncoder: no encoder could be had.
 	ReasonNoEncoder
-	// ReasonTooLarge: a file that [Middleware.FileServer] would have to
-	// encode is larger than its store keeps in one entry, so it goes out
-	// as it is rather than be encoded again for every request.
+	// ReasonTooLarge: a [Middleware.FileServer] file is larger than its
+	// store keeps in one entry (it would be encoded for every request).
 	ReasonTooLarge
-	// ReasonNoRoom: the budget of the store a [Middleware.FileServer]
-	// keeps its encodings in had no room for the work of encoding the file
-	// (the file, the encoding and the encoder) while other encodings were
-	// in flight, so it went out as it is.
+	// ReasonNoRoom: the budget of a [Middleware.FileServer]'s store had no
+	// room for the work of encoding the file.
 	ReasonNoRoom
 
 	// reasonCount is the number of reasons, reasonNone included.

@@ -18,32 +18,28 @@ type Observer struct {
 	// complete (not for upgrades, hijacked connections, or the 413 and
 	// 415 answers to bodies squeeze cannot decode).
 	Response func(ResponseInfo)
-	// RequestBody is called once per request body squeeze decoded, when
-	// the body is closed or the handler returns.
+	// RequestBody is called per request body decoded, when it is closed
+	// or the handler returns.
 	RequestBody func(RequestBodyInfo)
-	// SharedStore is called for each call to the store of
-	// [WithSharedStore], each call skipped, and each change of its breaker.
+	// SharedStore is called per call to [WithSharedStore]'s store, call
+	// skipped, and breaker change.
 	SharedStore func(SharedStoreInfo)
-	// Learned is called for each step of a learned dictionary
-	// ([WithLearnedDictionary]).
+	// Learned is called per step of [WithLearnedDictionary].
 	Learned func(LearnedInfo)
 }
 
 // ResponseInfo describes a response body squeeze sent, encoded or not:
 // exactly one of Coding and Skipped is set.
 type ResponseInfo struct {
-	// Coding is the content coding sent ("zstd", "br", "gzip", "dcz",
-	// ...), or "" when the response went out unencoded.
-	Coding string
-	// Skipped says why the response went out unencoded; it is zero for an
-	// encoded one.
+	// Coding is the content coding sent, "" when none was; Skipped then
+	// says why (it is zero for an encoded response).
+	Coding  string
 	Skipped Reason
 	// In is the body the handler wrote, Out the bytes written to the
 	// underlying [http.ResponseWriter]. For an unencoded response In is Out.
 	In, Out int64
-	// Elapsed is the time spent encoding (for a stream, it includes passing
-	// its output to the connection). It is zero for a response sent
-	// unencoded, except for [ReasonNoGain]: the time spent finding out.
+	// Elapsed is the time spent encoding (for a stream, writing included);
+	// zero when unencoded, but for [ReasonNoGain] (the time finding out).
 	Elapsed time.Duration
 	// Cached: the encoded bytes came from the [Cache], or from a
 	// [Middleware.FileServer]'s sibling or store. Dictionary: they were
@@ -56,8 +52,7 @@ type RequestBodyInfo struct {
 	// Coding is the coding decoded, as Content-Encoding named it ("gzip",
 	// or "gzip, br" for stacked codings, in the order applied).
 	Coding string
-	// Compressed is the bytes read from the connection, Decoded the bytes
-	// the handler read.
+	// Compressed: the bytes read from the connection; Decoded: read by the handler.
 	Compressed, Decoded int64
 	// Elapsed is the time spent in the decoder's Reads.
 	Elapsed time.Duration
@@ -74,19 +69,12 @@ type SharedStoreInfo struct {
 	Elapsed time.Duration
 }
 
-// LearnedInfo describes one step of a learned dictionary. Step is one of:
-//
-//   - "trained": a dictionary was trained and published; Samples is the
-//     bytes it was trained on, Size its length, Elapsed the training's time.
-//   - "adopted": a dictionary another replica trained was taken from the
-//     SharedStore, verified; Size is its length.
-//   - "refused": a training was due but refused for its budget: another
-//     training was running, or too few samples fit its memory budget.
-//   - "delta": a response went out as a delta against a learned
-//     dictionary; Plain is its plain bytes, Saved the bytes it saved,
-//     estimated from the route's last measured ratio of delta to zstd.
-//
-// New steps may be added; an observer should ignore steps it does not know.
+// LearnedInfo describes one step of a learned dictionary. Step is
+// "trained" (Samples: the bytes trained on, Size: the dictionary's length,
+// Elapsed), "adopted" (taken, verified, from the SharedStore; Size),
+// "refused" (a training refused for its budget) or "delta" (a response sent
+// as a delta: Plain bytes, Saved bytes, estimated). New steps may be added;
+// an observer ignores the ones it does not know.
 type LearnedInfo struct {
 	Step                        string
 	Samples, Size, Plain, Saved int64
@@ -108,7 +96,7 @@ type SharedResult uint8
 const (
 	// sharedNone is no result.
 	sharedNone SharedResult = iota
-	// SharedHit: a value was read and passed verification.
+	// SharedHit: a value was read and verified.
 	SharedHit
 	// SharedMiss: the store held no value for the key, or none usable
 	// here (over the size limit, or a dictionary of another pattern).
@@ -125,8 +113,7 @@ const (
 	SharedWritten
 	// SharedClaimLost: a claim found the key taken by another replica.
 	SharedClaimLost
-	// SharedBreakerOpened: calls failed in a row; the store is not asked
-	// for a while.
+	// SharedBreakerOpened: calls failed in a row; s is not asked a while.
 	SharedBreakerOpened
 	// SharedBreakerClosed: a call succeeded after the breaker opened.
 	SharedBreakerClosed

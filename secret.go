@@ -28,13 +28,8 @@ import (
 )
 
 // ErrSecretNotIsolated is returned by [WriteSecret] and [TemplateSecret]
-// when the response is already going out in a way that cannot isolate a
-// secret: in br (or a dcz or dcb delta), as a dictionary
-// (Use-As-Dictionary), or from the Cache. Nothing of the secret was
-// written. It happens only when the first secret is marked after the
-// response committed to its coding, which it does once more than
-// [WithBufferSize] bytes were written, or at a Flush: mark the secret
-// (TemplateSecret, or WriteSecret) before writing that much.
+// when the response already committed to a coding or a way that cannot
+// isolate a secret (see WriteSecret); nothing of the secret was written.
 var ErrSecretNotIsolated = errors.New("squeeze: the response is already going out in a coding or a way that cannot isolate a secret (br, a delta, a dictionary or a stored encoding): mark the secret before the response's first flush or its first buffer-full of body")
 
 // ErrInvalidSecret is matched by the error [TemplateSecret] returns for a

@@ -55,9 +55,8 @@ type Transport struct {
 	// Encodings lists the codings offered in Accept-Encoding, most
 	// preferred first: any of [Zstd], [Brotli], [Gzip] and [Deflate]. nil
 	// means [DefaultEncodings] (zstd, br, gzip); an empty list offers
-	// identity only. Any other coding is an error from RoundTrip matching
-	// [writers.ErrUnknownCoding]; so is a coding listed twice, under one
-	// name or two (x-gzip is gzip), though that matches no sentinel.
+	// identity only. Any other coding, or one listed twice, is an error
+	// from RoundTrip.
 	Encodings []string
 
 	// MaxDecompressedSize caps a decoded response body, in bytes; 0 means
