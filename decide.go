@@ -25,12 +25,10 @@ const (
 	sendEncoded
 )
 
-// Reason says why a response went out unencoded. It is what
-// [ResponseInfo] reports as Skipped, and the reasons are chosen in one place, the
-// middleware's compress-or-not decision, so what the observer counts is
-// what the middleware did.
-// The zero Reason goes with an encoded response; every other value names why a
-// response that squeeze handled was sent as the handler wrote it.
+// Reason says why a response went out unencoded, as [ResponseInfo]
+// reports it in Skipped; the zero Reason goes with an encoded response.
+// The reasons are chosen in one place, the compress-or-not decision, so
+// what the observer counts is what the middleware did.
 type Reason uint8
 
 // The reasons a response goes out unencoded. A new reason is added after

@@ -69,8 +69,7 @@ type Transport struct {
 	DecoderMemory int64
 
 	// RequestEncoding is the coding request bodies are compressed with,
-	// at its default level (see [writers.Levels]); "" sends them as they
-	// are.
+	// at its default level; "" sends them as they are.
 	RequestEncoding string
 
 	// RequestMinSize is the smallest request body, in bytes, that
@@ -83,8 +82,7 @@ type Transport struct {
 	DictionaryStoreSize int64
 
 	// DictionaryMaxAge is the longest a dictionary is kept, however long
-	// its response stays fresh; 0 means 30 days.
-	// Negative is an error from RoundTrip.
+	// its response stays fresh; 0 means 30 days, negative is an error.
 	DictionaryMaxAge time.Duration
 
 	once  sync.Once
