@@ -30,6 +30,7 @@ type Counters struct {
 	sharedWritten atomic.Int64
 	breakerOpen   atomic.Int64 // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
 	learned       struct{ trained, adopted, refused, deltas atomic.Int64 }
+	sharedErrors  [sharedErrorKindCount]atomic.Int64
 	learnedSaved  atomic.Int64
 }
 
@@ -103,6 +104,9 @@ func (c *Counters) sharedStore(e SharedStoreInfo) {
 		return
 	}
 	c.shared[e.Result].Add(1)
+	if e.Result == SharedError {
+		c.sharedErrors[kindNamed(e.ErrorKind)].Add(1)
+	}
 	c.sharedRead.Add(e.Read)
 	c.sharedWritten.Add(e.Written)
 	switch e.Result {
@@ -171,18 +175,21 @@ type (
 	// sharedStats has no Envoy counterpart; its names follow Envoy's
 	// style.
 	sharedStats struct {
-		Hits                int64 `json:"hits"`
-		Misses              int64 `json:"misses"`
-		Errors              int64 `json:"errors"`
-		VerificationsFailed int64 `json:"verifications_failed"`
-		Skipped             int64 `json:"skipped"`
-		Writes              int64 `json:"writes"`
-		ClaimsLost          int64 `json:"claims_lost"`
-		WritesRefused       int64 `json:"writes_refused"`
-		BytesRead           int64 `json:"bytes_read"`
-		BytesWritten        int64 `json:"bytes_written"`
-		BreakerOpened       int64 `json:"breaker_opened"`
-		BreakerOpen         int64 `json:"breaker_open"`
+		Hits   int64 `json:"hits"`
+		Misses int64 `json:"misses"`
+		Errors int64 `json:"errors"`
+		// ErrorsByKind splits Errors by SharedStoreInfo.ErrorKind.
+		ErrorsByKind        map[string]int64 `json:"errors_by_kind"`
+		VerificationsFailed int64            `json:"verifications_failed"`
+		Skipped             int64            `json:"skipped"`
+		Writes              int64            `json:"writes"`
+		ClaimsLost          int64            `json:"claims_lost"`
+		WritesRefused       int64            `json:"writes_refused"`
+		Refreshes           int64            `json:"refreshes"`
+		BytesRead           int64            `json:"bytes_read"`
+		BytesWritten        int64            `json:"bytes_written"`
+		BreakerOpened       int64            `json:"breaker_opened"`
+		BreakerOpen         int64            `json:"breaker_open"`
 	}
 	// learnedStats counts the work of learned dictionaries.
 	learnedStats struct {
@@ -244,10 +251,15 @@ func (c *Counters) stats() counterStats {
 		Writes:              c.shared[SharedWritten].Load(),
 		ClaimsLost:          c.shared[SharedClaimLost].Load(),
 		WritesRefused:       c.shared[SharedRefused].Load(),
+		Refreshes:           c.shared[sharedRefreshed].Load(),
 		BytesRead:           c.sharedRead.Load(),
 		BytesWritten:        c.sharedWritten.Load(),
 		BreakerOpened:       c.shared[SharedBreakerOpened].Load(),
 		BreakerOpen:         c.breakerOpen.Load(),
+		ErrorsByKind:        map[string]int64{},
+	}
+	for k := sharedErrorNone + 1; k < sharedErrorKindCount; k++ {
+		s.SharedStore.ErrorsByKind[k.String()] = c.sharedErrors[k].Load()
 	}
 	s.LearnedDictionary = learnedStats{
 		Trained:       c.learned.trained.Load(),
@@ -264,7 +276,7 @@ func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).S
 // String returns the counters as a JSON object, for [expvar.Publish]:
 // "compressor" and "decompressor" with Envoy's names, totals and
 // per-coding and per-reason counts, "shared_store" counting each
-// [SharedResult] (breaker_open is 1 while the breaker is open), and
+// [SharedResult] and its errors by kind (breaker_open is 1 while the breaker is open), and
 // "learned_dictionary" counting each learned step (bytes_saved the
 // estimate of the "delta" steps). A coding appears once counted, every
 // reason always. docs/reference.md ("Observability") shows an example.
@@ -318,10 +330,13 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"writes", "Values written to the shared store, claims won included.", ss.Writes},
 		{"claims_lost", "Claims that found the key taken by another replica.", ss.ClaimsLost},
 		{"writes_refused", "Writes and claims not made because the write budget had no room for them.", ss.WritesRefused},
+		{"refreshes", "Keys of shared dictionaries in use kept fresh in the shared store.", ss.Refreshes},
 		{"read_bytes", "Bytes of the values read from the shared store.", ss.BytesRead},
 		{"written_bytes", "Bytes of the values written to the shared store.", ss.BytesWritten},
 		{"breaker_opened", "Times the shared store's breaker opened.", ss.BreakerOpened},
 	})
+	kinds := sortedKeys(ss.ErrorsByKind)
+	p.each("squeeze_shared_store_errors_by_kind_total", "Calls to the shared store that failed, by kind: timeout, refused, too_large, bad_value, other.", "kind", kinds, func(k string) float64 { return float64(ss.ErrorsByKind[k]) })
 	p.gauge("squeeze_shared_store_breaker_open", "1 while the shared store's breaker is open, else 0.")
 	p.sample("", "", float64(ss.BreakerOpen))
 	ls := &s.LearnedDictionary

@@ -65,6 +65,13 @@ type SharedStoreInfo struct {
 	Result SharedResult
 	// Read is the bytes read from the store, Written those written.
 	Read, Written int64
+	// ErrorKind is the kind of a [SharedError]'s failure: "timeout",
+	// "refused", "too_large", "bad_value" or "other"; Err is the store's
+	// error. A [SharedStore] tells "too_large" and "bad_value" by an error
+	// in its chain with a method SharedErrorKind() string. docs/reference.md
+	// has the details.
+	ErrorKind string
+	Err       error
 	// Elapsed is the time the call took.
 	Elapsed time.Duration
 }
@@ -120,17 +127,23 @@ const (
 	// SharedRefused: a write or a claim was not made for want of room in
 	// [SharedWriteBudget].
 	SharedRefused
+	// sharedRefreshed ("refreshed", unexported so that the package's
+	// names stay few): the key of a shared dictionary this replica uses
+	// was kept fresh in the store, at most every 2 seconds, by a read
+	// that transfers no value.
+	sharedRefreshed
 	sharedResultCount
 )
 
 var sharedResultNames = [sharedResultCount]string{
 	"none", "hit", "miss", "error", "rejected", "skipped", "written", "claim_lost", "breaker_opened", "breaker_closed",
-	"refused",
+	"refused", "refreshed",
 }
 
 // String returns the result's name in snake case: "hit", "miss", "error",
 // "rejected", "skipped", "written", "claim_lost", "breaker_opened",
-// "breaker_closed", "refused" or "none".
+// "breaker_closed", "refused", "refreshed" (a refresh of a key in use)
+// or "none".
 func (r SharedResult) String() string {
 	if r >= sharedResultCount {
 		return "SharedResult(" + strconv.Itoa(int(r)) + ")"

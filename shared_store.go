@@ -99,7 +99,8 @@ const maxSharedTimeout = 10 * time.Second
 //     file used as one) that has earned it (named by a client, or sent
 //     [SharedAdmitAfter] times, in public responses) is written under its
 //     SHA-256; a replica asked for a delta against one it lacks fetches and
-//     verifies it (its hash, and a pattern of its own matching the path).
+//     verifies it (its hash, and a pattern of its own matching the path);
+//     a replica using one keeps its key fresh (at most every 2 seconds).
 //   - A best-level encoding a [Cache]'s or a FileServer's upgrade makes is
 //     written once public (a Cache's after three hits); another replica
 //     keeps it only after decoding it and checking the result's SHA-256,
