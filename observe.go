@@ -58,18 +58,14 @@ type RequestBodyInfo struct {
 	Elapsed time.Duration
 }
 
-// SharedStoreInfo describes one call to the store of [WithSharedStore], one
-// call skipped, or a change of its breaker.
+// SharedStoreInfo describes a call to [WithSharedStore]'s store.
 type SharedStoreInfo struct {
 	// Result is the call's outcome.
 	Result SharedResult
 	// Read is the bytes read from the store, Written those written.
 	Read, Written int64
-	// ErrorKind is the kind of a [SharedError]'s failure: "timeout",
-	// "refused", "too_large", "bad_value" or "other"; Err is the store's
-	// error. A [SharedStore] tells "too_large" and "bad_value" by an error
-	// in its chain with a method SharedErrorKind() string. docs/reference.md
-	// has the details.
+	// ErrorKind is a [SharedError]'s kind ("timeout", "refused",
+	// "too_large", "bad_value", "other"), Err the store's error.
 	ErrorKind string
 	Err       error
 	// Elapsed is the time the call took.

@@ -59,21 +59,18 @@ type Transport struct {
 	// from RoundTrip.
 	Encodings []string
 
-	// MaxDecompressedSize caps a decoded response body, in bytes; 0 means
-	// 10 MiB. Negative is an error from RoundTrip.
+	// MaxDecompressedSize caps a decoded body; 0 means 10 MiB, negative errs.
 	MaxDecompressedSize int64
 
-	// DecoderMemory is the memory the response decoders of this Transport
-	// may hold at once, charged as [WithDecoderMemory] describes; 0 means
-	// 256 MiB. Negative is an error from RoundTrip.
+	// DecoderMemory is what its response decoders may hold at once, charged
+	// as [WithDecoderMemory] says; 0 means 256 MiB, negative is an error.
 	DecoderMemory int64
 
 	// RequestEncoding is the coding request bodies are compressed with,
 	// at its default level; "" sends them as they are.
 	RequestEncoding string
 
-	// RequestMinSize is the smallest request body, in bytes, that
-	// RequestEncoding applies to.
+	// RequestMinSize is the smallest request body RequestEncoding takes.
 	RequestMinSize int64
 
 	// DictionaryStoreSize is the byte budget of stored dictionaries and of
