@@ -133,6 +133,9 @@ func (f *failAfter) Write(p []byte) (int, error) {
 // no upgrade under way, Stats().Bytes is the weight of the entries stored,
 // and it never exceeds MaxBytes on the way.
 func TestCacheBytesComeBackToTheEntriesAfterFills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a flood of fills and upgrades: it runs without -short (.ci/run runs it without -race)")
+	}
 	// In 1 MiB, fills find the budget full and no upgrade has room; in
 	// 16 MiB, upgrades claim and give back their encoders.
 	for _, maxBytes := range []int64{1 << 20, 16 << 20} {

@@ -358,7 +358,11 @@ func TestTrustedETagsNeedACache(t *testing.T) {
 // everyone shares and for bodies that differ under one ETag, each get
 // their own handler's bytes, while flights and hits interleave.
 func TestCacheConcurrentUsersGetTheirOwnBytes(t *testing.T) {
-	const goroutines, rounds = 16, 4
+	goroutines, rounds := 16, 4
+	if testing.Short() {
+		// Under -race -short: enough interleaving for the race detector.
+		goroutines, rounds = 8, 2
+	}
 	for _, name := range []string{"Vary: Cookie", "Authorization", "tenants under StripPrefix"} {
 		i := slices.IndexFunc(sharingCases, func(tc sharingCase) bool { return tc.name == name })
 		tc := sharingCases[i]
