@@ -85,3 +85,13 @@ func WaitLearned(m *Middleware) {
 		m.dicts.jobs.Wait()
 	}
 }
+
+// The defaults the tests compare with, which the package states in its
+// options' docs rather than exports.
+const (
+	DefaultMinSize               = defaultMinSize
+	DefaultBufferSize            = defaultBufferSize
+	DefaultLearnedDictionarySize = defaultLearnedDictionarySize
+	DefaultLearnedPath           = defaultLearnedPath
+	DictionaryCacheControl       = dictionaryCacheControl
+)
