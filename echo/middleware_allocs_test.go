@@ -59,7 +59,10 @@ func TestMiddlewareAllocatesNothingBeyondSqueezeAndEcho(t *testing.T) {
 	echoAllocs := testtool.AllocsPerRequest(1000, serve(passThrough))
 	adapterAllocs := testtool.AllocsPerRequest(1000, serve(adapted))
 	t.Logf("per request: squeeze %.3f, echo %.3f, echo with squeeze %.3f allocations", squeezeAllocs, echoAllocs, adapterAllocs)
-	if adapterAllocs > squeezeAllocs+echoAllocs {
+	// The margin, a tenth of an allocation, is below what one closure per
+	// request costs; squeeze's own share (an object per few dozen
+	// responses) counts one more or less in a thousand runs.
+	if adapterAllocs > squeezeAllocs+echoAllocs+0.1 {
 		t.Errorf("echo with squeeze allocates %.3f times per request, squeeze %.3f and echo %.3f: the adapter adds %.3f",
 			adapterAllocs, squeezeAllocs, echoAllocs, adapterAllocs-squeezeAllocs-echoAllocs)
 	}

@@ -57,7 +57,10 @@ func TestMiddlewareAllocatesNothingBeyondSqueezeAndGin(t *testing.T) {
 	ginAllocs := testtool.AllocsPerRequest(1000, serve(passThrough))
 	adapterAllocs := testtool.AllocsPerRequest(1000, serve(adapted))
 	t.Logf("per request: squeeze %.3f, gin %.3f, gin with squeeze %.3f allocations", squeezeAllocs, ginAllocs, adapterAllocs)
-	if adapterAllocs > squeezeAllocs+ginAllocs {
+	// The margin, a tenth of an allocation, is below what one closure per
+	// request costs; squeeze's own share (an object per few dozen
+	// responses) counts one more or less in a thousand runs.
+	if adapterAllocs > squeezeAllocs+ginAllocs+0.1 {
 		t.Errorf("gin with squeeze allocates %.3f times per request, squeeze %.3f and gin %.3f: the adapter adds %.3f",
 			adapterAllocs, squeezeAllocs, ginAllocs, adapterAllocs-squeezeAllocs-ginAllocs)
 	}
