@@ -758,7 +758,7 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 	if p := d.pattern; p > 0 {
 		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
-			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 &&
+			f.eligible && !f.encoded && !f.ranged && !f.secret && len(h["Use-As-Dictionary"]) == 0 &&
 			publicResponse(d.req.Header, h) {
 			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
@@ -822,7 +822,7 @@ func (d *dictResponse) flushed() {}
 // plain. The reservation of the body collected is given back, or handed
 // to the dictionary remembered, whichever way the response ended.
 func (d *dictResponse) ended(end responseEnd) {
-	if !end.completed || !d.remember || end.lengthMismatch {
+	if !end.completed || !d.remember || end.lengthMismatch || end.secret {
 		d.stopCapture()
 		return
 	}
