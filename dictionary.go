@@ -6,13 +6,16 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math/bits"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/klauspost/compress/zstd"
 	brrr "github.com/molecule-man/go-brrr"
@@ -100,6 +103,16 @@ type dictionary struct {
 	// fleet is what a remembered dictionary has earned of the fleet's
 	// store (shared_admission.go); unused without one.
 	fleet sharedCandidate
+	// servedAt is the URL of a public response this replica sent with
+	// these bytes, nil if none was (a dictionary taken from the fleet's
+	// store and not served since) or its URL is over liveURLMax: a client
+	// naming the dictionary makes that URL live (dictStore.live). Unused
+	// without a fleet's store.
+	servedAt atomic.Pointer[string]
+	// refreshed is when the dictionary's key in the fleet's store was
+	// last kept fresh, written or read, in nanoseconds since the epoch
+	// (dictStore.keepFresh).
+	refreshed atomic.Int64
 }
 
 // dictOrigin says how a dictionary came to be remembered, or seen again:
@@ -118,6 +131,12 @@ const (
 	// FileServer found by that hash, or one held already): earned, but
 	// public only once it goes out in a public response.
 	byHash
+	// fromEarnedResponse: the body of a public response sent with
+	// Use-As-Dictionary that has earned its place at once: its request
+	// named these very bytes (the client holds them, from another
+	// replica), or its URL is live, one whose earlier bodies clients
+	// named (see responseServed).
+	fromEarnedResponse
 )
 
 // lazyOffer is the offer of one dictionary coding for one dictionary, built
@@ -160,8 +179,11 @@ type dictStore struct {
 	// change once the store is built.
 	static map[[32]byte]*dictionary
 
-	// shared is the fleet's store (shared_dict.go), nil without one.
+	// shared is the fleet's store (shared_dict.go), nil without one;
+	// live, with it, the URLs whose dictionaries clients name
+	// (responseServed).
 	shared *shared
+	live   *recentKeys
 
 	// learned holds the routes of WithLearnedDictionary (learned.go);
 	// training lets one of their trainings run at a time, jobs counts
@@ -173,7 +195,20 @@ type dictStore struct {
 
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
+	// known finds a body remembered before without its SHA-256: by a
+	// seeded maphash of its bytes, to a weak pointer to the dictionary,
+	// whose bytes then decide (knownBody). A dictionary path sends the
+	// same body to every client, so each response after the first costs
+	// a maphash and a comparison, several times cheaper than SHA-256
+	// (BenchmarkDictStore/remember-known). At most maxKnownBodies
+	// entries, emptied when full: bookkeeping bounded by a constant.
+	// Guarded by mu.
+	known     map[uint64]weak.Pointer[dictionary]
+	knownSeed maphash.Seed
 }
+
+// maxKnownBodies bounds dictStore.known: 256 entries of about 40 bytes.
+const maxKnownBodies = 256
 
 // dictEntryBytes is what a remembered dictionary costs the budget besides
 // its bytes: the dictionary, its list element and map entry and the fixed
@@ -230,6 +265,8 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		standalone: map[string]*standaloneDictionary{},
 		static:     map[[32]byte]*dictionary{},
 		remembered: lru.New[[32]byte, *dictionary](c.dictStoreSize, nil),
+		known:      map[uint64]weak.Pointer[dictionary]{},
+		knownSeed:  maphash.MakeSeed(),
 		training:   semaphore.NewWeighted(1),
 		observe:    c.observe,
 	}
@@ -287,9 +324,16 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 		s.release(reserved)
 		return
 	}
+	sum := maphash.Bytes(s.knownSeed, body)
+	if held := s.knownBody(sum, body); held != nil {
+		s.release(reserved)
+		s.seen(held, from)
+		return
+	}
 	hash := sha256.Sum256(body)
 	if held := s.lookup(hash); held != nil {
 		s.release(reserved)
+		s.noteBody(sum, held)
 		s.seen(held, from)
 		return
 	}
@@ -297,7 +341,62 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 		body = bytes.Clone(body)
 	}
 	d := &dictionary{hash: hash, data: body, pattern: pattern}
-	s.seen(s.insert(d, int64(cap(body))+dictEntryBytes, reserved), from)
+	held := s.insert(d, int64(cap(body))+dictEntryBytes, reserved)
+	s.noteBody(sum, held)
+	s.seen(held, from)
+}
+
+// knownBody returns the dictionary held whose bytes are body, found by
+// sum, body's maphash, or nil. The comparison, not the hash, decides: a
+// collision is a miss. The dictionary must still be held (lookup, which
+// marks it used as the SHA-256 path does).
+func (s *dictStore) knownBody(sum uint64, body []byte) *dictionary {
+	s.mu.Lock()
+	wp, ok := s.known[sum]
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	d := wp.Value()
+	if d == nil || !bytes.Equal(d.data, body) {
+		return nil
+	}
+	return s.lookup(d.hash) // d.hash is the SHA-256 of d.data, so of body
+}
+
+// noteBody records that the body whose maphash is sum is held as d.
+func (s *dictStore) noteBody(sum uint64, d *dictionary) {
+	s.mu.Lock()
+	if len(s.known) >= maxKnownBodies {
+		clear(s.known)
+	}
+	s.known[sum] = weak.Make(d)
+	s.mu.Unlock()
+}
+
+// rememberServed is remember for the body of a public response sent with
+// Use-As-Dictionary to r (fromResponse), which records, with a fleet's
+// store, what r tells of it (responseServed).
+func (s *dictStore) rememberServed(body []byte, pattern string, owned bool, reserved int64, r *http.Request) {
+	if s.shared == nil {
+		s.remember(body, pattern, owned, fromResponse, reserved)
+		return
+	}
+	if len(body) == 0 || int64(len(body)) > s.maxBody {
+		s.release(reserved)
+		return
+	}
+	hash := sha256.Sum256(body)
+	d := s.lookup(hash)
+	if d != nil {
+		s.release(reserved)
+	} else {
+		if !owned {
+			body = bytes.Clone(body)
+		}
+		d = s.insert(&dictionary{hash: hash, data: body, pattern: pattern}, int64(cap(body))+dictEntryBytes, reserved)
+	}
+	s.responseServed(d, r)
 }
 
 // reserve takes n bytes of the budget for a body collected to remember,
@@ -337,13 +436,17 @@ func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	case fromResponse:
 		d.fleet.markPublic()
 		d.fleet.served(s.shared.admitAfter)
-	case fromFile:
+	case fromFile, fromEarnedResponse:
 		d.fleet.markPublic()
 		d.fleet.earn()
 	case byHash:
 		d.fleet.earn()
+		if u := d.servedAt.Load(); u != nil {
+			s.live.note(*u)
+		}
 	}
 	s.share(d)
+	s.keepFresh(d)
 }
 
 // insert adds d, a remembered dictionary costing weight, to the store and
@@ -834,7 +937,7 @@ func (d *dictResponse) ended(end responseEnd) {
 		d.stopCapture()
 		return
 	}
-	d.s.remember(body, d.s.patterns[d.pattern-1], owned, fromResponse, int64(cap(d.body)))
+	d.s.rememberServed(body, d.s.patterns[d.pattern-1], owned, int64(cap(d.body)), d.req)
 	d.remember, d.body = false, nil
 }
 

@@ -1,6 +1,8 @@
 package squeeze
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"math/bits"
 	"testing"
 )
@@ -89,5 +91,39 @@ func TestDictionaryMatchCallsAddUp(t *testing.T) {
 		if m.dicts.matchIndex(path) < 0 {
 			t.Errorf("%s matches no pattern; patterns %q", path, m.dicts.patterns)
 		}
+	}
+}
+
+// A body remembered again is found without its SHA-256 only when its bytes
+// are the held dictionary's: a body of the same length with other bytes is
+// remembered as a dictionary of its own, and one whose dictionary was
+// evicted is remembered anew.
+func TestDictStoreRemembersKnownBodiesByTheirBytes(t *testing.T) {
+	s, err := newDictStore(&config{dictMatch: []string{"/js/*"}, dictStoreSize: 1 << 20}, 3, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := bytes.Repeat([]byte("function a() {}\n"), 1<<10)
+	b := bytes.Clone(a)
+	b[len(b)/2] = 'X'
+	for range 2 {
+		s.remember(bytes.Clone(a), "/js/*", true, fromResponse, 0)
+	}
+	s.remember(b, "/js/*", false, fromResponse, 0)
+	for _, body := range [][]byte{a, b} {
+		if s.lookup(sha256.Sum256(body)) == nil {
+			t.Fatalf("a body of %d bytes remembered but not held", len(body))
+		}
+	}
+	if n := s.remembered.Len(); n != 2 {
+		t.Fatalf("%d dictionaries held, want 2: a once, b once", n)
+	}
+	// The entry that finds a outlives a's dictionary: a is stored again.
+	s.mu.Lock()
+	s.remembered.Remove(sha256.Sum256(a))
+	s.mu.Unlock()
+	s.remember(a, "/js/*", false, fromResponse, 0)
+	if s.lookup(sha256.Sum256(a)) == nil {
+		t.Fatal("a body whose dictionary was evicted is not remembered again")
 	}
 }

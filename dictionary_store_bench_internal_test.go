@@ -38,6 +38,21 @@ func BenchmarkDictStore(b *testing.B) {
 			}
 		}
 	})
+	// A dictionary path's response remembered again, as every response
+	// after the first is: 488 KB, a bundle's size.
+	b.Run("remember-known", func(b *testing.B) {
+		s := newStore(b, 4<<20)
+		p := make([]byte, 488<<10)
+		for i := range p {
+			p[i] = byte(i * 7 / 3)
+		}
+		s.remember(p, "/api/*", true, fromResponse, 0)
+		b.SetBytes(int64(len(p)))
+		b.ReportAllocs()
+		for b.Loop() {
+			s.remember(p, "/api/*", false, fromResponse, 0)
+		}
+	})
 	b.Run("churn", func(b *testing.B) {
 		s := newStore(b, 64*(2<<10+dictEntryBytes))
 		bodies := make([][]byte, 1024)

@@ -103,7 +103,7 @@ go run ./cmd/benchtable -commit "$commit" -date "$(date -u '+%Y-%m-%d %H:%M UTC'
 	-versus "$out/versus.txt" -peers "$out/peers.txt" -allocs "$out/allocs.txt" -exact "$out/exact.txt" \
 	-fleet "$out/fleet.txt" "${redis[@]}" -learned results/learned.md
 # The Caddy section: Caddy with squeeze against Caddy's encode, over
-# loopback with wrk (bench/caddy.sh, about 2 minutes with the build).
+# loopback with wrk (bench/caddy.sh, about 10 minutes with the build).
 if command -v wrk >/dev/null && command -v curl >/dev/null; then
 	bash "$here/caddy.sh"
 else

@@ -3,6 +3,7 @@ package squeezecaddy
 import (
 	"strconv"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -37,11 +38,24 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		dictionary <match patterns...>
 //		max_request_body <size>
 //		cache <size>
+//		trusted_etags
+//		length_hiding <bytes>
+//		learned <match pattern> {
+//			dictionary_size <size>
+//			samples <count>
+//			sample_budget <size>
+//			training_memory <size>
+//			interval <duration>
+//			path <prefix>
+//		}
+//		metrics
 //		store redis <host:port or redis:// or rediss:// URL> [<key prefix>]
 //	}
 //
 // Codings, as arguments or one per line (with a level), are offered in the
-// order written. Sizes take units (10MiB).
+// order written. Sizes take units (10MiB), durations Caddy's (10m, 1d).
+// trusted_etags needs cache; learned may be given once per pattern, its
+// block optional.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive's name
 	h.Prefer = append(h.Prefer, d.RemainingArgs()...)
@@ -91,6 +105,31 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			} else {
 				h.MaxRequestBody = int64(n)
 			}
+		case "trusted_etags":
+			h.TrustedETags = true
+		case "metrics":
+			h.Metrics = true
+		case "length_hiding":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(d.Val())
+			if err != nil {
+				return d.Errf("length_hiding %q: not a number of bytes", d.Val())
+			}
+			h.LengthHiding = n
+		case "learned":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			l := Learned{Pattern: d.Val()}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			if err := l.unmarshalBlock(d); err != nil {
+				return err
+			}
+			h.Learned = append(h.Learned, l)
 		case "store":
 			args := d.RemainingArgs()
 			if len(args) < 2 || len(args) > 3 || args[0] != "redis" {
@@ -102,6 +141,55 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		default:
 			return d.Errf("unrecognized squeeze subdirective %q", name)
+		}
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+	}
+	return nil
+}
+
+// unmarshalBlock reads the block of a learned subdirective into l.
+func (l *Learned) unmarshalBlock(d *caddyfile.Dispenser) error {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		if !d.NextArg() {
+			return d.ArgErr()
+		}
+		val := d.Val()
+		switch name {
+		case "dictionary_size", "sample_budget", "training_memory":
+			n, err := humanize.ParseBytes(val)
+			if err != nil || n > 1<<62 {
+				return d.Errf("learned %s %q: not a size", name, val)
+			}
+			switch name {
+			case "dictionary_size":
+				if n > 1<<30 {
+					return d.Errf("learned dictionary_size %q: not a size", val)
+				}
+				l.DictionarySize = int(n)
+			case "sample_budget":
+				l.SampleBudget = int64(n)
+			default:
+				l.TrainingMemory = int64(n)
+			}
+		case "samples":
+			n, err := strconv.Atoi(val)
+			if err != nil {
+				return d.Errf("learned samples %q: not a number", val)
+			}
+			l.Samples = n
+		case "interval":
+			dur, err := caddy.ParseDuration(val)
+			if err != nil {
+				return d.Errf("learned interval %q: %v", val, err)
+			}
+			l.Interval = caddy.Duration(dur)
+		case "path":
+			l.Path = val
+		default:
+			return d.Errf("unrecognized learned subdirective %q", name)
 		}
 		if d.NextArg() {
 			return d.ArgErr()

@@ -22,6 +22,10 @@ func FuzzCaddyfileDirective(f *testing.F) {
 		"squeeze {\n\tstore redis rediss://u:p@h:6380/0\n}",
 		"squeeze {\n\tbr 12\n\tcompress harder\n}",
 		"squeeze {\n\tcache 1EiB\n}",
+		"squeeze {\n\tcache 64MiB\n\ttrusted_etags\n\tlength_hiding 32\n}",
+		"squeeze {\n\ttrusted_etags\n\tlength_hiding 5000\n}",
+		"squeeze {\n\tlearned /api/* {\n\t\tdictionary_size 32KiB\n\t\tsamples 16\n\t\tsample_budget 2MiB\n\t\ttraining_memory 32MiB\n\t\tinterval 5m\n\t\tpath /_dict/\n\t}\n\tlearned /pages/*\n}",
+		"squeeze {\n\tlearned /api/* {\n\t\tpath nope\n\t}\n\tmetrics\n}",
 	} {
 		f.Add(seed)
 	}

@@ -6,7 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the Caddyfile adapter
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
@@ -46,6 +48,29 @@ http://example.com {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got, handlers := squeezeIn(t, out)
+	if strings.Join(handlers, " ") != "subroute encode squeeze file_server" {
+		t.Errorf("handlers in the order %q, want squeeze inside encode:\n%s", handlers, out)
+	}
+	want := squeezecaddy.Handler{
+		Prefer:         []string{"zstd", "br", "gzip"},
+		Levels:         map[string]int{"gzip": 6},
+		MinLength:      512,
+		Types:          []string{"text/*", "application/json"},
+		Dictionaries:   []string{"/js/app.*.js", "/css/*.css"},
+		MaxRequestBody: 1 << 20,
+		CacheSize:      64 << 20,
+		Redis:          &squeezecaddy.Redis{Address: "127.0.0.1:6379", Prefix: "myapp:"},
+	}
+	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+		t.Errorf("the handler's config is\n%s\nwant\n%s", g, w)
+	}
+}
+
+// squeezeIn returns the squeeze handler of an adapted config, and the
+// names of the handlers of its site's routes in order.
+func squeezeIn(t *testing.T, out []byte) (squeezecaddy.Handler, []string) {
+	t.Helper()
 	var handlers []string
 	var got squeezecaddy.Handler
 	var walk func(v any)
@@ -77,22 +102,7 @@ http://example.com {
 		t.Fatal(err)
 	}
 	walk(config)
-	if strings.Join(handlers, " ") != "subroute encode squeeze file_server" {
-		t.Errorf("handlers in the order %q, want squeeze inside encode:\n%s", handlers, out)
-	}
-	want := squeezecaddy.Handler{
-		Prefer:         []string{"zstd", "br", "gzip"},
-		Levels:         map[string]int{"gzip": 6},
-		MinLength:      512,
-		Types:          []string{"text/*", "application/json"},
-		Dictionaries:   []string{"/js/app.*.js", "/css/*.css"},
-		MaxRequestBody: 1 << 20,
-		CacheSize:      64 << 20,
-		Redis:          &squeezecaddy.Redis{Address: "127.0.0.1:6379", Prefix: "myapp:"},
-	}
-	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
-		t.Errorf("the handler's config is\n%s\nwant\n%s", g, w)
-	}
+	return got, handlers
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -127,6 +137,15 @@ func TestCaddyfileDirectiveErrors(t *testing.T) {
 		{"squeeze {\n\tstore memcached 1.2.3.4:11211\n}", "store redis <host:port or URL>"},
 		{"squeeze {\n\tcompress harder\n}", `unrecognized squeeze subdirective "compress"`},
 		{"squeeze {\n\tdictionary\n}", "wrong argument count"},
+		{"squeeze {\n\tlength_hiding some\n}", `length_hiding "some": not a number`},
+		{"squeeze {\n\ttrusted_etags yes\n}", "wrong argument count"},
+		{"squeeze {\n\tlearned\n}", "wrong argument count"},
+		{"squeeze {\n\tlearned /a/* /b/*\n}", "wrong argument count"},
+		{"squeeze {\n\tlearned /a/* {\n\t\tsamples many\n\t}\n}", `learned samples "many": not a number`},
+		{"squeeze {\n\tlearned /a/* {\n\t\tinterval soon\n\t}\n}", `learned interval "soon"`},
+		{"squeeze {\n\tlearned /a/* {\n\t\tdictionary_size big\n\t}\n}", `learned dictionary_size "big": not a size`},
+		{"squeeze {\n\tlearned /a/* {\n\t\tteach harder\n\t}\n}", `unrecognized learned subdirective "teach"`},
+		{"squeeze {\n\tlearned /a/* {\n\t\tpath\n\t}\n}", "wrong argument count"},
 	} {
 		_, err := adapt(t, "http://example.com {\n"+tc.block+"\n}")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -155,5 +174,48 @@ func TestReadmeCaddyfileRecipeAdapts(t *testing.T) {
 		if !strings.Contains(string(out), `"handler":"squeeze"`) {
 			t.Errorf("the README's Caddyfile has no squeeze handler: %s", out)
 		}
+	}
+}
+
+// The edge's directives (trusted ETags, length hiding, learned
+// dictionaries with their settings, metrics) reach the handler's JSON as
+// written.
+func TestCaddyfileEdgeDirectives(t *testing.T) {
+	out, err := adapt(t, `
+http://example.com {
+	squeeze {
+		cache 64MiB
+		trusted_etags
+		length_hiding 32
+		learned /api/* {
+			dictionary_size 32KiB
+			samples 16
+			sample_budget 2MiB
+			training_memory 32MiB
+			interval 5m
+			path /_dict/
+		}
+		learned /pages/*
+		metrics
+	}
+	file_server
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := squeezecaddy.Handler{
+		CacheSize:    64 << 20,
+		TrustedETags: true,
+		LengthHiding: 32,
+		Learned: []squeezecaddy.Learned{
+			{Pattern: "/api/*", DictionarySize: 32 << 10, Samples: 16, SampleBudget: 2 << 20,
+				TrainingMemory: 32 << 20, Interval: caddy.Duration(5 * time.Minute), Path: "/_dict/"},
+			{Pattern: "/pages/*"},
+		},
+		Metrics: true,
+	}
+	got, _ := squeezeIn(t, out)
+	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+		t.Errorf("the handler's config is\n%s\nwant\n%s", g, w)
 	}
 }

@@ -21,6 +21,7 @@
 package squeezecaddy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -29,9 +30,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/squeezehttp/squeeze"
@@ -73,13 +77,83 @@ type Handler struct {
 	// CacheSize, when positive, keeps encoded bodies in a cache of at most
 	// this many bytes, re-encoded at the best level once hit a few times.
 	CacheSize int64 `json:"cache_size,omitempty"`
+	// TrustedETags, with a cache, keeps and serves bodies longer than the
+	// buffer (streams) by their strong ETags, as a shared cache would, so
+	// that a hit costs a lookup rather than an encode. Only for routes
+	// whose handlers change a strong ETag whenever the bytes change, as
+	// file_server's (from the file's size and modification time) do; see
+	// squeeze.CacheTrustedETags for the risk.
+	TrustedETags bool `json:"trusted_etags,omitempty"`
+	// LengthHiding, when positive, pads every encoded response with 1 to
+	// this many bytes against BREACH-style length attacks (1 to 4096);
+	// see squeeze.WithLengthHiding.
+	LengthHiding int `json:"length_hiding,omitempty"`
+	// Learned are the routes whose responses squeeze learns a dictionary
+	// from; see squeeze.WithLearnedDictionary.
+	Learned []Learned `json:"learned,omitempty"`
+	// Metrics exports squeeze's counters (squeeze.Counters) in Caddy's
+	// metrics, as squeeze_* families; the squeeze handlers of one config
+	// share them.
+	Metrics bool `json:"metrics,omitempty"`
 	// Redis, when set, shares dictionaries and best-level encodings with
 	// the other replicas through Redis or Valkey.
 	Redis *Redis `json:"redis,omitempty"`
 
-	m      *squeeze.Middleware
-	cache  *squeeze.Cache
-	client *redis.Client
+	m        *squeeze.Middleware
+	registry *prometheus.Registry // holding the counters, with Metrics
+	serve    http.Handler         // m's handler in front of serveNext, built once
+	cache    *squeeze.Cache
+	client   *redis.Client
+}
+
+// Learned is a route with a learned dictionary: squeeze samples its public
+// responses, trains a dictionary on them and sends later responses as
+// deltas against it. Zero fields take squeeze's defaults.
+type Learned struct {
+	// Pattern is the route's RFC 9842 match pattern ("/api/*").
+	Pattern string `json:"pattern"`
+	// DictionarySize is the size of the dictionaries trained, in bytes
+	// (1 KiB to 1 MiB; squeeze.LearnedDictionarySize).
+	DictionarySize int `json:"dictionary_size,omitempty"`
+	// Samples is how many sampled responses make a round
+	// (squeeze.LearnedSamples).
+	Samples int `json:"samples,omitempty"`
+	// SampleBudget caps the bytes of the samples held, in bytes
+	// (squeeze.LearnedSampleBudget).
+	SampleBudget int64 `json:"sample_budget,omitempty"`
+	// TrainingMemory caps what a training allocates, in bytes
+	// (squeeze.LearnedTrainingMemory).
+	TrainingMemory int64 `json:"training_memory,omitempty"`
+	// Interval is the least time between two rounds
+	// (squeeze.LearnedInterval).
+	Interval caddy.Duration `json:"interval,omitempty"`
+	// Path is where the route's dictionaries are served, starting and
+	// ending with / (squeeze.LearnedPath).
+	Path string `json:"path,omitempty"`
+}
+
+// options returns the squeeze options of l.
+func (l *Learned) options() []squeeze.LearnedOption {
+	var opts []squeeze.LearnedOption
+	if l.DictionarySize != 0 {
+		opts = append(opts, squeeze.LearnedDictionarySize(l.DictionarySize))
+	}
+	if l.Samples != 0 {
+		opts = append(opts, squeeze.LearnedSamples(l.Samples))
+	}
+	if l.SampleBudget != 0 {
+		opts = append(opts, squeeze.LearnedSampleBudget(l.SampleBudget))
+	}
+	if l.TrainingMemory != 0 {
+		opts = append(opts, squeeze.LearnedTrainingMemory(l.TrainingMemory))
+	}
+	if l.Interval != 0 {
+		opts = append(opts, squeeze.LearnedInterval(time.Duration(l.Interval)))
+	}
+	if l.Path != "" {
+		opts = append(opts, squeeze.LearnedPath(l.Path))
+	}
+	return opts
 }
 
 // Redis is the shared store of a [Handler]: a Redis or Valkey server.
@@ -155,6 +229,8 @@ func (h *Handler) Validate() error {
 		return fmt.Errorf("squeeze: max_request_body %d is negative", h.MaxRequestBody)
 	case h.CacheSize < 0:
 		return fmt.Errorf("squeeze: cache %d is negative", h.CacheSize)
+	case h.TrustedETags && h.CacheSize == 0:
+		return errors.New("squeeze: trusted_etags needs a cache: without one there is nothing to serve by ETag")
 	case h.Redis != nil && h.Redis.Address == "":
 		return errors.New("squeeze: store redis needs the server's address")
 	}
@@ -163,7 +239,7 @@ func (h *Handler) Validate() error {
 
 // Provision builds the [squeeze.Middleware], its cache and its Redis
 // client; an error names the option squeeze refused.
-func (h *Handler) Provision(caddy.Context) error {
+func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.Validate(); err != nil {
 		return err
 	}
@@ -192,7 +268,29 @@ func (h *Handler) Provision(caddy.Context) error {
 			return fmt.Errorf("squeeze: cache: %w", err)
 		}
 		h.cache = cache
-		opts = append(opts, squeeze.WithCache(cache))
+		var cacheOpts []squeeze.CacheOption
+		if h.TrustedETags {
+			cacheOpts = append(cacheOpts, squeeze.CacheTrustedETags())
+		}
+		opts = append(opts, squeeze.WithCache(cache, cacheOpts...))
+	}
+	if h.LengthHiding != 0 {
+		opts = append(opts, squeeze.WithLengthHiding(h.LengthHiding))
+	}
+	for i := range h.Learned {
+		opts = append(opts, squeeze.WithLearnedDictionary(h.Learned[i].Pattern, h.Learned[i].options()...))
+	}
+	if h.Metrics {
+		reg := ctx.GetMetricsRegistry()
+		if reg == nil {
+			return errors.Join(errors.New("squeeze: metrics: Caddy gave no metrics registry"), h.Cleanup())
+		}
+		counters, err := countersFor(reg)
+		if err != nil {
+			return errors.Join(err, h.Cleanup())
+		}
+		h.registry = reg
+		opts = append(opts, squeeze.WithObserver(counters.Observe))
 	}
 	if h.Redis != nil {
 		ro, err := h.Redis.options()
@@ -215,13 +313,18 @@ func (h *Handler) Provision(caddy.Context) error {
 		return errors.Join(err, h.Cleanup())
 	}
 	h.m = m
+	h.serve = m.Handler(http.HandlerFunc(serveNext))
 	return nil
 }
 
-// Cleanup stops the cache's worker and closes the Redis client, when the
-// config that provisioned h is unloaded.
+// Cleanup stops the cache's worker, closes the Redis client and releases
+// the metrics, when the config that provisioned h is unloaded.
 func (h *Handler) Cleanup() error {
 	var errs []error
+	if h.registry != nil {
+		errs = append(errs, releaseCounters(h.registry))
+		h.registry = nil
+	}
 	if h.cache != nil {
 		errs = append(errs, h.cache.Close())
 		h.cache = nil
@@ -237,10 +340,65 @@ func (h *Handler) Cleanup() error {
 // error for Caddy's error handling. A response Caddy writes for an error
 // (handle_errors) is written after squeeze has finished: put squeeze in the
 // handle_errors routes too to compress it.
+//
+// The squeeze handler is built once, at Provision; the rest of the route,
+// which Caddy builds for each request, reaches it through the request's
+// Caddy variables (a pooled call, set and restored around the request, so
+// that nested squeeze handlers each find their own), or, for a request
+// that did not come through Caddy's server and has none, its context.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	var err error
-	h.m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err = next.ServeHTTP(w, r)
-	})).ServeHTTP(w, r)
+	c := callPool.Get().(*call)
+	c.next = next
+	vars, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	if ok {
+		prev, had := vars[callVar]
+		vars[callVar] = c
+		defer func() {
+			if had {
+				vars[callVar] = prev
+			} else {
+				delete(vars, callVar)
+			}
+		}()
+	} else {
+		r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
+	}
+	h.serve.ServeHTTP(w, r)
+	err := c.err
+	*c = call{}
+	callPool.Put(c)
 	return err
+}
+
+// call is one request's way from the squeeze handler built at Provision to
+// the rest of its route: the next handler, and the error it returned.
+type call struct {
+	next caddyhttp.Handler
+	err  error
+}
+
+// callPool holds calls between requests, so that a request allocates none.
+var callPool = sync.Pool{New: func() any { return new(call) }}
+
+// callVar is the Caddy variable that holds a request's call; callKey the
+// context key that does for a request without Caddy's variables.
+const callVar = "squeeze.call"
+
+type callKey struct{}
+
+// serveNext is the handler squeeze wraps: it runs the rest of the route of
+// the request's call and keeps its error.
+func serveNext(w http.ResponseWriter, r *http.Request) {
+	var c *call
+	if vars, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
+		c, _ = vars[callVar].(*call)
+	}
+	if c == nil {
+		c, _ = r.Context().Value(callKey{}).(*call)
+	}
+	if c == nil || c.next == nil {
+		// Only ServeHTTP calls the squeeze handler, always with a call.
+		panic("squeeze: the Caddy handler ran without its route")
+	}
+	c.err = c.next.ServeHTTP(w, r)
 }

@@ -1,10 +1,12 @@
 package squeezecaddy_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -155,5 +157,57 @@ func TestHandlerTakesRedisAddressesAndURLs(t *testing.T) {
 		"rediss://squeeze:secret@redis.internal:6380",
 	} {
 		provisioned(t, &squeezecaddy.Handler{Dictionaries: []string{"/js/*"}, Redis: &squeezecaddy.Redis{Address: addr}})
+	}
+}
+
+// headerWriter is a ResponseWriter that discards the body and keeps one
+// header map, cleared between requests, so that what a request allocates
+// is the handlers'.
+type headerWriter struct{ h http.Header }
+
+func (w *headerWriter) Header() http.Header         { return w.h }
+func (w *headerWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *headerWriter) WriteHeader(int)             {}
+
+// The Caddy handler builds its squeeze handler once, at Provision: a
+// request through it, with the Caddy variables Caddy's server gives every
+// request, allocates no more than the same request through the bare
+// squeeze handler in front of the same route.
+func TestHandlerAllocatesNothingBeyondSqueeze(t *testing.T) {
+	body := []byte(strings.Repeat("function squeeze(a, b) { return a + b; }\n", 500))
+	file := func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = []string{"text/javascript"}
+		w.Write(body)
+	}
+	h := provisioned(t, &squeezecaddy.Handler{})
+	bare := squeeze.MustNew().Handler(http.HandlerFunc(file))
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		file(w, r)
+		return nil
+	})
+	ctx := context.WithValue(context.Background(), caddyhttp.VarsCtxKey, map[string]any{})
+	req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/app.js", nil)
+	req.Header.Set("Accept-Encoding", "zstd")
+	w := &headerWriter{h: http.Header{}}
+	allocs := func(serve func()) float64 {
+		return testing.AllocsPerRun(200, func() {
+			clear(w.h)
+			serve()
+		})
+	}
+	for range 2 { // each pool warmed by the other's first round
+		viaCaddy := allocs(func() {
+			if err := h.ServeHTTP(w, req, next); err != nil {
+				t.Fatal(err)
+			}
+		})
+		viaSqueeze := allocs(func() { bare.ServeHTTP(w, req) })
+		if viaCaddy > viaSqueeze {
+			t.Errorf("a request through the Caddy handler allocates %v times, through squeeze's %v: the adapter adds %v", viaCaddy, viaSqueeze, viaCaddy-viaSqueeze)
+		}
+		t.Logf("allocations per request: Caddy handler %v, squeeze %v", viaCaddy, viaSqueeze)
+	}
+	if w.h.Get("Content-Encoding") != "zstd" {
+		t.Fatalf("Content-Encoding %q: want the route's body encoded", w.h.Get("Content-Encoding"))
 	}
 }
