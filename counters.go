@@ -298,7 +298,9 @@ func (c *Counters) String() string {
 // reason; those of the store of [WithSharedStore] are
 // squeeze_shared_store_..._total, besides the gauge
 // squeeze_shared_store_breaker_open; those of [WithLearnedDictionary]
-// squeeze_learned_dictionary_..._total.
+// squeeze_learned_dictionary_..._total. The module
+// github.com/squeezehttp/squeeze/prometheus registers the same metrics
+// with a client_golang registry, keeping client_golang out of this one.
 func (c *Counters) WritePrometheus(w io.Writer) error {
 	s := c.stats()
 	p := promWriter{w: w}

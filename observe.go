@@ -54,8 +54,7 @@ type RequestBodyInfo struct {
 	Coding string
 	// Compressed: the bytes read from the connection; Decoded: read by the handler.
 	Compressed, Decoded int64
-	// Elapsed is the time spent in the decoder's Reads.
-	Elapsed time.Duration
+	Elapsed             time.Duration // in the decoder's Reads
 }
 
 // SharedStoreInfo describes a call to [WithSharedStore]'s store.
@@ -68,8 +67,7 @@ type SharedStoreInfo struct {
 	// "too_large", "bad_value", "other"), Err the store's error.
 	ErrorKind string
 	Err       error
-	// Elapsed is the time the call took.
-	Elapsed time.Duration
+	Elapsed   time.Duration // the call's
 }
 
 // LearnedInfo describes one step of a learned dictionary. Step is
