@@ -172,6 +172,16 @@ type (
 		RefusedBudget int64 `json:"refused_budget"`
 		Deltas        int64 `json:"deltas"`
 		BytesSaved    int64 `json:"bytes_saved"`
+		// The samples refused, by reason, and what kept deltas or
+		// dictionaries from going out.
+		SkippedPrivate     int64 `json:"skipped_private"`
+		SkippedUnmarked    int64 `json:"skipped_unmarked"`
+		SkippedCredentials int64 `json:"skipped_credentials"`
+		SkippedQuery       int64 `json:"skipped_query"`
+		SkippedType        int64 `json:"skipped_type"`
+		DeltasStopped      int64 `json:"deltas_stopped"`
+		PublishFailed      int64 `json:"publish_failed"`
+		Unregistrable      int64 `json:"unregistrable"`
 	}
 	counterStats struct {
 		Compressor        compressorStats   `json:"compressor"`
@@ -236,6 +246,15 @@ func (c *Counters) stats() counterStats {
 		RefusedBudget: c.learned[LearnedRefused].Load(),
 		Deltas:        c.learned[LearnedDelta].Load(),
 		BytesSaved:    c.learnedSaved.Load(),
+
+		SkippedPrivate:     c.learned[LearnedSkippedPrivate].Load(),
+		SkippedUnmarked:    c.learned[LearnedSkippedUnmarked].Load(),
+		SkippedCredentials: c.learned[LearnedSkippedCredentials].Load(),
+		SkippedQuery:       c.learned[LearnedSkippedQuery].Load(),
+		SkippedType:        c.learned[LearnedSkippedType].Load(),
+		DeltasStopped:      c.learned[LearnedDeltasStopped].Load(),
+		PublishFailed:      c.learned[LearnedPublishFailed].Load(),
+		Unregistrable:      c.learned[LearnedUnregistrable].Load(),
 	}
 	return s
 }
@@ -258,7 +277,10 @@ func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).S
 //	    "writes_refused": 0, "bytes_read": 81920, "bytes_written": 40960,
 //	    "breaker_opened": 0, "breaker_open": 0},
 //	 "learned_dictionary": {"trained": 1, "adopted": 0, "refused_budget": 0,
-//	    "deltas": 40, "bytes_saved": 120000}}
+//	    "deltas": 40, "bytes_saved": 120000, "skipped_private": 2,
+//	    "skipped_unmarked": 0, "skipped_credentials": 5, "skipped_query": 1,
+//	    "skipped_type": 0, "deltas_stopped": 0, "publish_failed": 0,
+//	    "unregistrable": 0}}
 //
 // shared_store counts the calls to the store of [WithSharedStore] by
 // [SharedResult]; breaker_open is 1 while its breaker is open.
@@ -328,6 +350,14 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"refused_budget", "Trainings of learned dictionaries refused for their CPU or memory budget.", ls.RefusedBudget},
 		{"deltas", "Responses sent as deltas against a learned dictionary.", ls.Deltas},
 		{"saved_bytes", "Bytes the deltas against learned dictionaries saved over zstd without them (estimated).", ls.BytesSaved},
+		{"skipped_private", "Responses not sampled for a learned dictionary: private, no-store, setting a cookie or Vary: *.", ls.SkippedPrivate},
+		{"skipped_unmarked", "Responses not sampled for a learned dictionary: neither public nor given a max-age or s-maxage.", ls.SkippedUnmarked},
+		{"skipped_credentials", "Responses not sampled for a learned dictionary: not public, to a request with credentials.", ls.SkippedCredentials},
+		{"skipped_query", "Responses not sampled for a learned dictionary: not public, to a request with a query string.", ls.SkippedQuery},
+		{"skipped_type", "Responses not sampled for a learned dictionary: of a content type not compressed.", ls.SkippedType},
+		{"deltas_stopped", "Times a learned route stopped sending deltas that saved less than the floor.", ls.DeltasStopped},
+		{"publish_failed", "Writes of a learned dictionary to the shared store that failed, to be tried again.", ls.PublishFailed},
+		{"unregistrable", "Responses sent without Use-As-Dictionary because their caching headers keep a browser from storing them.", ls.Unregistrable},
 	})
 	return p.err
 }

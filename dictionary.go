@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/bits"
 	"net/http"
 	"slices"
@@ -170,6 +171,8 @@ type dictStore struct {
 	training *semaphore.Weighted
 	jobs     sync.WaitGroup
 	observe  func(Event)
+	// logf logs what an operator must hear of once (learned.go).
+	logf func(format string, args ...any)
 
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
@@ -232,6 +235,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		remembered: lru.New[[32]byte, *dictionary](c.dictStoreSize, nil),
 		training:   semaphore.NewWeighted(1),
 		observe:    c.observe,
+		logf:       log.Printf,
 	}
 	for _, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))

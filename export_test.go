@@ -85,3 +85,8 @@ func WaitLearned(m *Middleware) {
 		m.dicts.jobs.Wait()
 	}
 }
+
+// SetLearnedLog sets the log of m's learned dictionaries.
+func SetLearnedLog(m *Middleware, logf func(format string, args ...any)) {
+	m.dicts.logf = logf
+}

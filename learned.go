@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,10 @@ type learnedConfig struct {
 	interval    time.Duration
 	keep        int
 	path        string
+	// credentials are the canonical names of the request header fields
+	// that carry credentials besides Cookie and Authorization
+	// (LearnedCredentialHeaders).
+	credentials []string
 }
 
 // LearnedOption configures one [WithLearnedDictionary] route.
@@ -203,14 +208,45 @@ func LearnedPath(prefix string) LearnedOption {
 	}
 }
 
+// LearnedCredentialHeaders names request header fields that carry
+// credentials, besides Cookie, Authorization and Proxy-Authorization,
+// which always count: X-Api-Key, say. A response to a request carrying one
+// is sampled only if it says Cache-Control: public (see
+// [WithLearnedDictionary]). Names are matched under any case; each must
+// be a valid field name. Calls add up.
+func LearnedCredentialHeaders(names ...string) LearnedOption {
+	return func(c *learnedConfig) error {
+		for _, n := range names {
+			if !isToken(n) {
+				return fmt.Errorf("LearnedCredentialHeaders(%q): %q is not a header field name", names, n)
+			}
+			k := http.CanonicalHeaderKey(n)
+			if !slices.Contains(c.credentials, k) {
+				c.credentials = append(c.credentials, k)
+			}
+		}
+		return nil
+	}
+}
+
 // WithLearnedDictionary turns on dictionaries learned from traffic for the
 // paths matching pattern (a pattern as in [WithDictionaryMatch]).
 //
-// squeeze samples the public responses to GET requests on the route (200,
-// of a type [WithContentTypes] allows, not encoded by the handler): never
-// one marked private or no-store, one that sets a cookie, nor the answer
-// to a request with Authorization or Cookie unless it says
-// Cache-Control: public. Once it holds enough, it trains a dictionary in
+// A learned dictionary is published to everyone: any client may fetch it,
+// and every page links it. So squeeze samples only the responses to GET
+// requests on the route (200, of a type [WithContentTypes] allows, not
+// encoded by the handler) that say they may be shared with anyone:
+// Cache-Control: public, or a max-age or s-maxage (above zero) answering
+// a request with no query string and no credentials of any kind (Cookie,
+// Authorization, Proxy-Authorization, and the fields of
+// [LearnedCredentialHeaders]). Never one marked private or no-store, one
+// that sets a cookie, one that says nothing of sharing, nor one reached
+// by a URL with a query string (a share or reset link is a secret)
+// unless public. Each response refused is counted by reason (see
+// [LearnedSkippedPrivate] and those after it) and the first of each
+// reason on a route is logged, with how far the route is from its next
+// round: a route whose visitors carry a session cookie learns nothing
+// until its responses say public. Once it holds enough, it trains a dictionary in
 // the background, one training at a time per Middleware, within the
 // budgets the options set, and serves it at its own URL (see
 // [LearnedPath]) with Use-As-Dictionary naming pattern and an id, a
@@ -299,6 +335,11 @@ type learnedRoute struct {
 	// measured (math.Float64bits), 0 until measured: it estimates what
 	// deltas save.
 	saved atomic.Uint64
+
+	// pending is len(samples), for the reports of samples refused; logged
+	// has a bit per sampleRefusal logged once already.
+	pending atomic.Int64
+	logged  atomic.Uint32
 }
 
 const (
@@ -525,6 +566,7 @@ func (r *learnedRoute) addSample(body []byte, n int64) {
 	}
 	r.samples = append(r.samples, body)
 	r.sampled += n
+	r.pending.Store(int64(len(r.samples)))
 	full := len(r.samples) >= r.cfg.samples ||
 		len(r.samples) >= learnedRoundSamples && r.held.Load() > r.cfg.budget-r.maxSample()
 	var round [][]byte
@@ -532,6 +574,7 @@ func (r *learnedRoute) addSample(body []byte, n int64) {
 	if full {
 		round, cost = r.samples, r.sampled
 		r.samples, r.sampled = nil, 0
+		r.pending.Store(0)
 		r.state.Store(learnedRound)
 	}
 	r.mu.Unlock()
@@ -579,7 +622,9 @@ func (r *learnedRoute) follow(inner responseHook, req *http.Request, o *offer) r
 // edits, and starts sampling a body squeeze may learn from: a GET 200 of
 // an eligible type, not encoded by the handler nor a range nor one of the
 // learned dictionaries (a pattern may cover their path), that
-// publicResponse allows to be shared, while the route collects.
+// learnedSampleable says may be shared with anyone, while the route
+// collects. A response refused for its type or what it says of sharing
+// is reported (refused).
 func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	if l.inner != nil {
 		l.innerWants = l.inner.committed(h, f)
@@ -592,9 +637,9 @@ func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	}
 	dictionaryHeaders(h, true, "", "", links)
 	r := l.r
-	if l.req.Method == http.MethodGet && f.status == http.StatusOK && f.eligible && !f.encoded && !f.ranged &&
+	if l.req.Method == http.MethodGet && f.status == http.StatusOK && !f.encoded && !f.ranged &&
 		f.declared <= r.maxSample() && !strings.HasPrefix(l.req.URL.Path, r.cfg.path) && // not a dictionary itself
-		r.collecting() && publicResponse(l.req.Header, h) {
+		r.collecting() && r.sampleable(l.req, h, f) {
 		l.sampling = true
 		if f.declared > 0 {
 			if !r.reserve(f.declared) {
@@ -609,6 +654,53 @@ func (l *learnedResponse) committed(h http.Header, f facts) bool {
 		l.h = h
 	}
 	return l.innerWants || l.sampling || l.delta != ""
+}
+
+// sampleable reports whether the response to req, whose header is h, may
+// be sampled (learnedSampleable), reporting why not when it may not.
+func (r *learnedRoute) sampleable(req *http.Request, h http.Header, f facts) bool {
+	why := sampleType
+	if f.eligible {
+		why = learnedSampleable(req, h, r.cfg.credentials)
+	}
+	if why == sampleOK {
+		return true
+	}
+	r.refused(why, req)
+	return false
+}
+
+// refusalResults maps a sampleRefusal to what it is reported as.
+var refusalResults = [...]LearnedResult{
+	samplePrivate:     LearnedSkippedPrivate,
+	sampleUnmarked:    LearnedSkippedUnmarked,
+	sampleCredentials: LearnedSkippedCredentials,
+	sampleQuery:       LearnedSkippedQuery,
+	sampleType:        LearnedSkippedType,
+}
+
+// refusalWords says in a log line why a response was not sampled.
+var refusalWords = [...]string{
+	samplePrivate:     "it is private (Cache-Control private or no-store, Set-Cookie, or Vary: *)",
+	sampleUnmarked:    "it says nothing of sharing (neither Cache-Control public nor a max-age or s-maxage)",
+	sampleCredentials: "its request carried credentials (Cookie, Authorization or a LearnedCredentialHeaders field) and it does not say Cache-Control public",
+	sampleQuery:       "its request had a query string, which may be a secret, and it does not say Cache-Control public",
+	sampleType:        "squeeze does not compress its content type",
+}
+
+// refused reports a response to req the route did not sample, for why,
+// with the samples the route holds toward its next round, and logs the
+// first of each reason on the route. The log names the path alone: a
+// query string may be a secret.
+func (r *learnedRoute) refused(why sampleRefusal, req *http.Request) {
+	held, need := r.pending.Load(), int64(r.cfg.samples)
+	r.s.report(Event{Kind: LearnedDictionaryEvent, Learned: refusalResults[why], In: held, Out: need})
+	bit := uint32(1) << why
+	if old := r.logged.Load(); old&bit != 0 || !r.logged.CompareAndSwap(old, old|bit) {
+		return
+	}
+	r.s.logf("squeeze: learned dictionary %q: a response to %s was not sampled: %s; the route holds %d of the %d samples of its next round (logged once per route and reason; the counters count every one)",
+		r.cfg.pattern, req.URL.EscapedPath(), refusalWords[why], held, need)
 }
 
 // plain passes p on to the inner hook while it wants it, counts it for a

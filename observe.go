@@ -121,13 +121,58 @@ const (
 	// from the route's last measured ratio of delta to zstd without the
 	// dictionary.
 	LearnedDelta
+	// LearnedSkippedPrivate: a response the route collects samples from
+	// was not sampled: it is private, no-store, sets a cookie or varies
+	// on everything. In is the samples the route holds toward its next
+	// round, Out how many the round needs.
+	LearnedSkippedPrivate
+	// LearnedSkippedUnmarked: a response was not sampled because it says
+	// nothing of sharing: neither Cache-Control public nor a max-age or
+	// s-maxage. In and Out as for [LearnedSkippedPrivate].
+	LearnedSkippedUnmarked
+	// LearnedSkippedCredentials: a response that is not Cache-Control
+	// public answered a request with credentials (Cookie, Authorization,
+	// or a header of [LearnedCredentialHeaders]) and was not sampled: a
+	// route whose visitors carry a session cookie trains nothing until
+	// its responses say public. In and Out as for [LearnedSkippedPrivate].
+	LearnedSkippedCredentials
+	// LearnedSkippedQuery: a response that is not Cache-Control public
+	// answered a request with a query string, which may be a secret (a
+	// share link), and was not sampled. In and Out as for
+	// [LearnedSkippedPrivate].
+	LearnedSkippedQuery
+	// LearnedSkippedType: a response was not sampled because squeeze does
+	// not compress its content type. In and Out as for
+	// [LearnedSkippedPrivate].
+	LearnedSkippedType
+	// LearnedDeltasStopped: the route's streamed deltas saved less than
+	// the floor, measured against the coding they replaced, so the route
+	// sends no more deltas until its next dictionary. In is the plain
+	// bytes measured, Out the bytes the deltas went out in over those of
+	// the coding they replaced (which may be more).
+	LearnedDeltasStopped
+	// LearnedPublishFailed: writing a trained dictionary, or its pointer,
+	// to the SharedStore failed; it is tried again at the route's next
+	// requests. Out is the dictionary's length.
+	LearnedPublishFailed
+	// LearnedUnregistrable: a response that would have carried
+	// Use-As-Dictionary, a learned dictionary's or a body remembered as a
+	// dictionary ([WithDictionaryMatch]) or a FileServer's file, went out
+	// without it: its caching headers (no-cache, no-store,
+	// must-revalidate, or no freshness) keep a browser from storing it as
+	// a dictionary (RFC 9842 section 2.2.1).
+	LearnedUnregistrable
 	learnedResultCount
 )
 
-var learnedResultNames = [learnedResultCount]string{"none", "trained", "adopted", "refused", "delta"}
+var learnedResultNames = [learnedResultCount]string{"none", "trained", "adopted", "refused", "delta",
+	"skipped_private", "skipped_unmarked", "skipped_credentials", "skipped_query", "skipped_type",
+	"deltas_stopped", "publish_failed", "unregistrable"}
 
 // String returns the result's name: "trained", "adopted", "refused",
-// "delta" or "none".
+// "delta", "skipped_private", "skipped_unmarked", "skipped_credentials",
+// "skipped_query", "skipped_type", "deltas_stopped", "publish_failed",
+// "unregistrable" or "none".
 func (r LearnedResult) String() string {
 	if r >= learnedResultCount {
 		return "LearnedResult(" + strconv.Itoa(int(r)) + ")"
