@@ -173,6 +173,9 @@ type dictStore struct {
 	observe  func(Event)
 	// logf logs what an operator must hear of once (learned.go).
 	logf func(format string, args ...any)
+	// offers are the Middleware's offers without a dictionary: a learned
+	// route measures its streamed deltas against them (learned.go).
+	offers []offer
 
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
@@ -590,6 +593,9 @@ func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) 
 		hook = s.linkHook
 	}
 	if lr := s.learnedFor(path); lr != nil {
+		if o != nil && lr.stopped.Load() && lr.holds(o.dict) {
+			o = nil // the route's deltas fell below their floor (learned.go)
+		}
 		hook = lr.follow(hook, r, o)
 	}
 	return o, hook
@@ -867,6 +873,10 @@ func (l *dictLinks) ended(responseEnd) {}
 func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Content-Type"] = []string{sd.contentType}
+	// Bytes learned from responses, or chosen by the operator, are no
+	// page: a browser must not sniff them into one (a learned dictionary
+	// holds text of HTML responses).
+	h["X-Content-Type-Options"] = []string{"nosniff"}
 	h["Etag"] = []string{sd.etag}
 	// The same bytes for every client, chosen by the operator or learned
 	// from public responses only: a shared cache may keep them, and a

@@ -67,6 +67,26 @@ const learnedMinSamples = 4
 // measure the dictionary on a response it was not trained on.
 const learnedRoundSamples = learnedMinSamples + 1
 
+// The guard of streamed deltas. A whole delta goes out only if it is
+// smaller than the coding it replaces (sendWhole); a streamed one goes
+// out before that can be known, so a route measures its streamed deltas:
+// the first learnedProbeFirst after its deltas start, then one in
+// learnedProbeEvery, each encoded again without the dictionary once it has
+// gone out. Once learnedProbeMin are measured and the deltas saved less
+// than learnedDeltaFloor of what the coding they replace took, the route
+// sends no delta until a new dictionary, or a round that measures the live
+// one saving at least the floor on the route's samples (measured). A
+// route of user content poisoned so that every page goes out larger as a
+// delta so costs a few responses of a few dozen bytes per round.
+const (
+	learnedProbeFirst = 8
+	learnedProbeEvery = 16
+	learnedProbeMin   = 3
+	learnedDeltaFloor = 0.02
+	// learnedProbeDecay is the count at which the tally is halved.
+	learnedProbeDecay = 32
+)
+
 // learnedMaxAge is how long a client may keep a learned dictionary fresh
 // (its Cache-Control max-age): a superseded dictionary stays served, and
 // answered, while a client announced it within this time.
@@ -340,6 +360,22 @@ type learnedRoute struct {
 	// has a bit per sampleRefusal logged once already.
 	pending atomic.Int64
 	logged  atomic.Uint32
+
+	// The guard of streamed deltas (probeStream): stopped is set while
+	// the route sends no deltas; probes counts the deltas that may stream
+	// since the route's deltas last (re)started; probing is set while one
+	// is measured. The tally, guarded by mu, sums what the probes found,
+	// halved as it grows so that the newest weigh most.
+	stopped atomic.Bool
+	probes  atomic.Int64
+	probing atomic.Bool
+	tally   streamTally
+}
+
+// streamTally sums what probes of a route's streamed deltas found.
+type streamTally struct {
+	count                  int
+	plain, delta, replaced int64
 }
 
 const (
@@ -509,12 +545,68 @@ func (r *learnedRoute) publish(ld *learnedDict) bool {
 		}
 	}
 	r.live.Store(&learnedSet{dicts: next, link: "<" + ld.path + `>; rel="compression-dictionary"`})
+	r.restartDeltas()
 	return true
 }
 
-// measured records what a round found.
+// restartDeltas (re)starts the route's deltas with a fresh tally of
+// probes. Callers hold r.mu.
+func (r *learnedRoute) restartDeltas() {
+	r.tally = streamTally{}
+	r.probes.Store(0)
+	r.stopped.Store(false)
+}
+
+// measured records what a round found: what deltas save, and, when the
+// live dictionary saves at least the floor on the round's samples, the
+// restart of deltas the guard stopped (probeStream).
 func (r *learnedRoute) measured(m learnedMeasure) {
 	r.saved.Store(math.Float64bits(m.savedPerByte))
+	if m.ratio > 0 && 1-m.ratio >= learnedDeltaFloor && r.stopped.Load() {
+		r.mu.Lock()
+		r.restartDeltas()
+		r.mu.Unlock()
+	}
+}
+
+// wantsProbe reports whether a delta on the route that may stream is to be
+// measured (see learnedProbeFirst), claiming the route's one probe.
+func (r *learnedRoute) wantsProbe() bool {
+	n := r.probes.Add(1)
+	return (n <= learnedProbeFirst || n%learnedProbeEvery == 0) && r.probing.CompareAndSwap(false, true)
+}
+
+// probeStream measures a streamed delta in coding of body that went out
+// in sent bytes against the coding it replaced, and stops the route's
+// deltas when the tally's saving falls below the floor. It releases the
+// route's probe.
+func (r *learnedRoute) probeStream(coding string, body []byte, sent int64) {
+	defer r.probing.Store(false)
+	replaced, ok := r.s.encodedLen(coding, body)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	t := &r.tally
+	t.count++
+	t.plain += int64(len(body))
+	t.delta += sent
+	t.replaced += replaced
+	stop := t.count >= learnedProbeMin && float64(t.replaced-t.delta) < learnedDeltaFloor*float64(t.replaced)
+	last := *t
+	if t.count >= learnedProbeDecay {
+		*t = streamTally{count: t.count / 2, plain: t.plain / 2, delta: t.delta / 2, replaced: t.replaced / 2}
+	}
+	if stop {
+		*t = streamTally{}
+	}
+	r.mu.Unlock()
+	if !stop || !r.stopped.CompareAndSwap(false, true) {
+		return
+	}
+	r.s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedDeltasStopped, In: last.plain, Out: last.delta - last.replaced})
+	r.s.logf("squeeze: learned dictionary %q: %d streamed deltas went out in %d bytes where the coding they replace took %d: below the floor of %.0f%% saved, the route sends no deltas until its next dictionary or a round that measures its dictionary saving",
+		r.cfg.pattern, last.count, last.delta, last.replaced, 100*learnedDeltaFloor)
 }
 
 // savedPerByte returns the bytes a delta saved per plain byte, as
@@ -597,11 +689,13 @@ type learnedResponse struct {
 	delta string
 	h     http.Header
 	// innerWants is what inner's committed answered; sampling is set
-	// while the body is sampled, whose reserved bytes are reserved; n
-	// counts the plain bytes of a possible delta.
-	innerWants, sampling bool
-	body                 []byte
-	reserved, n          int64
+	// while the body is sampled and probing while it is collected to
+	// measure a streamed delta (probeStream), its reserved bytes reserved
+	// of the route's sample budget; n counts the plain bytes of a
+	// possible delta.
+	innerWants, sampling, probing bool
+	body                          []byte
+	reserved, n                   int64
 }
 
 // follow returns the hook of the response to req on the route, wrapping
@@ -652,8 +746,23 @@ func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	}
 	if l.delta != "" {
 		l.h = h
+		// A body that ended within the buffer goes out whole, a delta
+		// only if it is the smaller (sendWhole); one that may stream is
+		// probed now and then.
+		if f.event != atEnd && r.wantsProbe() {
+			l.probing = true
+			if !l.sampling && f.declared > 0 {
+				if f.declared > r.maxSample() || !r.reserve(f.declared) {
+					l.probing = false
+					r.probing.Store(false)
+				} else {
+					l.reserved = f.declared
+					l.body = make([]byte, 0, f.declared)
+				}
+			}
+		}
 	}
-	return l.innerWants || l.sampling || l.delta != ""
+	return l.innerWants || l.sampling || l.probing || l.delta != ""
 }
 
 // sampleable reports whether the response to req, whose header is h, may
@@ -711,24 +820,28 @@ func (l *learnedResponse) plain(p []byte) bool {
 		l.innerWants = l.inner.plain(p)
 	}
 	l.n += int64(len(p))
-	if l.sampling {
+	if l.sampling || l.probing {
 		need := int64(len(l.body) + len(p))
 		if grow := need - l.reserved; grow > 0 {
 			if need > l.r.maxSample() || !l.r.reserve(grow) {
-				l.stopSampling()
+				l.stopCollecting()
 				return l.innerWants || l.delta != ""
 			}
 			l.reserved = need
 		}
 		l.body = append(l.body, p...)
 	}
-	return l.innerWants || l.sampling || l.delta != ""
+	return l.innerWants || l.sampling || l.probing || l.delta != ""
 }
 
-// stopSampling drops the body collected and its reservation.
-func (l *learnedResponse) stopSampling() {
+// stopCollecting drops the body collected and its reservation, and the
+// route's probe if this response held it.
+func (l *learnedResponse) stopCollecting() {
 	l.r.release(l.reserved)
-	l.sampling, l.body, l.reserved = false, nil, 0
+	if l.probing {
+		l.r.probing.Store(false)
+	}
+	l.sampling, l.probing, l.body, l.reserved = false, false, nil, 0
 }
 
 func (l *learnedResponse) flushed() {
@@ -748,11 +861,21 @@ func (l *learnedResponse) ended(end responseEnd) {
 	if end.wentWhole {
 		l.n = int64(len(end.whole))
 	}
-	if l.delta != "" && end.completed && !end.lengthMismatch && headerHasToken(l.h["Content-Encoding"], l.delta) {
+	wentDelta := l.delta != "" && end.completed && !end.lengthMismatch && headerHasToken(l.h["Content-Encoding"], l.delta)
+	if wentDelta {
 		r.s.reportDelta(r, l.n)
 	}
 	l.h = nil
+	if l.probing {
+		if wentDelta && !end.wentWhole && end.closed && int64(len(l.body)) == l.n {
+			r.probeStream(l.delta, l.body, end.sent) // releases the probe
+		} else {
+			r.probing.Store(false)
+		}
+		l.probing = false
+	}
 	if !l.sampling {
+		l.stopCollecting()
 		return
 	}
 	body, owned := l.body, true
@@ -762,7 +885,7 @@ func (l *learnedResponse) ended(end responseEnd) {
 	n := int64(len(body))
 	if !end.completed || end.lengthMismatch || n == 0 || end.declared >= 0 && n != end.declared ||
 		n > r.maxSample() || n > l.reserved && !r.reserve(n-l.reserved) {
-		l.stopSampling()
+		l.stopCollecting()
 		return
 	}
 	l.reserved = max(l.reserved, n)
@@ -771,4 +894,45 @@ func (l *learnedResponse) ended(end responseEnd) {
 	}
 	r.addSample(body, l.reserved)
 	l.body, l.sampling, l.reserved = nil, false, 0
+}
+
+// encodedLen returns the length of body encoded in the coding a delta in
+// coding replaces: the same codec without the dictionary (zstd for dcz, br
+// for dcb) when the Middleware offers it, else its first offer, from the
+// Middleware's pools. ok is false when there is none or it failed.
+func (s *dictStore) encodedLen(coding string, body []byte) (n int64, ok bool) {
+	var fb *offer
+	for i := range s.offers {
+		if s.offers[i].coding == deltaCodec(coding) {
+			fb = &s.offers[i]
+			break
+		}
+	}
+	if fb == nil && len(s.offers) > 0 {
+		fb = &s.offers[0]
+	}
+	if fb == nil {
+		return 0, false
+	}
+	var c byteCount
+	e, err := fb.encoders.Get(&c)
+	if err != nil {
+		return 0, false
+	}
+	defer fb.encoders.Put(e)
+	if _, err := e.Write(body); err != nil {
+		return 0, false
+	}
+	if err := e.Close(); err != nil {
+		return 0, false
+	}
+	return int64(c), true
+}
+
+// byteCount is an io.Writer that counts what is written to it.
+type byteCount int64
+
+func (c *byteCount) Write(p []byte) (int, error) {
+	*c += byteCount(len(p))
+	return len(p), nil
 }

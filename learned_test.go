@@ -374,3 +374,118 @@ func TestLearnedRouteCountsAndLogsWhyItRefusesSamples(t *testing.T) {
 		}
 	}
 }
+
+// userPage returns a page of user content on the search route that shares
+// nothing with the route's template: random words a dictionary of the
+// route cannot hold.
+func userPage(i int) []byte {
+	var b bytes.Buffer
+	x := uint64(i)*0x9e3779b97f4a7c15 + 1
+	for b.Len() < 6000 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		const letters = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		for range 8 {
+			b.WriteByte(letters[x%uint64(len(letters))])
+			x /= uint64(len(letters))
+		}
+		b.WriteByte(' ')
+	}
+	return b.Bytes()
+}
+
+// TestLearnedRouteStopsStreamedDeltasLargerThanTheCodingTheyReplace
+// poisons a route of user content so that its streamed pages share
+// nothing with the learned dictionary: a delta of each then went out
+// larger than the zstd it replaced, 10 of 10. The route measures its
+// streamed deltas and stops sending them once they save less than the
+// floor: at most learnedProbeMin go out larger, the stop is counted, and
+// the next dictionary starts deltas again.
+func TestLearnedRouteStopsStreamedDeltasLargerThanTheCodingTheyReplace(t *testing.T) {
+	var counters squeeze.Counters
+	m := newMiddleware(t, squeeze.WithObserver(counters.Observe),
+		squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0), squeeze.LearnedRetrainBelow(0.95)))
+	squeeze.SetLearnedLog(m, func(string, ...any) {})
+	search := searchHandler("shop")
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/search/u") {
+			search(w, r)
+			return
+		}
+		var i int
+		fmt.Sscanf(r.URL.Path, "/search/u%d", &i)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		// Public, so it may go out as a delta; not sampled (its query
+		// string), so no round starts meanwhile.
+		w.Header().Set("Cache-Control", "max-age=60")
+		page := userPage(i)
+		_, _ = w.Write(page[:100])
+		w.(http.Flusher).Flush() // streamed
+		_, _ = w.Write(page[100:])
+	}))
+	trainSearch(t, m, h, 0, 8)
+	_, dict, _ := learnedOf(h)
+	if dict == nil {
+		t.Fatal("no dictionary was trained")
+	}
+	larger, deltas := 0, 0
+	for i := range 10 {
+		path := fmt.Sprintf("/search/u%d?by=user", i)
+		rec := serveAt(h, path, "dcz, zstd", "Available-Dictionary", availableFor(dict))
+		plain := serveAt(h, path, "zstd")
+		if plain.Header().Get("Content-Encoding") != squeeze.Zstd {
+			t.Fatalf("%s without the dictionary went out as %q", path, plain.Header().Get("Content-Encoding"))
+		}
+		if rec.Header().Get("Content-Encoding") == squeeze.DCZ {
+			deltas++
+			if got, err := testtool.DecodeDictionary(squeeze.DCZ, rec.Body.Bytes(), dict); err != nil || !bytes.Equal(got, userPage(i)) {
+				t.Fatalf("%s as dcz does not decode to the page: %v", path, err)
+			}
+			if rec.Body.Len() > plain.Body.Len() {
+				larger++
+			}
+		}
+	}
+	t.Logf("%d of 10 streamed pages went out as dcz, %d larger than zstd", deltas, larger)
+	if larger > 3 {
+		t.Errorf("%d of 10 streamed pages went out as a delta larger than the zstd it replaced; want at most 3, the probes", larger)
+	}
+	if !strings.Contains(counters.String(), `"deltas_stopped":1`) {
+		t.Errorf("the stop is not counted: %s", counters.String())
+	}
+	// The template pages get no delta either while the route is stopped,
+	// and get them again after its next round, which trains a dictionary
+	// (the saving is below LearnedRetrainBelow).
+	if ce := serveAt(h, "/search/300", "dcz, zstd", "Available-Dictionary", availableFor(dict)).Header().Get("Content-Encoding"); ce != squeeze.Zstd {
+		t.Errorf("a page of the stopped route went out as %q, want zstd", ce)
+	}
+	trainSearch(t, m, h, 400, 8)
+	_, next, _ := learnedOf(h)
+	if next == nil || bytes.Equal(next, dict) {
+		t.Fatal("no new dictionary was trained")
+	}
+	if ce := serveAt(h, "/search/301", "dcz, zstd", "Available-Dictionary", availableFor(next)).Header().Get("Content-Encoding"); ce != squeeze.DCZ {
+		t.Errorf("a page went out as %q against the route's next dictionary, want dcz", ce)
+	}
+}
+
+// TestDictionaryResponsesForbidSniffing: a learned dictionary holds text
+// of HTML responses, and a WithDictionary one whatever the operator gave:
+// served as text, neither may be sniffed into a page.
+func TestDictionaryResponsesForbidSniffing(t *testing.T) {
+	m := newMiddleware(t, squeeze.WithDictionary("/dict/site", "/app/*", []byte("<html><script>alert(1)</script>")),
+		squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
+	h := m.Handler(searchHandler("shop"))
+	trainSearch(t, m, h, 0, 8)
+	url, _, _ := learnedOf(h)
+	if url == "" {
+		t.Fatal("no dictionary was trained")
+	}
+	for _, path := range []string{url, "/dict/site"} {
+		rec := serveAt(h, path, "br")
+		if rec.Code != http.StatusOK || rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: %d, X-Content-Type-Options %q, want nosniff", path, rec.Code, rec.Header().Get("X-Content-Type-Options"))
+		}
+	}
+}

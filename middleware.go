@@ -107,6 +107,7 @@ func New(opts ...Option) (*Middleware, error) {
 	}
 	if m.dicts != nil {
 		m.dicts.shared = m.shared
+		m.dicts.offers = m.offers
 	}
 	bufferSize := max(c.bufferSize, c.minSize)
 	if m.buffers, err = pool.NewBuffers(bufferSize); err != nil {

@@ -234,6 +234,9 @@ type responseEnd struct {
 	// lengthMismatch is set when the body did not match its declared
 	// length (ReasonLength).
 	lengthMismatch bool
+	// sent is the body bytes the underlying writer took: the encoded
+	// bytes of an encoded response.
+	sent int64
 }
 
 // attach makes k follow the response.
@@ -261,6 +264,7 @@ func (rw *responseWriter) end(completed bool) responseEnd {
 		wentWhole:      rw.state == stateSent,
 		closed:         rw.closed,
 		lengthMismatch: rw.why == ReasonLength,
+		sent:           rw.sent,
 	}
 	if e.wentWhole {
 		e.whole = rw.buffered()
