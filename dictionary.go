@@ -176,6 +176,9 @@ type dictStore struct {
 	// offers are the Middleware's offers without a dictionary: a learned
 	// route measures its streamed deltas against them (learned.go).
 	offers []offer
+	// pollEvery is the least time between two reads of a learned route's
+	// pointer in the fleet's store (shared_learned.go).
+	pollEvery time.Duration
 
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
@@ -239,6 +242,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		training:   semaphore.NewWeighted(1),
 		observe:    c.observe,
 		logf:       log.Printf,
+		pollEvery:  learnedPollEvery,
 	}
 	for _, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))
@@ -584,6 +588,13 @@ const captureChunk = 32 << 10
 // or a same-site CORS request (RFC 9842 §9: see deltaSite); at the verdict,
 // deltaAllowed may still refuse it for what the response's header says.
 func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) {
+	if s.shared != nil {
+		// Every response may link a learned dictionary: the fleet's
+		// newest is looked for now and then (shared_learned.go).
+		for _, lr := range s.learned {
+			lr.maybePoll(r.Context())
+		}
+	}
 	path := r.URL.EscapedPath()
 	o, pattern, varies := s.begin(r, path, ranged)
 	var hook responseHook
@@ -894,7 +905,7 @@ func (s *dictStore) standaloneFor(r *http.Request) http.Handler {
 	if sd := s.standalone[r.URL.Path]; sd != nil {
 		return sd
 	}
-	return s.learnedServer(r.URL.Path)
+	return s.learnedServer(r.Context(), r.URL.Path)
 }
 
 // --- options ----------------------------------------------------------------

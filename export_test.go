@@ -90,3 +90,9 @@ func WaitLearned(m *Middleware) {
 func SetLearnedLog(m *Middleware, logf func(format string, args ...any)) {
 	m.dicts.logf = logf
 }
+
+// SetLearnedPollEvery sets the least time between two reads of a learned
+// route's pointer in m's shared store.
+func SetLearnedPollEvery(m *Middleware, d time.Duration) {
+	m.dicts.pollEvery = d
+}

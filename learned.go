@@ -2,6 +2,7 @@ package squeeze
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -188,9 +189,11 @@ func LearnedRetrainBelow(saving float64) LearnedOption {
 }
 
 // LearnedInterval sets the least time between two rounds of the route:
-// after one, no response is sampled until it has passed, and with a
-// SharedStore a replica looks for the fleet's newer dictionary at most
-// this often. The default is [DefaultLearnedInterval]; d must not be
+// after one, no response is sampled until it has passed. (With a
+// SharedStore a replica looks for the fleet's newer dictionary at each
+// round and, within a request, at most once a second, so that every
+// replica links and serves a dictionary one published from its next
+// request.) The default is [DefaultLearnedInterval]; d must not be
 // negative.
 func LearnedInterval(d time.Duration) LearnedOption {
 	return func(c *learnedConfig) error {
@@ -340,6 +343,11 @@ type learnedRoute struct {
 	// nextPoll is when the next may start (unix nanoseconds).
 	polling  atomic.Bool
 	nextPoll atomic.Int64
+	// unshared is the route's dictionary the fleet's store did not take,
+	// to be shared again; sharing is set while it is written
+	// (shared_learned.go).
+	unshared atomic.Pointer[learnedDict]
+	sharing  atomic.Bool
 
 	mu      sync.Mutex
 	samples [][]byte // guarded by mu
@@ -438,8 +446,9 @@ func (s *dictStore) lookupLearned(hash [32]byte) *dictionary {
 }
 
 // learnedServer returns the handler of the learned dictionary served at
-// path, or nil.
-func (s *dictStore) learnedServer(path string) http.Handler {
+// path, or nil: one of a route's live dictionaries, or, with a
+// SharedStore, one another replica linked (serveFromFleet), within ctx.
+func (s *dictStore) learnedServer(ctx context.Context, path string) http.Handler {
 	for _, r := range s.learned {
 		if !strings.HasPrefix(path, r.cfg.path) {
 			continue
@@ -447,6 +456,11 @@ func (s *dictStore) learnedServer(path string) http.Handler {
 		for _, ld := range r.live.Load().dicts {
 			if ld.path == path {
 				return ld.sd
+			}
+		}
+		if s.shared != nil {
+			if h := r.serveFromFleet(ctx, path); h != nil {
+				return h
 			}
 		}
 	}
@@ -699,12 +713,8 @@ type learnedResponse struct {
 }
 
 // follow returns the hook of the response to req on the route, wrapping
-// inner (nil for none), which may go out in offer o; with a SharedStore it
-// looks for the fleet's newer dictionary now and then.
+// inner (nil for none), which may go out in offer o.
 func (r *learnedRoute) follow(inner responseHook, req *http.Request, o *offer) responseHook {
-	if r.s.shared != nil {
-		r.maybePoll()
-	}
 	l := &learnedResponse{inner: inner, r: r, req: req}
 	if o != nil && o.dict != nil && r.holds(o.dict) {
 		l.delta = o.coding
