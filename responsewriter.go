@@ -44,7 +44,8 @@ const (
 	// stateSent means a whole body went out in one piece.
 	stateSent
 	// stateDiscarding means a stored encoding went out for a stream the
-	// cache knew by its ETag: the handler's body is read and discarded.
+	// cache knew by its ETag, or a HEAD's header for a stream: the
+	// handler's body is read and discarded.
 	stateDiscarding
 	// stateHijacked means the handler took over the connection.
 	stateHijacked
@@ -531,6 +532,15 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 			return nil
 		}
 		_, why, _ = rw.m.decide(f) // what the attempt found is a fact: decide names it
+	} else if v == sendEncoded && rw.head {
+		// A HEAD's stream: the GET's header, which has no length, and no
+		// body, not even an encoded empty one (RFC 9110 §9.3.2): what the
+		// handler writes is discarded unencoded.
+		rw.setEncoded(h, rw.offer.coding)
+		delete(h, "Content-Length")
+		rw.state = stateDiscarding
+		rw.sendHeader(h)
+		return rw.sendHeld()
 	} else if v == sendEncoded {
 		o := rw.offer
 		// A stream the cache knows by its strong ETag goes out stored;
@@ -949,7 +959,12 @@ type wire responseWriter
 
 // Write sends p to the underlying writer and counts what it took in sent;
 // under WithLengthHiding a gzip stream's header goes by writeGzipHeader.
+// A HEAD's body is dropped: its header says what the GET's would, and
+// nothing follows it (RFC 9110 §9.3.2).
 func (c *wire) Write(p []byte) (int, error) {
+	if c.head {
+		return len(p), nil
+	}
 	if c.padGzip {
 		return c.writeGzipHeader(p)
 	}
