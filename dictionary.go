@@ -216,10 +216,34 @@ func dcbTableBytes(n int) int64 {
 	return handle + 2<<bucketBits + 4<<slotBits + 4*int64(n-7)
 }
 
+// registrableSaid is registrable for a handler's response, which gets no
+// Cache-Control from squeeze: one whose caching headers say nothing
+// (neither Cache-Control nor Expires) still carries Use-As-Dictionary, as
+// documented (DictionaryCacheControl): the handler is to give it the
+// freshness a browser needs, and squeeze cannot tell whether it may.
+func (s *dictStore) registrableSaid(h http.Header) bool {
+	if !hasField(h, "Cache-Control") && !hasField(h, "Expires") {
+		return true
+	}
+	return s.registrable(h, "")
+}
+
 // standaloneDictionary is a dictionary of WithDictionary and what serves it.
 type standaloneDictionary struct {
 	d                        *dictionary
 	etag, useAs, contentType string
+	s                        *dictStore // for its reports
+}
+
+// registrable reports whether a response with header h, given fresh as
+// its Cache-Control when it has none, is one a browser registers as a
+// dictionary (dictionaryRegistrable), counting it when it is not.
+func (s *dictStore) registrable(h http.Header, fresh string) bool {
+	if dictionaryRegistrable(h, fresh) {
+		return true
+	}
+	s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedUnregistrable})
+	return false
 }
 
 // newDictStore builds the store from the configuration. It returns nil when
@@ -257,6 +281,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 			etag:        `"` + base64.RawURLEncoding.EncodeToString(d.hash[:]) + `"`,
 			useAs:       useAsDictionary(sd.match),
 			contentType: http.DetectContentType(sd.data),
+			s:           s,
 		}
 		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
 		s.standaloneMatch = append(s.standaloneMatch, sd.match)
@@ -770,8 +795,10 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // committed makes the header edits of dictionaries on a path that matches
 // a pattern: Vary, Use-As-Dictionary on a body to remember (a GET or HEAD
 // 200 of an eligible type, not encoded by the handler, not a range, without
-// a Use-As-Dictionary of the handler's own, and public: see
-// publicResponse), and the Link to standalone dictionaries on text/html.
+// a Use-As-Dictionary of the handler's own, public (see publicResponse),
+// and with caching headers that let a browser register it: see
+// dictionaryRegistrable), and the Link to standalone dictionaries on
+// text/html.
 // It asks for the body of a GET to remember.
 func (d *dictResponse) committed(h http.Header, f facts) bool {
 	s := d.s
@@ -780,7 +807,7 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
 			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 &&
-			publicResponse(d.req.Header, h) {
+			publicResponse(d.req.Header, h) && s.registrableSaid(h) {
 			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
@@ -880,7 +907,8 @@ func (l *dictLinks) ended(responseEnd) {}
 // ServeHTTP answers a GET or HEAD for a WithDictionary path, through
 // the middleware like any response, with the dictionary's strong ETag and
 // Use-As-Dictionary, and "public, " DictionaryCacheControl unless the
-// handler in front set a Cache-Control (dictionaryHeaders).
+// handler in front set a Cache-Control (dictionaryHeaders); one that keeps
+// a browser from registering it drops Use-As-Dictionary, counted.
 func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Content-Type"] = []string{sd.contentType}
@@ -892,7 +920,13 @@ func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request
 	// The same bytes for every client, chosen by the operator or learned
 	// from public responses only: a shared cache may keep them, and a
 	// browser that sends a cookie still stores them.
-	dictionaryHeaders(h, false, sd.useAs, "public, "+DictionaryCacheControl, nil)
+	useAs := sd.useAs
+	if !sd.s.registrable(h, "public, "+DictionaryCacheControl) {
+		// The handler in front set caching headers no browser keeps a
+		// dictionary under: it goes out as bytes, counted.
+		useAs = ""
+	}
+	dictionaryHeaders(h, false, useAs, "public, "+DictionaryCacheControl, nil)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
 }
 

@@ -526,6 +526,7 @@ func (r *learnedRoute) newLearnedDict(data []byte, gen uint64) *learnedDict {
 			etag:        `"` + name + `"`,
 			useAs:       useAsDictionary(r.cfg.pattern) + ", id=" + id,
 			contentType: "text/plain; charset=utf-8", // compressed on the way, as text
+			s:           r.s,
 		},
 		path: r.cfg.path + name,
 		gen:  gen,
