@@ -68,7 +68,7 @@ import (
 //     per-tenant bytes, and were correct before a cache stood in front of
 //     them. A stream cannot be compared before it is sent, so it is found
 //     by its strong ETag only when the Middleware was told to trust them
-//     (WithTrustedETags), and then only under Host and RequestURI, with
+//     (CacheTrustedETags), and then only under Host and RequestURI, with
 //     no Vary but squeeze's own and no Authorization unless the response
 //     is shareable (validatorKey).
 //   - Identical concurrent misses are joined by a small in-flight map, not
@@ -93,7 +93,7 @@ import (
 // that lost to the coding without its dictionary leaves that coding's
 // encoding, and under the delta's key the verdict that it lost, so the same
 // request is not encoded twice again. Streams are not cached, unless
-// [WithTrustedETags] says that the handlers' strong ETags identify their
+// [CacheTrustedETags] says that the handlers' strong ETags identify their
 // bytes. Never stored: HEAD responses, statuses other than 200, responses
 // with Set-Cookie, Cache-Control no-store or private, Vary: * or trailers,
 // flushed streams, responses cut short (a panic, a write error, a length
@@ -263,19 +263,28 @@ func (c *cacheCore) close() {
 }
 
 // WithCache has the Middleware serve encoded bodies from c, and store the
-// ones it encodes there (see [Cache] for which). Without it nothing is
-// cached.
-func WithCache(c *Cache) Option {
+// ones it encodes there (see [Cache] for which), as opts say. Without it
+// nothing is cached.
+func WithCache(c *Cache, opts ...CacheOption) Option {
 	return func(cfg *config) error {
 		if c == nil || c.cacheCore == nil {
 			return errors.New("squeeze: WithCache(nil): needs a *Cache from NewCache")
 		}
 		cfg.cache = c
+		for i, opt := range opts {
+			if opt == nil {
+				return fmt.Errorf("squeeze: WithCache: option %d of %d is nil", i+1, len(opts))
+			}
+			opt(cfg)
+		}
 		return nil
 	}
 }
 
-// WithTrustedETags has the Middleware serve a stream (a body longer than
+// CacheOption tunes how [WithCache] uses its Cache.
+type CacheOption func(*config)
+
+// CacheTrustedETags has the Middleware serve a stream (a body longer than
 // the buffer, see [WithBufferSize]) from its [Cache] by the response's
 // strong ETag, and store such streams, as a shared cache would. A hit
 // sends the stored encoding without encoding anything, and reads and
@@ -293,12 +302,9 @@ func WithCache(c *Cache) Option {
 // Authorization unless the response says public, s-maxage or
 // must-revalidate (RFC 9111 §3.5).
 // Without this option only bodies that end within the buffer are cached,
-// found by their content. It needs [WithCache].
-func WithTrustedETags() Option {
-	return func(cfg *config) error {
-		cfg.trustETags = true
-		return nil
-	}
+// found by their content.
+func CacheTrustedETags() CacheOption {
+	return func(cfg *config) { cfg.trustETags = true }
 }
 
 // cacheKey finds an entry: by content (uri empty) or by validator.
@@ -1073,7 +1079,7 @@ func beatenKey(k *cacheKey, fb *offer) cacheKey {
 }
 
 // validatorKey returns the key of a streamed response by its strong ETag,
-// when the Middleware trusts its handlers' tags ([WithTrustedETags]) and
+// when the Middleware trusts its handlers' tags ([CacheTrustedETags]) and
 // the response may be shared with every request of its key: a GET whose
 // Vary names nothing but the fields squeeze's own choice depends on (the
 // offer's coding and dictionary are in the key), and, for a request with
@@ -1118,7 +1124,7 @@ func hasAuthorization(h http.Header) bool {
 }
 
 // cachedStream looks an encoded stream up by validator, only with
-// [WithTrustedETags]: nothing else can show that a stored encoding holds
+// [CacheTrustedETags]: nothing else can show that a stored encoding holds
 // the bytes this handler is about to write. r is the request, o the
 // response's offer. It returns the stored encoding on a hit; on a miss of
 // a response it may store, it returns a fill that tees the stream, on its

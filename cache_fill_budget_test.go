@@ -44,7 +44,7 @@ func streamsInFlight(t *testing.T, c *squeeze.Cache, n int, body []byte, during 
 		squeeze.WithLevel("gzip", -3), // stateless: no encoder memory to speak of
 	}
 	if c != nil {
-		opts = append(opts, squeeze.WithCache(c), squeeze.WithTrustedETags()) // streams are stored only with it
+		opts = append(opts, squeeze.WithCache(c, squeeze.CacheTrustedETags())) // streams are stored only with it
 	}
 	var wrote, done sync.WaitGroup
 	release := make(chan struct{})
@@ -133,6 +133,9 @@ func (f *failAfter) Write(p []byte) (int, error) {
 // no upgrade under way, Stats().Bytes is the weight of the entries stored,
 // and it never exceeds MaxBytes on the way.
 func TestCacheBytesComeBackToTheEntriesAfterFills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a flood of fills and upgrades: it runs without -short (.ci/run runs it without -race)")
+	}
 	// In 1 MiB, fills find the budget full and no upgrade has room; in
 	// 16 MiB, upgrades claim and give back their encoders.
 	for _, maxBytes := range []int64{1 << 20, 16 << 20} {
@@ -144,7 +147,7 @@ func TestCacheBytesComeBackToTheEntriesAfterFills(t *testing.T) {
 
 func bytesComeBackToTheEntries(t *testing.T, c *squeeze.Cache) {
 	modes := []string{"whole", "panic", "short", "flush", "gone", "whole", "whole"}
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithEncodings(allCodings...)).Handler(
+	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithEncodings(allCodings...)).Handler(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			i, _ := strconv.Atoi(r.URL.Query().Get("i"))
 			body := textBody(i, 40<<10+i*997%(100<<10))

@@ -8,7 +8,7 @@ import (
 	"github.com/squeezehttp/squeeze"
 )
 
-// With WithTrustedETags, a stream whose Vary names Sec-Fetch-Site (as
+// With CacheTrustedETags, a stream whose Vary names Sec-Fetch-Site (as
 // squeeze's on a dictionary path does) is stored and served per value of
 // the request's Sec-Fetch-Site: a handler that renders per value under one
 // ETag gives each its own bytes, and a second request with the same value
@@ -17,7 +17,7 @@ import (
 func TestCacheKeysStreamsVaryingOnSecFetchSiteByItsValue(t *testing.T) {
 	const n = 3 * squeeze.DefaultBufferSize
 	c := newCache(t, 64<<20)
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags())).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("ETag", `"v1"`)
 		w.Header().Set("Vary", "Sec-Fetch-Site")

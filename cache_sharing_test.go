@@ -20,10 +20,10 @@ import (
 // strong ETags for streams.
 var cacheModes = []struct {
 	name string
-	opts []squeeze.Option
+	opts []squeeze.CacheOption
 }{
 	{"default", nil},
-	{"trusted ETags", []squeeze.Option{squeeze.WithTrustedETags()}},
+	{"trusted ETags", []squeeze.CacheOption{squeeze.CacheTrustedETags()}},
 }
 
 // sharingSizes are a body that ends within the buffer and a stream.
@@ -211,7 +211,7 @@ func TestCacheNeverServesAnotherHandlersBytes(t *testing.T) {
 			for _, size := range sharingSizes {
 				t.Run(tc.name+"/"+mode.name+"/"+size.name, func(t *testing.T) {
 					c := newCache(t, 64<<20)
-					m := newMiddleware(t, append([]squeeze.Option{squeeze.WithCache(c)}, mode.opts...)...)
+					m := newMiddleware(t, squeeze.WithCache(c, mode.opts...))
 					h := tc.handler(m, func(w http.ResponseWriter, _ *http.Request, who string) {
 						_, _ = w.Write(personal(who, size.n))
 					})
@@ -234,7 +234,7 @@ func TestCacheNeverServesAnotherHandlersBytes(t *testing.T) {
 }
 
 // What may be shared still is: a whole body is found by its content for
-// any request, and with WithTrustedETags a stream is found by its ETag,
+// any request, and with CacheTrustedETags a stream is found by its ETag,
 // for a request with Authorization too when the response allows a shared
 // cache to reuse it (RFC 9111 §3.5). Without the option a stream is not
 // looked up at all; nor is one whose request has no RequestURI to key on.
@@ -273,12 +273,12 @@ func TestCacheSharesOnlyWhatMayBeShared(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCache(t, 64<<20)
-			opts := []squeeze.Option{squeeze.WithCache(c)}
+			var opts []squeeze.CacheOption
 			if tc.trusted {
-				opts = append(opts, squeeze.WithTrustedETags())
+				opts = append(opts, squeeze.CacheTrustedETags())
 			}
 			body := personal("everyone", tc.n)
-			h := newMiddleware(t, opts...).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := newMiddleware(t, squeeze.WithCache(c, opts...)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/html")
 				w.Header().Set("ETag", `"v1"`)
 				if tc.cacheControl != "" {
@@ -312,7 +312,7 @@ func TestCacheSharesOnlyWhatMayBeShared(t *testing.T) {
 // served by ETag without the target the client sent.
 func TestCacheStoresNoStreamWithoutRequestURI(t *testing.T) {
 	c := newCache(t, 64<<20)
-	m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags())
+	m := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()))
 	handler := func(tenant string) http.Handler {
 		return m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
@@ -338,27 +338,15 @@ func TestCacheStoresNoStreamWithoutRequestURI(t *testing.T) {
 	}
 }
 
-func TestTrustedETagsNeedACache(t *testing.T) {
-	_, err := squeeze.New(squeeze.WithTrustedETags())
-	if err == nil || !strings.Contains(err.Error(), "WithTrustedETags") || !strings.Contains(err.Error(), "WithCache") {
-		t.Errorf("New(WithTrustedETags()) = %v, want an error naming WithTrustedETags and WithCache", err)
-	}
-	c := newCache(t, 1<<20)
-	for _, opts := range [][]squeeze.Option{
-		{squeeze.WithTrustedETags(), squeeze.WithCache(c)},
-		{squeeze.WithCache(c), squeeze.WithTrustedETags()},
-	} {
-		if _, err := squeeze.New(opts...); err != nil {
-			t.Errorf("New: %v", err)
-		}
-	}
-}
-
 // Concurrent requests of different users and tenants, for a body that
 // everyone shares and for bodies that differ under one ETag, each get
 // their own handler's bytes, while flights and hits interleave.
 func TestCacheConcurrentUsersGetTheirOwnBytes(t *testing.T) {
-	const goroutines, rounds = 16, 4
+	goroutines, rounds := 16, 4
+	if testing.Short() {
+		// Under -race -short: enough interleaving for the race detector.
+		goroutines, rounds = 8, 2
+	}
 	for _, name := range []string{"Vary: Cookie", "Authorization", "tenants under StripPrefix"} {
 		i := slices.IndexFunc(sharingCases, func(tc sharingCase) bool { return tc.name == name })
 		tc := sharingCases[i]
@@ -366,7 +354,7 @@ func TestCacheConcurrentUsersGetTheirOwnBytes(t *testing.T) {
 			for _, size := range sharingSizes {
 				t.Run(tc.name+"/"+mode.name+"/"+size.name, func(t *testing.T) {
 					c := newCache(t, 64<<20)
-					m := newMiddleware(t, append([]squeeze.Option{squeeze.WithCache(c)}, mode.opts...)...)
+					m := newMiddleware(t, squeeze.WithCache(c, mode.opts...))
 					h := tc.handler(m, func(w http.ResponseWriter, r *http.Request, who string) {
 						if r.URL.Query().Has("shared") {
 							who = "everyone"

@@ -21,7 +21,7 @@ func TestCacheFollowerDoesNotWaitOutASteadilySlowLeader(t *testing.T) {
 	squeeze.SetStreamPatience(c, 100*time.Millisecond)
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithEncodings("gzip")).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithEncodings("gzip")).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/javascript")
 		w.Header().Set("ETag", `"slow-v1"`)
 		if r.Header.Get("X-Slow") == "" {
@@ -85,7 +85,7 @@ func TestCacheStalledLeaderDoesNotBlockIdenticalRequests(t *testing.T) {
 	c := newCache(t, 64<<20)
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags())).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/javascript")
 		w.Header().Set("ETag", `"big-v1"`)
 		if r.Header.Get("X-Stall") != "" {
@@ -132,7 +132,7 @@ func TestCacheStalledLeaderDelaysOnlyTheFirstFollowers(t *testing.T) {
 	squeeze.SetStreamPatience(c, patience)
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithEncodings("gzip")).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithEncodings("gzip")).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/javascript")
 		w.Header().Set("ETag", `"stall-v1"`)
 		if r.Header.Get("X-Stall") == "" {

@@ -38,7 +38,7 @@ func TestCacheStreamHitEventCountsHandlerBytes(t *testing.T) {
 	c := newCache(t, 64<<20)
 	var mu sync.Mutex
 	var evs []squeeze.Event
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithObserver(func(e squeeze.Event) {
+	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithObserver(func(e squeeze.Event) {
 		mu.Lock()
 		evs = append(evs, e)
 		mu.Unlock()
@@ -78,8 +78,8 @@ func TestDictionaryRememberedFromCacheStreamHitIsWholeBody(t *testing.T) {
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		etagChunks(files[r.URL.Path])(w, r)
 	}
-	plain := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(handler))
-	dict := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithDictionaryMatch("/js/*")).Handler(http.HandlerFunc(handler))
+	plain := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags())).Handler(http.HandlerFunc(handler))
+	dict := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithDictionaryMatch("/js/*")).Handler(http.HandlerFunc(handler))
 
 	rec := serveAt(plain, "/js/v1.js", "gzip")
 	checkBody(t, rec.Header(), rec.Body.Bytes(), v1)
@@ -109,7 +109,7 @@ func TestSharedCacheMixedWorkload(t *testing.T) {
 	js := textBody(22, 20000)
 	c := newCache(t, 8<<20)
 	var events atomic.Int64
-	m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithDictionaryMatch("/js/*"),
+	m := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithDictionaryMatch("/js/*"),
 		squeeze.WithObserver(func(squeeze.Event) { events.Add(1) }))
 	files := map[string][]byte{"/js/v1.js": v1, "/js/v2.js": v2, "/small": small}
 	app := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -63,7 +63,7 @@ func TestCacheCountsHitsAndMissesExactly(t *testing.T) {
 			t.Run(tc.name+"/"+coding, func(t *testing.T) {
 				c := newCache(t, 64<<20)
 				body := textBody(1, tc.size)
-				h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithEncodings(allCodings...)).Handler(
+				h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithEncodings(allCodings...)).Handler(
 					http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 						if tc.etag != "" {
 							w.Header().Set("ETag", tc.etag)
@@ -87,7 +87,7 @@ func TestCacheCountsHitsAndMissesExactly(t *testing.T) {
 // Content-Length a stream gains, over HTTP/1.1 and HTTP/2.
 func TestCacheHitHasTheHeaderOfAMiss(t *testing.T) {
 	c := newCache(t, 64<<20)
-	m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags())
+	m := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()))
 	small, large := textBody(2, 8<<10), textBody(3, 200<<10)
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=60")
@@ -188,7 +188,7 @@ func (h *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestCacheServesAStreamedMiBByETag(t *testing.T) {
 	c := newCache(t, 64<<20)
 	ch := &countingHandler{body: textBody(5, 1<<20), etag: `"mib"`, done: make(chan struct{}, 1)}
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(ch)
+	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags())).Handler(ch)
 	forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, cl *http.Client) {
 		for _, coding := range []string{"br", "zstd", "gzip"} {
 			before := c.Stats()
@@ -282,7 +282,7 @@ func TestCacheNeverStores(t *testing.T) {
 				maxBytes = 64 << 10 // entries up to 8 KiB, plain and encoded
 			}
 			c := newCache(t, maxBytes)
-			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(tc.handler)
+			h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags())).Handler(tc.handler)
 			for range 2 {
 				serve(h, tc.method, "gzip")
 			}
@@ -316,7 +316,7 @@ func TestCachePanicStoresNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCache(t, 64<<20)
-			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags())).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/plain")
 				if tc.etag != "" {
 					w.Header().Set("ETag", tc.etag)
@@ -340,7 +340,7 @@ func TestCachePanicStoresNothing(t *testing.T) {
 func TestCacheBytesStayWithinBoundUnderRandomLoad(t *testing.T) {
 	const maxBytes = 128 << 10
 	c := newCache(t, maxBytes)
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithEncodings(allCodings...)).Handler(
+	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithEncodings(allCodings...)).Handler(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			seed, _ := strconv.Atoi(r.URL.Query().Get("seed"))
 			n, _ := strconv.Atoi(r.URL.Query().Get("n"))
@@ -411,7 +411,7 @@ func TestCacheUpgradesShrinkEntries(t *testing.T) {
 			if tc.etag != "" {
 				body = textBody(12, 200<<10)
 			}
-			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithEncodings(tc.coding)).Handler(
+			h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithEncodings(tc.coding)).Handler(
 				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if tc.etag != "" {
 						w.Header().Set("ETag", tc.etag)
@@ -458,7 +458,7 @@ func TestCacheConcurrentClientsGetTheirOwnBodies(t *testing.T) {
 	// by the client's timeout.
 	squeeze.SetStreamPatience(c, 10*time.Minute)
 	sizes := []int{3000, 12 << 10, 40 << 10}
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithEncodings(allCodings...)).Handler(
+	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithEncodings(allCodings...)).Handler(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			i, _ := strconv.Atoi(r.URL.Query().Get("i"))
 			if i%2 == 0 {
@@ -536,7 +536,7 @@ func TestCacheConcurrentIdenticalMissesEncodeOnce(t *testing.T) {
 	var started atomic.Int32
 	var leaderSeen atomic.Bool
 	release := make(chan struct{})
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags())).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("ETag", `"once"`)
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -664,7 +664,7 @@ func TestCacheHitAllocations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCache(t, 64<<20)
 			page := textBody(16, tc.size)
-			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags()).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags())).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header()["Content-Type"] = ct
 				if tc.etag != nil {
 					w.Header()["Etag"] = tc.etag
@@ -696,7 +696,7 @@ func TestCacheKeepsDeltasPerDictionary(t *testing.T) {
 			v1, v2 := versions(size)
 			other := textBody(99, size)
 			var cached []bool
-			h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithDictionaryMatch("/js/*"),
+			h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithDictionaryMatch("/js/*"),
 				squeeze.WithObserver(func(e squeeze.Event) { cached = append(cached, e.Cached) }),
 			).Handler(scripts(map[string][]byte{"/js/v1.js": v1, "/js/other.js": other, "/js/v2.js": v2}))
 			serveAt(h, "/js/v1.js", chromeAE)

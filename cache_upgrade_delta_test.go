@@ -18,7 +18,7 @@ import (
 // upgrade's fallback levels improve on too.
 func deltaServer(t *testing.T, c *squeeze.Cache, files map[string][]byte, codings ...string) http.Handler {
 	t.Helper()
-	return newMiddleware(t, squeeze.WithCache(c), squeeze.WithTrustedETags(), squeeze.WithBufferSize(256<<10),
+	return newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithBufferSize(256<<10),
 		squeeze.WithLevel(squeeze.Brotli, 2), squeeze.WithLevel(squeeze.Zstd, 1),
 		squeeze.WithDictionaryMatch("/js/*"), squeeze.WithEncodings(codings...)).Handler(scripts(files))
 }
@@ -34,7 +34,7 @@ func TestCacheUpgradesDeltasToTheBestLevel(t *testing.T) {
 			for _, streamed := range []bool{false, true} {
 				t.Run(rel.Name+"/"+coding+"/streamed="+strconv.FormatBool(streamed), func(t *testing.T) {
 					c := newCache(t, 256<<20)
-					opts := []squeeze.Option{squeeze.WithCache(c), squeeze.WithTrustedETags(),
+					opts := []squeeze.Option{squeeze.WithCache(c, squeeze.CacheTrustedETags()),
 						squeeze.WithDictionaryMatch("/js/*"), squeeze.WithEncodings(coding, squeeze.Zstd)}
 					if !streamed {
 						opts = append(opts, squeeze.WithBufferSize(256<<10))

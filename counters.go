@@ -61,7 +61,7 @@ func (c *Counters) Observe(e Event) {
 	case e.Kind == SharedStoreEvent:
 		c.observeShared(e)
 	case e.Kind == LearnedDictionaryEvent:
-		if e.Learned != LearnedNone && e.Learned < learnedResultCount {
+		if e.Learned != learnedNone && e.Learned < learnedResultCount {
 			c.learned[e.Learned].Add(1)
 			if e.Learned == LearnedDelta {
 				c.learnedSaved.Add(e.Out)
@@ -80,7 +80,7 @@ func (c *Counters) Observe(e Event) {
 
 // observeShared counts a SharedStoreEvent.
 func (c *Counters) observeShared(e Event) {
-	if e.Shared == SharedNone || e.Shared >= sharedResultCount {
+	if e.Shared == sharedNone || e.Shared >= sharedResultCount {
 		return
 	}
 	c.shared[e.Shared].Add(1)

@@ -21,7 +21,7 @@ import (
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/lru"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -43,7 +43,7 @@ const (
 	DCB = "dcb"
 )
 
-// DefaultDictionaryStoreSize is the byte budget of remembered dictionaries
+// defaultDictionaryStoreSize is the byte budget of remembered dictionaries
 // when [WithDictionaryStoreSize] is not given: 64 MiB. A versioned script or
 // stylesheet is tens to hundreds of kilobytes, so this keeps some hundreds of
 // them, each with a few versions, while a body of up to 16 MiB (a quarter of
@@ -51,7 +51,7 @@ const (
 // encoder prepares for a dictionary too (see [WithDictionaryStoreSize]); the
 // encoders built for a dictionary are pooled per dictionary and released
 // with it (see docs/internals.md#the-dictionary-store).
-const DefaultDictionaryStoreSize = 64 << 20
+const defaultDictionaryStoreSize = 64 << 20
 
 // dcbWindowBits is the br window squeeze uses for dcb, as for plain br:
 // the dictionary is reached beyond the window, so a larger window would
@@ -364,7 +364,7 @@ func (s *dictStore) release(n int64) {
 // seen records that d, a dictionary held, went out again or was named as
 // from says, and writes it to the fleet's store once it has earned it
 // (shared_admission.go): public, and asked for by hash, sent
-// WithSharedStoreAdmitAfter times, or a FileServer's file.
+// SharedAdmitAfter times, or a FileServer's file.
 func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	if s.shared == nil || d.static || d.learned {
 		return
@@ -906,7 +906,7 @@ func (l *dictLinks) ended(responseEnd) {}
 
 // ServeHTTP answers a GET or HEAD for a WithDictionary path, through
 // the middleware like any response, with the dictionary's strong ETag and
-// Use-As-Dictionary, and "public, " DictionaryCacheControl unless the
+// Use-As-Dictionary, and "public, " dictionaryCacheControl unless the
 // handler in front set a Cache-Control (dictionaryHeaders); one that keeps
 // a browser from registering it drops Use-As-Dictionary, counted.
 func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -921,12 +921,12 @@ func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request
 	// from public responses only: a shared cache may keep them, and a
 	// browser that sends a cookie still stores them.
 	useAs := sd.useAs
-	if !sd.s.registrable(h, "public, "+DictionaryCacheControl) {
+	if !sd.s.registrable(h, "public, "+dictionaryCacheControl) {
 		// The handler in front set caching headers no browser keeps a
 		// dictionary under: it goes out as bytes, counted.
 		useAs = ""
 	}
-	dictionaryHeaders(h, false, useAs, "public, "+DictionaryCacheControl, nil)
+	dictionaryHeaders(h, false, useAs, "public, "+dictionaryCacheControl, nil)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
 }
 
@@ -1000,7 +1000,7 @@ func WithDictionaryMatch(patterns ...string) Option {
 // WithDictionaryStoreSize sets the byte budget of the dictionaries
 // remembered from responses (see [WithDictionaryMatch]); the least recently
 // used go first when it is exceeded, and a body larger than a quarter of it
-// is not remembered. The default is [DefaultDictionaryStoreSize]; n must be
+// is not remembered. The default is 64 MiB; n must be
 // positive. Dictionaries of [WithDictionary], and the state built for them,
 // do not count.
 //

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// DictionaryCacheControl is the Cache-Control a file marked
+// dictionaryCacheControl is the Cache-Control a file marked
 // Use-As-Dictionary gets from a [Middleware.FileServer] when the handler in
 // front set none, and, after "public, ", a [WithDictionary] or learned
 // dictionary ([WithLearnedDictionary]): a browser keeps a dictionary only
@@ -21,7 +21,7 @@ import (
 // Only a public response is marked (not private, no-store, nor
 // setting a cookie or answering credentials unless public), so the
 // freshness added never lets a shared cache keep what is one client's.
-const DictionaryCacheControl = "max-age=86400"
+const dictionaryCacheControl = "max-age=86400"
 
 // dictionaryHeaders writes the RFC 9842 header fields of a response, the
 // one place they are written, for the Middleware's responses, the
@@ -32,7 +32,7 @@ const DictionaryCacheControl = "max-age=86400"
 //     (dictVary), since whether the response is a delta depends on them;
 //   - useAs, unless "" (the response, public, is one to keep as a
 //     dictionary): Use-As-Dictionary, and, unless fresh is "" (a file:
-//     DictionaryCacheControl; a WithDictionary or learned dictionary, the
+//     dictionaryCacheControl; a WithDictionary or learned dictionary, the
 //     same bytes for every client: "public, " before it), fresh as the
 //     Cache-Control a browser needs to keep it, unless the handler set one.
 //     The caller passes a useAs only for a response a browser can register

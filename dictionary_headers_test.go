@@ -18,7 +18,7 @@ import (
 // text/html the Link to the standalone dictionaries; neither marks a
 // response that sets a cookie. Only where no handler says how fresh the
 // file is, the FileServer's file and a WithDictionary dictionary get
-// DictionaryCacheControl, and a handler's own response keeps none: the
+// dictionaryCacheControl, and a handler's own response keeps none: the
 // Middleware cannot tell a versioned asset from a page that must not be
 // reused for a day.
 func TestDictionaryHeadersAreTheSameFromFileServerAndMiddleware(t *testing.T) {
@@ -60,7 +60,7 @@ func TestDictionaryHeadersAreTheSameFromFileServerAndMiddleware(t *testing.T) {
 			useAs, cacheControl string
 			link                bool
 			// handlerFresh: the Middleware's response has cacheControl
-			// too; else it has none (DictionaryCacheControl is the
+			// too; else it has none (dictionaryCacheControl is the
 			// FileServer's alone).
 			handlerFresh bool
 		}{

@@ -171,6 +171,9 @@ func TestDictionaryDCBTablesBeyondTheBudgetFallBackToDCZ(t *testing.T) {
 // dcbTableBytes charges at least what go-brrr keeps for a prepared
 // dictionary of incompressible bytes, the most it keeps for that size.
 func TestDCBTableBytesCoversThePreparedDictionary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a heap measurement of prepared dictionaries up to 3 MiB: it runs without -short (.ci/run runs it without -race)")
+	}
 	for _, n := range []int{5, 2 << 10, 100 << 10, 1 << 20, 3 << 20} {
 		data := make([]byte, n)
 		_, _ = rand.NewChaCha8([32]byte{byte(n), byte(n >> 8), byte(n >> 16)}).Read(data)

@@ -20,7 +20,7 @@ func TestGodocHasNoInternalsOrBrokenLinks(t *testing.T) {
 	// not resolve; a file name in parentheses points into the source.
 	broken := regexp.MustCompile(`\[\*?[A-Za-z][A-Za-z0-9_.]*\]`)
 	fileRef := regexp.MustCompile(`\b[a-z_]+\.go\b`)
-	for _, dir := range []string{".", "writers", "pool"} {
+	for _, dir := range []string{".", "writers", "internal/pool"} {
 		fset := token.NewFileSet()
 		var files []*ast.File
 		entries, err := os.ReadDir(dir)
@@ -111,5 +111,45 @@ func TestGodocHasNoInternalsOrBrokenLinks(t *testing.T) {
 				check(typ.Name+"."+f.Name, f.Doc)
 			}
 		}
+	}
+}
+
+// The root package's exported top-level names (funcs, types, consts and
+// vars) stay at most 95, so that its doc reads as a list of features
+// (issue 36); a new name replaces one or nests under its feature.
+func TestRootPackageExportsAtMost95Names(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range pkgs["squeeze"].Files {
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() {
+					names = append(names, d.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							names = append(names, s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								names = append(names, n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(names) > 95 {
+		t.Errorf("the root package exports %d top-level names, want at most 95", len(names))
 	}
 }

@@ -213,7 +213,7 @@ func TestMigrationRowsKeepThePeersCodings(t *testing.T) {
 			return m.Handler, err
 		},
 		// DefaultAdapter: every type (no ContentTypes option), from
-		// DefaultMinSize (200) bytes, the server's order (PreferServer)
+		// defaultMinSize (200) bytes, the server's order (PreferServer)
 		// by priority: zstd, br, gzip, deflate.
 		peer: func(c migrationCase) string {
 			if c.size < 200 {

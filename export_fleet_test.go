@@ -23,3 +23,6 @@ func EncodeDelta(coding string, level int, dict, plain []byte) ([]byte, error) {
 	}
 	return encodeOnce(enc, plain)
 }
+
+// SharedAdmitAfterDefault is SharedAdmitAfter's default.
+const SharedAdmitAfterDefault = defaultSharedAdmitAfter

@@ -96,3 +96,13 @@ func SetLearnedLog(m *Middleware, logf func(format string, args ...any)) {
 func SetLearnedPollEvery(m *Middleware, d time.Duration) {
 	m.dicts.pollEvery = d
 }
+
+// The defaults the tests compare with, which the package states in its
+// options' docs rather than exports.
+const (
+	DefaultMinSize               = defaultMinSize
+	DefaultBufferSize            = defaultBufferSize
+	DefaultLearnedDictionarySize = defaultLearnedDictionarySize
+	DefaultLearnedPath           = defaultLearnedPath
+	DictionaryCacheControl       = dictionaryCacheControl
+)

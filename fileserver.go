@@ -40,7 +40,7 @@ import (
 //   - Otherwise a file of a type [WithContentTypes] allows, at least
 //     [WithMinSize] long and no longer than its store keeps in one entry,
 //     is encoded on first use at the Middleware's level and kept (up to
-//     [DefaultFileStoreSize] bytes, least recently used first, with files
+//     64 MiB, least recently used first, with files
 //     up to a quarter of it; with [WithCache], in the Cache, with files up
 //     to an eighth of it less an entry's bookkeeping); a better encoding
 //     at the coding's best level replaces it in the background. A longer
@@ -54,7 +54,7 @@ import (
 //     pattern is a dictionary for the others on that pattern: a client
 //     naming one in Available-Dictionary gets the file as a dcz or dcb
 //     delta, computed once and kept. Such a file goes out with
-//     Cache-Control: [DictionaryCacheControl] unless the handler in front
+//     Cache-Control: max-age=86400 (a day) unless the handler in front
 //     of the file server set a Cache-Control: a browser keeps a dictionary
 //     only while it is fresh. A response the handler in front made
 //     private (Cache-Control private or no-store, Set-Cookie), or one to a
@@ -80,7 +80,7 @@ import (
 // A directory is served as its index.html, else 404: there are no
 // listings; a directory's path without the final slash is redirected to
 // it. A path with an element starting with a dot (/.env, /.git/config)
-// gets 404 unless [WithFileServerDotfiles] allows it. Paths with ".."
+// gets 404 unless [FileServerDotfiles] allows it. Paths with ".."
 // elements get 400; a NUL, a backslash or an encoded
 // slash (%2F) gets 404. An [os.DirFS] tree is opened as an [os.Root], so
 // no symbolic link leads out of it. Only fsys that is itself an os.DirFS
@@ -100,17 +100,28 @@ import (
 // that finds it busy does not wait or queue, and a later request for the
 // same representation tries again. An idle file server runs nothing, so
 // it needs no Close.
-func (m *Middleware) FileServer(fsys fs.FS) http.Handler {
+func (m *Middleware) FileServer(fsys fs.FS, opts ...FileServerOption) http.Handler {
 	if m.buffers == nil {
 		m = defaultMiddleware()
 	}
-	return newFileServer(m, fsys)
+	s := newFileServer(m, fsys)
+	for _, opt := range opts {
+		if opt != nil {
+			opt(s)
+		}
+	}
+	return s
 }
+
+// FileServerOption tunes a [Middleware.FileServer].
+type FileServerOption func(*fileServer)
 
 // fileServer is the handler FileServer returns.
 type fileServer struct {
 	m    *Middleware
 	fsys fs.FS
+	// dotfiles is FileServerDotfiles (fileserver_request.go).
+	dotfiles bool
 	// dir is set for an os.DirFS, which is opened as an os.Root on first
 	// use; rootFS is then that root's file system.
 	dir    string
@@ -147,7 +158,7 @@ func newFileServer(m *Middleware, fsys fs.FS) *fileServer {
 	s := &fileServer{
 		m:          m,
 		fsys:       fsys,
-		maxDecoded: DefaultFileStoreSize / 4,
+		maxDecoded: defaultFileStoreSize / 4,
 		logf:       log.Printf,
 		metas:      map[string]*fileMeta{},
 		orphans:    map[string]*orphanMeta{},
@@ -171,7 +182,7 @@ func (s *fileServer) storeFor(m *Middleware) repStore {
 	if m.cache != nil {
 		return fileReps{m.cache.cacheCore}
 	}
-	return newLRUStore(DefaultFileStoreSize)
+	return newLRUStore(defaultFileStoreSize)
 }
 
 // files returns the file system to read: fsys, or for an os.DirFS the

@@ -172,7 +172,7 @@ func TestFileServerDoesNotHashFilesItNeverEncodes(t *testing.T) {
 }
 
 // Paths with a segment starting with a dot are refused, as squeeze
-// precompress skips them, unless WithFileServerDotfiles allows them.
+// precompress skips them, unless FileServerDotfiles allows them.
 func TestFileServerRefusesDotfilesUnlessAllowed(t *testing.T) {
 	files := map[string][]byte{
 		".env":                      []byte("SECRET=1\n"),
@@ -189,7 +189,7 @@ func TestFileServerRefusesDotfilesUnlessAllowed(t *testing.T) {
 	}
 	eachFS(t, files, func(t *testing.T, fsys fs.FS) {
 		for _, allow := range []bool{false, true} {
-			h, _ := fileServer(t, newMiddleware(t, squeeze.WithFileServerDotfiles(allow)), fsys)
+			h, _ := fileServer(t, newMiddleware(t), fsys, squeeze.FileServerDotfiles(allow))
 			for _, tc := range []struct {
 				path string
 				dot  bool
@@ -212,7 +212,7 @@ func TestFileServerRefusesDotfilesUnlessAllowed(t *testing.T) {
 				}
 				for _, method := range []string{"GET", "HEAD"} {
 					if w := fsGet(h, method, tc.path); w.Code != want {
-						t.Errorf("WithFileServerDotfiles(%v): %s %s: status %d, want %d", allow, method, tc.path, w.Code, want)
+						t.Errorf("FileServerDotfiles(%v): %s %s: status %d, want %d", allow, method, tc.path, w.Code, want)
 					}
 				}
 			}

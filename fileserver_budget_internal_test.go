@@ -23,6 +23,9 @@ import (
 // the most, and measures the live heap there: with encoding on offer against
 // without (the baseline: the same GETs, plain), for each store.
 func TestFileServerEncodingsInFlightStayWithinTheStoreBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a heap measurement over 70 MiB of files: it runs without -short (.ci/run runs it without -race)")
+	}
 	const (
 		budget = 32 << 20
 		files  = 20

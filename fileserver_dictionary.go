@@ -148,7 +148,7 @@ func (fr *fileRequest) indexDictionaries(prefix, pattern string, maxBody int64) 
 		if err != nil {
 			return nil
 		}
-		if !fr.s.m.dotfiles && name != "." && strings.HasPrefix(e.Name(), ".") {
+		if !fr.s.dotfiles && name != "." && strings.HasPrefix(e.Name(), ".") {
 			if e.IsDir() {
 				return fs.SkipDir
 			}

@@ -81,7 +81,7 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fr.fsys, fr.name, fr.upath = fsys, name, originalPath(r)
-	if !s.m.dotfiles && hasDotSegment(name) {
+	if !s.dotfiles && hasDotSegment(name) {
 		fr.fail(fs.ErrNotExist)
 		return
 	}
@@ -99,20 +99,16 @@ func originalPath(r *http.Request) string {
 	return r.URL.EscapedPath()
 }
 
-// WithFileServerDotfiles sets whether the Middleware's [Middleware.FileServer]
-// serves files and directories whose names start with a dot. By default it
+// FileServerDotfiles sets whether a [Middleware.FileServer] serves files and directories whose names start with a dot. By default it
 // does not: a path with any segment starting with a dot (/.env,
 // /.git/config, /.well-known/security.txt) gets 404, as if the file were
 // missing, and such files are never dictionaries, since a tree meant to be
 // served often holds a .env or a .git directory by mistake, and squeeze
 // precompress skips them too. Allow them only for a tree whose every
-// dotfile is public; to serve /.well-known alone, mount a FileServer of a
-// Middleware with this option on that path only.
-func WithFileServerDotfiles(allow bool) Option {
-	return func(c *config) error {
-		c.dotfiles = allow
-		return nil
-	}
+// dotfile is public; to serve /.well-known alone, mount a FileServer with
+// this option on that path only.
+func FileServerDotfiles(allow bool) FileServerOption {
+	return func(s *fileServer) { s.dotfiles = allow }
 }
 
 // hasDotSegment reports whether the cleaned name in an fs.FS ("." for the
@@ -341,13 +337,13 @@ func (fr *fileRequest) fileHeader(f fs.File, meta *fileMeta, eligible bool, dict
 		return
 	}
 	useAs := ""
-	if dictPattern > 0 && eligible && fr.public && d.registrable(h, DictionaryCacheControl) {
+	if dictPattern > 0 && eligible && fr.public && d.registrable(h, dictionaryCacheControl) {
 		useAs = d.useAs[dictPattern-1]
 		if fr.r.Method == http.MethodGet && meta.etag != "" {
 			fr.rememberFileDictionary(f, d.patterns[dictPattern-1])
 		}
 	}
-	dictionaryHeaders(h, dictVaries, useAs, DictionaryCacheControl, d.pageLinks(true, meta.ctype))
+	dictionaryHeaders(h, dictVaries, useAs, dictionaryCacheControl, d.pageLinks(true, meta.ctype))
 }
 
 // serveEncoding sends the file encoded as o offers, from the store or

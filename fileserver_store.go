@@ -19,10 +19,10 @@ import (
 // encoded into it on first use (encodedRep), everything it holds counted in
 // the store's budget as it is held (fileEncoding).
 
-// DefaultFileStoreSize is the byte budget of the representations a
+// defaultFileStoreSize is the byte budget of the representations a
 // [Middleware.FileServer] encodes on first use and keeps: 64 MiB. A file
 // larger than a quarter of it is served from its siblings or unencoded.
-const DefaultFileStoreSize = 64 << 20
+const defaultFileStoreSize = 64 << 20
 
 // repKey names one stored representation: the SHA-256 of the plain bytes,
 // the coding, and for the dictionary codings the SHA-256 of the dictionary.

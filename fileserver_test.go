@@ -116,9 +116,9 @@ func (l *logLines) count(substr string) int {
 	return n
 }
 
-func fileServer(t *testing.T, m *squeeze.Middleware, fsys fs.FS) (http.Handler, *logLines) {
+func fileServer(t *testing.T, m *squeeze.Middleware, fsys fs.FS, opts ...squeeze.FileServerOption) (http.Handler, *logLines) {
 	t.Helper()
-	h := m.FileServer(fsys)
+	h := m.FileServer(fsys, opts...)
 	logs := &logLines{}
 	squeeze.SetFileServerLog(h, logs.logf)
 	t.Cleanup(func() { squeeze.WaitFileServer(h) })

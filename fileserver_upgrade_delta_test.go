@@ -53,7 +53,7 @@ func TestFileServerUpgradesDeltasToTheBestLevel(t *testing.T) {
 					if !cached && coding == squeeze.DCZ {
 						// zstd's best encoder with a dictionary holds more
 						// than the file server's own store has room for
-						// (DefaultFileStoreSize): the upgrade falls back
+						// (defaultFileStoreSize): the upgrade falls back
 						// to level 9, as a Cache's does.
 						if best, err = squeeze.EncodeDelta(coding, 9, rel.Old, rel.New); err != nil {
 							t.Fatal(err)

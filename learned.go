@@ -33,30 +33,30 @@ import (
 
 // Defaults of WithLearnedDictionary; see the LearnedOption of each.
 const (
-	// DefaultLearnedDictionarySize is the size of a learned dictionary
+	// defaultLearnedDictionarySize is the size of a learned dictionary
 	// when [LearnedDictionarySize] is not given: 64 KiB.
-	DefaultLearnedDictionarySize = 64 << 10
-	// DefaultLearnedSampleBudget is the byte budget of the samples a
+	defaultLearnedDictionarySize = 64 << 10
+	// defaultLearnedSampleBudget is the byte budget of the samples a
 	// route holds when [LearnedSampleBudget] is not given: 1 MiB.
-	DefaultLearnedSampleBudget = 1 << 20
-	// DefaultLearnedSamples is how many samples a round collects when
+	defaultLearnedSampleBudget = 1 << 20
+	// defaultLearnedSamples is how many samples a round collects when
 	// [LearnedSamples] is not given.
-	DefaultLearnedSamples = 32
-	// DefaultLearnedTrainingMemory is the memory a training may allocate
+	defaultLearnedSamples = 32
+	// defaultLearnedTrainingMemory is the memory a training may allocate
 	// when [LearnedTrainingMemory] is not given: 64 MiB.
-	DefaultLearnedTrainingMemory = 64 << 20
-	// DefaultLearnedRetrainBelow is the saving below which a route's
+	defaultLearnedTrainingMemory = 64 << 20
+	// defaultLearnedRetrainBelow is the saving below which a route's
 	// dictionary is trained again when [LearnedRetrainBelow] is not given.
-	DefaultLearnedRetrainBelow = 0.2
-	// DefaultLearnedInterval is the least time between two rounds of a
+	defaultLearnedRetrainBelow = 0.2
+	// defaultLearnedInterval is the least time between two rounds of a
 	// route when [LearnedInterval] is not given.
-	DefaultLearnedInterval = 10 * time.Minute
-	// DefaultLearnedKeep is how many dictionaries of a route may live at
+	defaultLearnedInterval = 10 * time.Minute
+	// defaultLearnedKeep is how many dictionaries of a route may live at
 	// once when [LearnedKeep] is not given: the newest and the one before.
-	DefaultLearnedKeep = 2
-	// DefaultLearnedPath is the path under which learned dictionaries are
+	defaultLearnedKeep = 2
+	// defaultLearnedPath is the path under which learned dictionaries are
 	// served when [LearnedPath] is not given.
-	DefaultLearnedPath = "/_squeeze/dictionary/"
+	defaultLearnedPath = "/_squeeze/dictionary/"
 )
 
 // learnedMinSamples is the fewest samples a dictionary is trained on:
@@ -115,7 +115,7 @@ type LearnedOption func(*learnedConfig) error
 
 // LearnedDictionarySize sets the size of the dictionaries trained for the
 // route, from 1 KiB to 1 MiB; the default is
-// [DefaultLearnedDictionarySize]. A larger dictionary holds more of what
+// 64 KiB. A larger dictionary holds more of what
 // responses share, and costs each client a larger download once, and the
 // server, for dcb, tables of about four bytes per dictionary byte.
 func LearnedDictionarySize(n int) LearnedOption {
@@ -131,7 +131,7 @@ func LearnedDictionarySize(n int) LearnedOption {
 // LearnedSampleBudget sets the byte budget of the response bodies the
 // route holds as samples, those being collected included; a body longer
 // than a fifth of it is not sampled, so that a round's five fit. The default is
-// [DefaultLearnedSampleBudget]; n must be at least 64 KiB.
+// 1 MiB; n must be at least 64 KiB.
 func LearnedSampleBudget(n int64) LearnedOption {
 	return func(c *learnedConfig) error {
 		if n < 64<<10 {
@@ -146,7 +146,7 @@ func LearnedSampleBudget(n int64) LearnedOption {
 // route holds that many (or its sample budget is full), squeeze measures
 // the live dictionary on them, or trains one. At least 5: a dictionary is
 // trained on at least 4 and measured on those held out, every fourth. The
-// default is [DefaultLearnedSamples].
+// default is 32.
 func LearnedSamples(n int) LearnedOption {
 	return func(c *learnedConfig) error {
 		if n < learnedRoundSamples {
@@ -162,7 +162,7 @@ func LearnedSamples(n int) LearnedOption {
 // samples it trains on are the newest whose training fits (64 bytes
 // per sample byte and 6 MiB, the encoders that measure the result included;
 // see docs/reference.md#learned-dictionaries). The default is
-// [DefaultLearnedTrainingMemory]; n must be at least 16 MiB.
+// 64 MiB; n must be at least 16 MiB.
 func LearnedTrainingMemory(n int64) LearnedOption {
 	return func(c *learnedConfig) error {
 		if n < 16<<20 {
@@ -177,7 +177,7 @@ func LearnedTrainingMemory(n int64) LearnedOption {
 // is trained again: the share of bytes a delta saves over the same zstd
 // level without a dictionary, measured on the responses of each round. It
 // is from 0 (never retrain) to below 1; the default is
-// [DefaultLearnedRetrainBelow].
+// 0.2.
 func LearnedRetrainBelow(saving float64) LearnedOption {
 	return func(c *learnedConfig) error {
 		if !(saving >= 0 && saving < 1) {
@@ -193,7 +193,7 @@ func LearnedRetrainBelow(saving float64) LearnedOption {
 // SharedStore a replica looks for the fleet's newer dictionary at each
 // round and, within a request, at most once a second, so that every
 // replica links and serves a dictionary one published from its next
-// request.) The default is [DefaultLearnedInterval]; d must not be
+// request.) The default is 10 minutes; d must not be
 // negative.
 func LearnedInterval(d time.Duration) LearnedOption {
 	return func(c *learnedConfig) error {
@@ -207,7 +207,7 @@ func LearnedInterval(d time.Duration) LearnedOption {
 
 // LearnedKeep sets how many dictionaries of the route live at once: the
 // newest, and those it replaced that clients announced within a day (the
-// dictionaries' max-age). At least 1; the default is [DefaultLearnedKeep].
+// dictionaries' max-age). At least 1; the default is 2.
 func LearnedKeep(n int) LearnedOption {
 	return func(c *learnedConfig) error {
 		if n < 1 {
@@ -220,7 +220,7 @@ func LearnedKeep(n int) LearnedOption {
 
 // LearnedPath sets the path under which the route's dictionaries are
 // served, each at the path and the base64url of its SHA-256. It must
-// start and end with "/"; the default is [DefaultLearnedPath].
+// start and end with "/"; the default is "/_squeeze/dictionary/".
 func LearnedPath(prefix string) LearnedOption {
 	return func(c *learnedConfig) error {
 		if err := checkDictionaryPath(prefix); err != nil || !strings.HasSuffix(prefix, "/") {
@@ -295,14 +295,14 @@ func WithLearnedDictionary(pattern string, opts ...LearnedOption) Option {
 		}
 		lc := learnedConfig{
 			pattern:     pattern,
-			dictSize:    DefaultLearnedDictionarySize,
-			budget:      DefaultLearnedSampleBudget,
-			samples:     DefaultLearnedSamples,
-			trainMemory: DefaultLearnedTrainingMemory,
-			retrain:     DefaultLearnedRetrainBelow,
-			interval:    DefaultLearnedInterval,
-			keep:        DefaultLearnedKeep,
-			path:        DefaultLearnedPath,
+			dictSize:    defaultLearnedDictionarySize,
+			budget:      defaultLearnedSampleBudget,
+			samples:     defaultLearnedSamples,
+			trainMemory: defaultLearnedTrainingMemory,
+			retrain:     defaultLearnedRetrainBelow,
+			interval:    defaultLearnedInterval,
+			keep:        defaultLearnedKeep,
+			path:        defaultLearnedPath,
 		}
 		for i, o := range opts {
 			if o == nil {

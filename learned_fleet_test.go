@@ -22,7 +22,7 @@ func learnedReplicas(t *testing.T, store *memStore, n int) ([]*squeeze.Middlewar
 	var cs []*squeeze.Counters
 	for range n {
 		c := new(squeeze.Counters)
-		m := newMiddleware(t, squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5*time.Second),
+		m := newMiddleware(t, squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)),
 			squeeze.WithObserver(c.Observe),
 			squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
 		ms, hs, cs = append(ms, m), append(hs, m.Handler(searchHandler("shop"))), append(cs, c)

@@ -273,7 +273,7 @@ func TestLengthHidingDecodesInChromium(t *testing.T) {
 	}
 }
 
-// A stream the Cache knows by its strong ETag (WithTrustedETags) is padded
+// A stream the Cache knows by its strong ETag (CacheTrustedETags) is padded
 // on a hit as the fresh stream was: the same bytes.
 func TestLengthHidingPadsStreamHitsAsFresh(t *testing.T) {
 	t.Parallel()
@@ -291,7 +291,7 @@ func TestLengthHidingPadsStreamHitsAsFresh(t *testing.T) {
 				t.Fatal(err)
 			}
 			hits := 0
-			h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c), squeeze.WithTrustedETags(),
+			h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c, squeeze.CacheTrustedETags()),
 				squeeze.WithLengthHiding(hidingMax), squeeze.WithObserver(func(e squeeze.Event) {
 					if e.Cached {
 						hits++

@@ -1,14 +1,13 @@
 package squeeze
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"sync"
 
 	"github.com/squeezehttp/squeeze/internal/decode"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -30,12 +29,10 @@ type Middleware struct {
 	// cache, if any, keeps encoded bodies (cache.go).
 	cache *Cache
 	// trustETags serves streams from the cache by their ETags
-	// (WithTrustedETags).
+	// (CacheTrustedETags).
 	trustETags bool
 	// slots pools the per-response state (slot.go).
 	slots sync.Pool
-	// dotfiles is WithFileServerDotfiles (fileserver_request.go).
-	dotfiles bool
 	// shared is the store of WithSharedStore, nil without one (shared.go).
 	shared *shared
 	// hiding is WithLengthHiding, nil when off (lengthhiding.go).
@@ -48,12 +45,12 @@ func New(opts ...Option) (*Middleware, error) {
 	c := config{
 		encodings:           DefaultEncodings(),
 		levels:              map[string]int{},
-		minSize:             DefaultMinSize,
-		bufferSize:          DefaultBufferSize,
+		minSize:             defaultMinSize,
+		bufferSize:          defaultBufferSize,
 		contentTypes:        DefaultContentTypes(),
-		maxDecompressedSize: DefaultMaxDecompressedSize,
+		maxDecompressedSize: defaultMaxDecompressedSize,
 		dictCodings:         []string{DCZ, DCB},
-		dictStoreSize:       DefaultDictionaryStoreSize,
+		dictStoreSize:       defaultDictionaryStoreSize,
 	}
 	for i, opt := range opts {
 		if opt == nil {
@@ -64,25 +61,16 @@ func New(opts ...Option) (*Middleware, error) {
 		}
 	}
 	m := &Middleware{
-		minSize:  c.minSize,
-		types:    compileTypesExcept(c.contentTypes, c.exceptTypes),
-		observe:  c.observe,
-		cache:    c.cache,
-		dotfiles: c.dotfiles,
-		shared:   newShared(&c, c.observe),
+		minSize: c.minSize,
+		types:   compileTypesExcept(c.contentTypes, c.exceptTypes),
+		observe: c.observe,
+		cache:   c.cache,
+		shared:  newShared(&c, c.observe),
 	}
 	if err := checkWriteBudget(&c); err != nil {
 		return nil, err
 	}
-	if c.shared == nil && len(c.sharedOptions) > 0 {
-		return nil, fmt.Errorf("squeeze: %s needs WithSharedStore: without a store it does nothing (add WithSharedStore(store) or remove it)", c.sharedOptions[0])
-	}
-	if c.trustETags {
-		if c.cache == nil {
-			return nil, errors.New("squeeze: WithTrustedETags needs WithCache: without a Cache there is nothing to serve by ETag")
-		}
-		m.trustETags = true
-	}
+	m.trustETags = c.trustETags
 	for _, coding := range writers.Codings() { // a fixed order: the same error every time
 		if level, ok := c.levels[coding]; ok && !slices.Contains(c.encodings, coding) {
 			return nil, notOfferedError(coding, level, c.encodings)

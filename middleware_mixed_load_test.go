@@ -171,7 +171,7 @@ type mixedRequest struct {
 	notFound bool
 	// lying is set where the handler's ETag names bytes that differ by
 	// request with nothing in the response to tell them apart: the risk
-	// WithTrustedETags documents, so left out with it for streams.
+	// CacheTrustedETags documents, so left out with it for streams.
 	lying bool
 }
 
@@ -283,7 +283,7 @@ func heapInUse() uint64 {
 }
 
 // Under a mixed load, with the cache, dictionaries and two file servers
-// on, over HTTP/1.1 and HTTP/2, with and without WithTrustedETags, every
+// on, over HTTP/1.1 and HTTP/2, with and without CacheTrustedETags, every
 // response carries its own handler's bytes for its request: users,
 // tokens, languages, tenants and escaped paths under one ETag, read by
 // squeeze's Transport (which keeps dictionaries, also from a hostile
@@ -342,7 +342,7 @@ func TestMixedLoadServesEveryoneTheirOwnBytes(t *testing.T) {
 //
 // It returns the heap in use at the end of the load, before it closed
 // anything (0 under the race detector).
-func runMixedLoad(t *testing.T, opts []squeeze.Option, p protocol, requests []mixedRequest, goroutines, rounds int) (held uint64) {
+func runMixedLoad(t *testing.T, opts []squeeze.CacheOption, p protocol, requests []mixedRequest, goroutines, rounds int) (held uint64) {
 	t.Helper()
 	goroutines0 := runtime.NumGoroutine()
 	c, err := squeeze.NewCache(8 << 20)
@@ -351,9 +351,9 @@ func runMixedLoad(t *testing.T, opts []squeeze.Option, p protocol, requests []mi
 	}
 	defer c.Close()
 	squeeze.SetStreamPatience(c, 200*time.Millisecond)
-	m, err := squeeze.New(append([]squeeze.Option{squeeze.WithCache(c),
+	m, err := squeeze.New(squeeze.WithCache(c, opts...),
 		squeeze.WithDictionaryMatch("/dict/*", "/static-*", "/cookie/*"),
-		squeeze.WithDictionaryStoreSize(8 << 20)}, opts...)...)
+		squeeze.WithDictionaryStoreSize(8<<20))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package squeeze
 import (
 	"iter"
 
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 )
 
 // offer is one coding the middleware may answer with, and its encoders.

@@ -91,10 +91,10 @@ type Event struct {
 	Dictionary bool
 	// Shared is the outcome of a [SharedStoreEvent]; In is then the bytes
 	// read from the store, Out those written, and Elapsed the time the
-	// call took. It is [SharedNone] for the other kinds.
+	// call took. It is zero for the other kinds.
 	Shared SharedResult
 	// Learned is what a [LearnedDictionaryEvent] reports; In, Out and
-	// Elapsed then mean what its [LearnedResult] says. It is [LearnedNone]
+	// Elapsed then mean what its [LearnedResult] says. It is zero
 	// for the other kinds.
 	Learned LearnedResult
 }
@@ -103,8 +103,8 @@ type Event struct {
 type LearnedResult uint8
 
 const (
-	// LearnedNone is the Learned of an Event of another kind.
-	LearnedNone LearnedResult = iota
+	// learnedNone is the Learned of an Event of another kind.
+	learnedNone LearnedResult = iota
 	// LearnedTrained: a dictionary was trained and published. In is the
 	// bytes of samples it was trained on, Out its length, Elapsed the
 	// training's time.
@@ -185,8 +185,8 @@ func (r LearnedResult) String() string {
 type SharedResult uint8
 
 const (
-	// SharedNone is the Shared of an Event of another kind.
-	SharedNone SharedResult = iota
+	// sharedNone is the Shared of an Event of another kind.
+	sharedNone SharedResult = iota
 	// SharedHit: a value was read and passed verification.
 	SharedHit
 	// SharedMiss: the store held no value for the key, one over the size
@@ -215,7 +215,7 @@ const (
 	SharedBreakerClosed
 	// SharedRefused: a write or a claim was not made because this
 	// Middleware's write budget had no room for it
-	// ([WithSharedStoreWriteBudget]).
+	// ([SharedWriteBudget]).
 	SharedRefused
 	sharedResultCount
 )

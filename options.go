@@ -21,9 +21,9 @@ const (
 
 // Defaults for the options of the same names.
 const (
-	DefaultMinSize             = 1024
-	DefaultBufferSize          = 32 << 10
-	DefaultMaxDecompressedSize = 10 << 20
+	defaultMinSize             = 1024
+	defaultBufferSize          = 32 << 10
+	defaultMaxDecompressedSize = 10 << 20
 )
 
 // DefaultEncodings returns the codings offered when [WithEncodings] is not
@@ -83,18 +83,14 @@ type config struct {
 	decoderMemory       int64
 	observe             func(Event)
 	cache               *Cache
-	trustETags          bool          // WithTrustedETags
-	dotfiles            bool          // WithFileServerDotfiles
+	trustETags          bool          // CacheTrustedETags
 	shared              SharedStore   // WithSharedStore
-	sharedTimeout       time.Duration // WithSharedStoreTimeout
-	sharedMaxValue      int           // WithSharedStoreMaxValue
-	sharedWrites        int           // WithSharedStoreWriteBudget: writes a minute
-	sharedWriteBytes    int64         // WithSharedStoreWriteBudget: bytes a minute
-	sharedAdmitAfter    int           // WithSharedStoreAdmitAfter
-	// sharedOptions names the calls of the options that tune the store,
-	// which New refuses without WithSharedStore: they would do nothing.
-	sharedOptions []string
-	lengthHiding  int // WithLengthHiding; 0 when off
+	sharedTimeout       time.Duration // SharedTimeout
+	sharedMaxValue      int           // SharedMaxValue
+	sharedWrites        int           // SharedWriteBudget: writes a minute
+	sharedWriteBytes    int64         // SharedWriteBudget: bytes a minute
+	sharedAdmitAfter    int           // SharedAdmitAfter
+	lengthHiding        int           // WithLengthHiding; 0 when off
 }
 
 // WithEncodings sets the codings offered to clients, most preferred first.
@@ -228,7 +224,7 @@ func quoteList(items []string) string {
 // saving. 0 compresses every eligible body. A body is held back until it
 // reaches the minimum size, so the buffer is raised to it: it must be 0 to
 // 16 MiB, the largest buffer [WithBufferSize] takes. The default is
-// [DefaultMinSize].
+// 1024.
 func WithMinSize(n int) Option {
 	return func(c *config) error {
 		if n < 0 || n > maxBufferSize {
@@ -246,7 +242,7 @@ const maxBufferSize = 16 << 20
 // whether to compress it. A body that may be encoded and ends within the
 // buffer is sent in one piece with a Content-Length; a body known from its
 // header to go out unchanged is not held back. The size is raised to the
-// minimum size if it is smaller. The default is [DefaultBufferSize]; it must
+// minimum size if it is smaller. The default is 32 KiB; it must
 // be positive and at most 16 MiB.
 func WithBufferSize(n int) Option {
 	return func(c *config) error {
@@ -336,7 +332,7 @@ func canonicalList(call, what string, items []string, canonical func(string) (st
 
 // WithMaxDecompressedSize caps the decoded size of a request body sent with
 // a Content-Encoding. Reading past the cap fails with *[http.MaxBytesError],
-// as [http.MaxBytesReader] would. The default is [DefaultMaxDecompressedSize]
+// as [http.MaxBytesReader] would. The default is 10 MiB
 // (10 MiB); n must be positive.
 func WithMaxDecompressedSize(n int64) Option {
 	return func(c *config) error {
@@ -365,7 +361,7 @@ func WithRequestDecoding(enabled bool) Option {
 
 // WithDecoderMemory sets the memory, in bytes, that the decoders of request
 // bodies may hold at once, across all requests. The default is
-// [DefaultDecoderMemory] (256 MiB); n must be positive.
+// 256 MiB; n must be positive.
 //
 // A small body can make a decoder allocate its whole window before any
 // output, and a client that then stalls keeps it allocated; the decoded-size

@@ -18,23 +18,23 @@ import (
 	"github.com/squeezehttp/squeeze"
 )
 
-// WithTrustedETags lets the Cache serve streams by their strong ETag, and
+// CacheTrustedETags lets the Cache serve streams by their strong ETag, and
 // trusts the handler's tag as much as a shared cache would: a handler that
 // keeps one tag over output that differs per user sends the first user's
 // body to the next one. Use it only where every strong tag changes with the
 // bytes it stands for.
-func ExampleWithTrustedETags() {
+func ExampleCacheTrustedETags() {
 	cache, err := squeeze.NewCache(16 << 20)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer cache.Close()
-	m := squeeze.MustNew(squeeze.WithCache(cache), squeeze.WithTrustedETags(),
+	m := squeeze.MustNew(squeeze.WithCache(cache, squeeze.CacheTrustedETags()),
 		squeeze.WithEncodings(squeeze.Gzip), squeeze.WithBufferSize(4096))
 
 	// A report streamed in pieces, longer than the buffer, whose tag names
 	// the data's version but whose greeting names the user: a mistake that
-	// only WithTrustedETags turns into a leak.
+	// only CacheTrustedETags turns into a leak.
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("ETag", `"report-v7"`)
@@ -146,18 +146,16 @@ func (s *mapStore) Claim(_ context.Context, key string, value []byte, _ time.Dur
 	return true, nil
 }
 
-// WithSharedStoreWriteBudget bounds what a replica writes to the fleet's
+// SharedWriteBudget bounds what a replica writes to the fleet's
 // store, whatever its clients send: here a page that echoes its query, on
 // a dictionary path, is asked for under 20 queries, each by a client that
 // then names it as its dictionary (all it takes for a body to earn a
 // write), and the replica writes 5.
-func ExampleWithSharedStoreWriteBudget() {
+func ExampleSharedWriteBudget() {
 	store := &mapStore{values: map[string][]byte{}}
 	m := squeeze.MustNew(
 		squeeze.WithDictionaryMatch("/search"),
-		squeeze.WithSharedStore(store),
-		squeeze.WithSharedStoreMaxValue(64<<10),
-		squeeze.WithSharedStoreWriteBudget(5, 1<<20), // a minute
+		squeeze.WithSharedStore(store, squeeze.SharedMaxValue(64<<10), squeeze.SharedWriteBudget(5, 1<<20)), // a minute
 	)
 	page := func(q string) []byte {
 		return []byte("<!doctype html><title>" + q + "</title>" + strings.Repeat("<p>results for "+q+"</p>", 200))

@@ -78,7 +78,7 @@ func TestPrivateResponseNeverBecomesADictionary(t *testing.T) {
 			m := newMiddleware(t, squeeze.WithDictionaryMatch("/app/*"), squeeze.WithSharedStore(store))
 			forEachProtocol(t, m.Handler(privacyHandler(tc)), func(t *testing.T, srv *httptest.Server, c *http.Client) {
 				// Served often enough to earn a write, were it public.
-				for range squeeze.DefaultSharedStoreAdmitAfter + 1 {
+				for range squeeze.SharedAdmitAfterDefault + 1 {
 					res, raw := fetch(t, c, srv.URL+"/app/account", chromeAE, tc.reqHeader...)
 					checkBody(t, res.Header, raw, privatePage)
 					if got := res.Header.Get("Use-As-Dictionary") != ""; got != tc.public {

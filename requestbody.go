@@ -31,14 +31,14 @@ var ErrInvalidBody = decode.ErrInvalidBody
 // handler should answer 503 Service Unavailable with a Retry-After header.
 var ErrDecoderBusy = decode.ErrBusy
 
-// DefaultDecoderMemory is the default of [WithDecoderMemory]: room for seven
+// defaultDecoderMemory is the default of [WithDecoderMemory]: room for seven
 // br streams with the largest window (16 MiB, charged 32 MiB), thirty zstd
 // ones at 8 MB, or four thousand gzip ones or zstd and br ones at the
 // windows squeeze's own encoders use (128 and 256 KiB) at once. With
 // stalled bombs the heap stays at or under this much above its base instead
 // of growing with the number of clients (the measurement is in
 // docs/internals.md#request-and-response-decoding).
-const DefaultDecoderMemory = 256 << 20
+const defaultDecoderMemory = 256 << 20
 
 // newDecoding builds the request-body decoders c asks for, and the func that
 // reports each decoded body to the observer; both nil when request decoding
@@ -47,7 +47,7 @@ func newDecoding(c *config) (*decode.Decoders, func(decode.Stats), error) {
 	if c.noRequestDecoding {
 		return nil, nil, nil
 	}
-	d, err := decode.New(decode.Limits{MaxSize: c.maxDecompressedSize, Memory: cmp.Or(c.decoderMemory, DefaultDecoderMemory)})
+	d, err := decode.New(decode.Limits{MaxSize: c.maxDecompressedSize, Memory: cmp.Or(c.decoderMemory, defaultDecoderMemory)})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/corpus"
 	"github.com/squeezehttp/squeeze/internal/decode"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/internal/testtool"
-	"github.com/squeezehttp/squeeze/pool"
 )
 
 // decodeAllocs is what the Middleware's request decoding adds to the
@@ -71,8 +71,8 @@ func TestExportedNamesAreTheInternalPackagesOwn(t *testing.T) {
 	if ErrInvalidBody != decode.ErrInvalidBody || ErrDecoderBusy != decode.ErrBusy {
 		t.Error("the errors are not decode's")
 	}
-	if DefaultDecoderMemory != decode.DefaultMemory {
-		t.Errorf("DefaultDecoderMemory %d, decode's default %d", DefaultDecoderMemory, decode.DefaultMemory)
+	if defaultDecoderMemory != decode.DefaultMemory {
+		t.Errorf("defaultDecoderMemory %d, decode's default %d", defaultDecoderMemory, decode.DefaultMemory)
 	}
 	for _, pair := range [][2]string{{DCZ, cdt.DCZ}, {DCZ, decode.DCZ}, {DCB, cdt.DCB}, {DCB, decode.DCB}} {
 		if pair[0] != pair[1] {

@@ -29,7 +29,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 )
 
 type writerState uint8

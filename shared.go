@@ -138,23 +138,23 @@ func newShared(c *config, observe func(Event)) *shared {
 		observe:  observe,
 	}
 	if s.timeout == 0 {
-		s.timeout = DefaultSharedStoreTimeout
+		s.timeout = defaultSharedTimeout
 	}
 	if s.maxValue == 0 {
-		s.maxValue = DefaultSharedStoreMaxValue
+		s.maxValue = defaultSharedMaxValue
 	}
 	s.inflight = semaphore.NewWeighted(int64(s.maxValue) * sharedInflightValues)
 	writes, bytes := c.sharedWrites, c.sharedWriteBytes
 	if writes == 0 {
-		writes = DefaultSharedStoreWrites
+		writes = defaultSharedWrites
 	}
 	if bytes == 0 {
-		bytes = max(DefaultSharedStoreWriteBytes, int64(s.maxValue))
+		bytes = max(defaultSharedWriteBytes, int64(s.maxValue))
 	}
 	s.budget = newWriteBudget(writes, bytes)
 	s.admitAfter = c.sharedAdmitAfter
 	if s.admitAfter == 0 {
-		s.admitAfter = DefaultSharedStoreAdmitAfter
+		s.admitAfter = defaultSharedAdmitAfter
 	}
 	s.rejected = otter.Must(&otter.Options[string, struct{}]{
 		MaximumSize:      sharedRejectedKeys,

@@ -17,11 +17,11 @@ import (
 //   - A value is a candidate only once it has earned it (sharedCandidate):
 //     it is public (publicResponse) and was asked for by hash (a client
 //     named a dictionary in Available-Dictionary) or served
-//     WithSharedStoreAdmitAfter times, or it is the operator's own (a
+//     SharedAdmitAfter times, or it is the operator's own (a
 //     FileServer's file). A flood of distinct bodies, each served once,
 //     earns nothing.
 //   - Every write, claims included, takes one write and its bytes from
-//     the replica's write budget (writeBudget, WithSharedStoreWriteBudget):
+//     the replica's write budget (writeBudget, SharedWriteBudget):
 //     a client that does earn its bodies, asking for each by hash, still
 //     makes the replica write no more than the budget, which a store sized
 //     for it (Redis's maxmemory) holds without evicting what the fleet
@@ -33,24 +33,24 @@ import (
 // remembered dictionary, a Cache entry's hits): counting costs no memory
 // of its own and leaves with the entry.
 
-// Defaults of WithSharedStoreWriteBudget: a minute's writes of one
+// Defaults of SharedWriteBudget: a minute's writes of one
 // replica. A deploy of some dozens of bundles, each written once as a
 // dictionary and in a few best-level encodings, is written by one replica
 // within minutes and by a fleet sooner; a flood writes no more than this
 // per minute, which a Redis of some hundreds of megabytes holds for hours
 // beside what the fleet reads.
 const (
-	DefaultSharedStoreWrites     = 60
-	DefaultSharedStoreWriteBytes = 16 << 20
+	defaultSharedWrites     = 60
+	defaultSharedWriteBytes = 16 << 20
 )
 
-// DefaultSharedStoreAdmitAfter is how many times a body is sent with
+// defaultSharedAdmitAfter is how many times a body is sent with
 // Use-As-Dictionary before it is written to the store as a dictionary
-// unasked, when [WithSharedStoreAdmitAfter] is not given: a body sent once
-// (one of a flood of query strings) is not.
-const DefaultSharedStoreAdmitAfter = 2
+// unasked, when SharedAdmitAfter is not given: a body sent once (one of a
+// flood of query strings) is not.
+const defaultSharedAdmitAfter = 2
 
-// maxSharedAdmitAfter is the most WithSharedStoreAdmitAfter takes: the
+// maxSharedAdmitAfter is the most SharedAdmitAfter takes: the
 // count lives in an int32, and a body sent that often is asked for by
 // hash long before.
 const maxSharedAdmitAfter = 1 << 20
@@ -162,58 +162,53 @@ func (c *sharedCandidate) abort() { c.flags.And(^uint32(candidateWritten)) }
 func checkWriteBudget(c *config) error {
 	maxValue := c.sharedMaxValue
 	if maxValue == 0 {
-		maxValue = DefaultSharedStoreMaxValue
+		maxValue = defaultSharedMaxValue
 	}
 	if c.sharedWriteBytes > 0 && c.sharedWriteBytes < int64(maxValue) {
-		return fmt.Errorf("squeeze: WithSharedStoreWriteBudget(%d, %d): bytes must be at least the largest value written, %d (WithSharedStoreMaxValue): lower that, or raise the budget",
+		return fmt.Errorf("squeeze: SharedWriteBudget(%d, %d): bytes must be at least the largest value written, %d (SharedMaxValue): lower that, or raise the budget",
 			c.sharedWrites, c.sharedWriteBytes, maxValue)
 	}
 	return nil
 }
 
-// WithSharedStoreWriteBudget sets how much one Middleware writes to the
-// store of [WithSharedStore] per minute: at most writes values (claims
-// included) and bytes bytes, a minute's worth at once. A write beyond it
-// is not made (a [SharedRefused] event); a dictionary not written may be
-// written later, when a client asks for it again. The defaults are
-// [DefaultSharedStoreWrites] and [DefaultSharedStoreWriteBytes]; writes must
-// be positive and bytes at most 2 GiB and at least the largest value
-// ([WithSharedStoreMaxValue]), so that every value may be written: New
-// reports an error otherwise.
+// SharedWriteBudget sets how much one Middleware writes to the store per
+// minute: at most writes values (claims included) and bytes bytes, a
+// minute's worth at once. A write beyond it is not made ([SharedRefused]);
+// a dictionary not written may be written later, when a client asks for it
+// again. The defaults are 60 writes and 16 MiB; writes must be positive and
+// bytes at most 2 GiB and at least the largest value ([SharedMaxValue]), so
+// that every value may be written: New reports an error otherwise.
 //
 // Size the store for the fleet's budget: replicas times bytes a minute,
 // for as long as values live there, with room for what the fleet reads,
 // so that an eviction (Redis's maxmemory-policy allkeys-lru) never takes a
 // dictionary in use.
-func WithSharedStoreWriteBudget(writes int, bytes int64) Option {
+func SharedWriteBudget(writes int, bytes int64) SharedOption {
 	return func(c *config) error {
 		if writes <= 0 || bytes <= 0 || bytes > math.MaxInt32 {
-			return fmt.Errorf("squeeze: WithSharedStoreWriteBudget(%d, %d): writes and bytes per minute must be positive, bytes at most %d (2 GiB)", writes, bytes, math.MaxInt32)
+			return fmt.Errorf("squeeze: SharedWriteBudget(%d, %d): writes and bytes per minute must be positive, bytes at most %d (2 GiB)", writes, bytes, math.MaxInt32)
 		}
 		c.sharedWrites, c.sharedWriteBytes = writes, bytes
-		c.sharedOptions = append(c.sharedOptions, fmt.Sprintf("WithSharedStoreWriteBudget(%d, %d)", writes, bytes))
 		return nil
 	}
 }
 
-// WithSharedStoreAdmitAfter sets how many times a body is sent with
+// SharedAdmitAfter sets how many times a body is sent with
 // Use-As-Dictionary ([WithDictionaryMatch]) before it is written to the
-// store of [WithSharedStore] unasked; a body a client names in
-// Available-Dictionary is written at once (either way only if it is public
-// and within [WithSharedStoreWriteBudget]). The default,
-// [DefaultSharedStoreAdmitAfter], keeps a flood of distinct bodies, each
-// sent once, out of the store. 1 writes every body once sent, for a fleet
+// store unasked; a body a client names in Available-Dictionary is written
+// at once (either way only if it is public and within [SharedWriteBudget]).
+// The default, 2, keeps a flood of distinct bodies, each sent once, out of
+// the store. 1 writes every body once sent, for a fleet
 // whose every response is a dictionary of its own (a feed sent as a delta
 // against the one before, through replicas without stickiness): then what
 // clients ask for decides what the fleet writes, up to the write budget.
 // n must be 1 to 1048576.
-func WithSharedStoreAdmitAfter(n int) Option {
+func SharedAdmitAfter(n int) SharedOption {
 	return func(c *config) error {
 		if n < 1 || n > maxSharedAdmitAfter {
-			return fmt.Errorf("squeeze: WithSharedStoreAdmitAfter(%d): the number of times sent must be 1 to %d", n, maxSharedAdmitAfter)
+			return fmt.Errorf("squeeze: SharedAdmitAfter(%d): the number of times sent must be 1 to %d", n, maxSharedAdmitAfter)
 		}
 		c.sharedAdmitAfter = n
-		c.sharedOptions = append(c.sharedOptions, fmt.Sprintf("WithSharedStoreAdmitAfter(%d)", n))
 		return nil
 	}
 }

@@ -26,7 +26,7 @@ func TestWriteBudgetTakesBothOrNeither(t *testing.T) {
 // only once, unless its write is given back.
 func TestSharedCandidateIsDueOnceEarnedAndPublic(t *testing.T) {
 	var c sharedCandidate
-	c.served(DefaultSharedStoreAdmitAfter)
+	c.served(defaultSharedAdmitAfter)
 	c.earn()
 	if c.start() {
 		t.Fatal("due before it went out in a public response")
@@ -41,15 +41,15 @@ func TestSharedCandidateIsDueOnceEarnedAndPublic(t *testing.T) {
 	}
 	var served sharedCandidate
 	served.markPublic()
-	for range DefaultSharedStoreAdmitAfter - 1 {
-		served.served(DefaultSharedStoreAdmitAfter)
+	for range defaultSharedAdmitAfter - 1 {
+		served.served(defaultSharedAdmitAfter)
 	}
 	if served.start() {
-		t.Fatalf("due after %d serves", DefaultSharedStoreAdmitAfter-1)
+		t.Fatalf("due after %d serves", defaultSharedAdmitAfter-1)
 	}
-	served.served(DefaultSharedStoreAdmitAfter)
+	served.served(defaultSharedAdmitAfter)
 	if !served.start() {
-		t.Fatalf("not due after %d serves", DefaultSharedStoreAdmitAfter)
+		t.Fatalf("not due after %d serves", defaultSharedAdmitAfter)
 	}
 	var taken sharedCandidate
 	taken.markPublic()

@@ -28,14 +28,14 @@ func TestSharedStoreAdmissionOptionErrors(t *testing.T) {
 		opts []squeeze.Option
 		want string // "" for no error
 	}{
-		{[]squeeze.Option{squeeze.WithSharedStoreWriteBudget(0, 1<<30)}, "WithSharedStoreWriteBudget(0, 1073741824): writes and bytes per minute must be positive"},
-		{[]squeeze.Option{squeeze.WithSharedStoreWriteBudget(10, -1)}, "WithSharedStoreWriteBudget(10, -1): writes and bytes per minute must be positive"},
-		{[]squeeze.Option{squeeze.WithSharedStoreWriteBudget(10, 1<<40)}, "bytes at most 2147483647 (2 GiB)"},
-		{[]squeeze.Option{squeeze.WithSharedStore(newMemStore()), squeeze.WithSharedStoreWriteBudget(10, 1<<20)},
-			"WithSharedStoreWriteBudget(10, 1048576): bytes must be at least the largest value written, 4194304 (WithSharedStoreMaxValue)"},
-		{[]squeeze.Option{squeeze.WithSharedStore(newMemStore()), squeeze.WithSharedStoreWriteBudget(10, 1<<20), squeeze.WithSharedStoreMaxValue(1 << 20)}, ""},
-		{[]squeeze.Option{squeeze.WithSharedStoreAdmitAfter(0)}, "WithSharedStoreAdmitAfter(0): the number of times sent must be 1 to 1048576"},
-		{[]squeeze.Option{squeeze.WithSharedStoreAdmitAfter(1 << 21)}, "WithSharedStoreAdmitAfter(2097152)"},
+		{[]squeeze.Option{squeeze.WithSharedStore(newMemStore(), squeeze.SharedWriteBudget(0, 1<<30))}, "SharedWriteBudget(0, 1073741824): writes and bytes per minute must be positive"},
+		{[]squeeze.Option{squeeze.WithSharedStore(newMemStore(), squeeze.SharedWriteBudget(10, -1))}, "SharedWriteBudget(10, -1): writes and bytes per minute must be positive"},
+		{[]squeeze.Option{squeeze.WithSharedStore(newMemStore(), squeeze.SharedWriteBudget(10, 1<<40))}, "bytes at most 2147483647 (2 GiB)"},
+		{[]squeeze.Option{squeeze.WithSharedStore(newMemStore(), squeeze.SharedWriteBudget(10, 1<<20))},
+			"SharedWriteBudget(10, 1048576): bytes must be at least the largest value written, 4194304 (SharedMaxValue)"},
+		{[]squeeze.Option{squeeze.WithSharedStore(newMemStore(), squeeze.SharedWriteBudget(10, 1<<20), squeeze.SharedMaxValue(1<<20))}, ""},
+		{[]squeeze.Option{squeeze.WithSharedStore(newMemStore(), squeeze.SharedAdmitAfter(0))}, "SharedAdmitAfter(0): the number of times sent must be 1 to 1048576"},
+		{[]squeeze.Option{squeeze.WithSharedStore(newMemStore(), squeeze.SharedAdmitAfter(1<<21))}, "SharedAdmitAfter(2097152)"},
 	} {
 		_, err := squeeze.New(tc.opts...)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
@@ -49,9 +49,8 @@ func TestSharedStoreWritesOnlyEarnedDictionariesWithinTheBudget(t *testing.T) {
 	store := newMemStore()
 	v1, _ := versions(8 << 10)
 	counters := &squeeze.Counters{}
-	m := newMiddleware(t, squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithSharedStore(store),
-		squeeze.WithObserver(counters.Observe), squeeze.WithSharedStoreTimeout(5*time.Second),
-		squeeze.WithSharedStoreMaxValue(64<<10), squeeze.WithSharedStoreWriteBudget(budget, 1<<20))
+	m := newMiddleware(t, squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second), squeeze.SharedMaxValue(64<<10), squeeze.SharedWriteBudget(budget, 1<<20)),
+		squeeze.WithObserver(counters.Observe))
 	// The script, with the query echoed in front: each query a body.
 	body := func(q string) []byte { return append([]byte("/* "+q+" */\n"), v1...) }
 	h := m.Handler(bodyOf(func(_, q string) []byte { return body(q) }))
@@ -68,7 +67,7 @@ func TestSharedStoreWritesOnlyEarnedDictionariesWithinTheBudget(t *testing.T) {
 	serveToEarn(h, "/js/app.v1.js?q=real")
 	squeeze.WaitSharedStore(m)
 	if n := store.sets.Load(); n != 1 {
-		t.Fatalf("a body sent %d times: %d writes, want 1", squeeze.DefaultSharedStoreAdmitAfter, n)
+		t.Fatalf("a body sent %d times: %d writes, want 1", squeeze.SharedAdmitAfterDefault, n)
 	}
 	// Asked for by hash, each earns its write, within the budget.
 	for i := range 50 {
@@ -88,20 +87,20 @@ func TestSharedStoreWritesOnlyEarnedDictionariesWithinTheBudget(t *testing.T) {
 	}
 }
 
-// WithSharedStoreAdmitAfter(1) writes a body once sent: a fleet whose
+// SharedAdmitAfter(1) writes a body once sent: a fleet whose
 // every response is a dictionary of its own shares each.
 func TestSharedStoreAdmitAfterOneWritesEveryBodySent(t *testing.T) {
 	for _, tc := range []struct {
-		opts []squeeze.Option
+		opts []squeeze.SharedOption
 		want int64
 	}{
 		{nil, 0},
-		{[]squeeze.Option{squeeze.WithSharedStoreAdmitAfter(1)}, 3},
-		{[]squeeze.Option{squeeze.WithSharedStoreAdmitAfter(1), squeeze.WithSharedStoreWriteBudget(2, 4<<20)}, 2},
+		{[]squeeze.SharedOption{squeeze.SharedAdmitAfter(1)}, 3},
+		{[]squeeze.SharedOption{squeeze.SharedAdmitAfter(1), squeeze.SharedWriteBudget(2, 4<<20)}, 2},
 	} {
 		store := newMemStore()
 		v1, _ := versions(8 << 10)
-		m := newMiddleware(t, append([]squeeze.Option{squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithSharedStore(store)}, tc.opts...)...)
+		m := newMiddleware(t, squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithSharedStore(store, tc.opts...))
 		h := m.Handler(bodyOf(func(_, q string) []byte { return append([]byte(q), v1...) }))
 		for i := range 3 {
 			serveAt(h, fmt.Sprintf("/js/app.v1.js?%d", i), chromeAE)
@@ -118,8 +117,7 @@ func TestSharedStoreAdmitAfterOneWritesEveryBodySent(t *testing.T) {
 func TestSharedUpgradeClaimIsTakenFromTheWriteBudget(t *testing.T) {
 	store := newMemStore()
 	c := newCache(t, 64<<20)
-	m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithSharedStore(store), squeeze.WithEncodings(squeeze.Zstd),
-		squeeze.WithSharedStoreMaxValue(64<<10), squeeze.WithSharedStoreWriteBudget(1, 64<<10))
+	m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithSharedStore(store, squeeze.SharedMaxValue(64<<10), squeeze.SharedWriteBudget(1, 64<<10)), squeeze.WithEncodings(squeeze.Zstd))
 	h := m.Handler(bodyOf(func(path, _ string) []byte { return textBody(len(path), 24<<10) }))
 	for _, path := range []string{"/a", "/bb"} {
 		for range 4 { // a store and three hits queue the upgrade
@@ -155,23 +153,5 @@ func TestSharedDictionaryWriteThatFailedIsMadeWhenItEarnsAgain(t *testing.T) {
 	squeeze.WaitSharedStore(a.m)
 	if s := a.shared(t); s.Writes != 1 || len(store.keys()) != 1 {
 		t.Errorf("the store back, v1 sent again: %+v, keys %q; want it written", s, store.keys())
-	}
-}
-
-// An option that tunes the shared store is refused without the store: it
-// would do nothing, silently.
-func TestSharedStoreOptionsNeedTheStore(t *testing.T) {
-	for _, tc := range []struct {
-		opt  squeeze.Option
-		want string
-	}{
-		{squeeze.WithSharedStoreTimeout(time.Second), "squeeze: WithSharedStoreTimeout(1s) needs WithSharedStore"},
-		{squeeze.WithSharedStoreMaxValue(1 << 20), "squeeze: WithSharedStoreMaxValue(1048576) needs WithSharedStore"},
-		{squeeze.WithSharedStoreWriteBudget(10, 8<<20), "squeeze: WithSharedStoreWriteBudget(10, 8388608) needs WithSharedStore"},
-		{squeeze.WithSharedStoreAdmitAfter(3), "squeeze: WithSharedStoreAdmitAfter(3) needs WithSharedStore"},
-	} {
-		if _, err := squeeze.New(tc.opt); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("New: %v, want %q...", err, tc.want)
-		}
 	}
 }

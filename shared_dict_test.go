@@ -44,7 +44,7 @@ func newReplica(t *testing.T, store squeeze.SharedStore, files map[string][]byte
 	if store != nil {
 		// A timeout far above the store's latency: these tests pin what
 		// is shared, not how fast; those that pin the timeout set theirs.
-		all = append(all, squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5*time.Second))
+		all = append(all, squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)))
 	}
 	r.m = newMiddleware(t, append(all, opts...)...)
 	r.h = r.m.Handler(scripts(files))
@@ -88,7 +88,7 @@ func balancer(replicas ...*replica) http.Handler {
 // write.
 func learnV1(t *testing.T, a *replica) {
 	t.Helper()
-	for range squeeze.DefaultSharedStoreAdmitAfter {
+	for range squeeze.SharedAdmitAfterDefault {
 		rec := serveAt(a.h, "/js/app.v1.js", chromeAE)
 		if rec.Code != http.StatusOK || rec.Header().Get("Use-As-Dictionary") == "" {
 			t.Fatalf("v1 from the first replica: %d, Use-As-Dictionary %q", rec.Code, rec.Header().Get("Use-As-Dictionary"))
@@ -100,7 +100,7 @@ func learnV1(t *testing.T, a *replica) {
 // serveToEarn serves path from h as often as a dictionary takes to earn
 // its write to the fleet's store.
 func serveToEarn(h http.Handler, path string) {
-	for range squeeze.DefaultSharedStoreAdmitAfter {
+	for range squeeze.SharedAdmitAfterDefault {
 		serveAt(h, path, chromeAE)
 	}
 }
@@ -126,7 +126,7 @@ func TestSharedDictionaryServesDeltaFromAnotherReplica(t *testing.T) {
 			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1}, tc.opts...)
 			b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, tc.opts...)
 			forEachProtocol(t, balancer(a, b), func(t *testing.T, srv *httptest.Server, c *http.Client) {
-				for range squeeze.DefaultSharedStoreAdmitAfter { // earning the write
+				for range squeeze.SharedAdmitAfterDefault { // earning the write
 					res, raw := fetch(t, c, srv.URL+"/js/app.v1.js", chromeAE, "X-Replica", "0")
 					checkBody(t, res.Header, raw, v1)
 				}
@@ -168,7 +168,7 @@ func TestSharedDictionaryFileServerDeltaAcrossDeploy(t *testing.T) {
 	for _, mount := range []string{"/", "/static/"} {
 		t.Run("mounted at "+mount, func(t *testing.T) {
 			store := newMemStore()
-			opts := []squeeze.Option{squeeze.WithDictionaryMatch(mount + "app.*.js"), squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5 * time.Second)}
+			opts := []squeeze.Option{squeeze.WithDictionaryMatch(mount + "app.*.js"), squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second))}
 			oldRep, newRep := newMiddleware(t, opts...), newMiddleware(t, opts...)
 			oldFS, _ := fileServer(t, oldRep, fstest.MapFS{"app.v1.js": {Data: v1, ModTime: fsModTime}})
 			newFS, _ := fileServer(t, newRep, fstest.MapFS{"app.v2.js": {Data: v2, ModTime: fsModTime}})
@@ -279,7 +279,7 @@ func TestSharedStoreBreakerOpensOnHangAndRecovers(t *testing.T) {
 			store := newMemStore()
 			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
 			learnV1(t, a)
-			b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, squeeze.WithSharedStoreTimeout(20*time.Millisecond))
+			b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, squeeze.WithSharedStore(store, squeeze.SharedTimeout(20*time.Millisecond)))
 			squeeze.SetSharedBreakerCooldown(b.m, time.Hour)
 			tc.fail(store)
 			var slowest time.Duration
@@ -335,7 +335,7 @@ func TestSharedStoreThatNeverAnswersDoesNotHoldRequests(t *testing.T) {
 	store := newMemStore()
 	a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
 	learnV1(t, a)
-	b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, squeeze.WithSharedStoreTimeout(10*time.Millisecond))
+	b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, squeeze.WithSharedStore(store, squeeze.SharedTimeout(10*time.Millisecond)))
 	squeeze.SetSharedBreakerCooldown(b.m, time.Hour)
 	store.stuck.Store(true)
 	t.Cleanup(func() { close(store.release) })
@@ -447,7 +447,7 @@ func TestSharedStoreValueLimit(t *testing.T) {
 	} {
 		store := newMemStore()
 		body := textBody(1, tc.size)
-		a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": body}, squeeze.WithSharedStoreMaxValue(4<<10))
+		a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": body}, squeeze.WithSharedStore(store, squeeze.SharedMaxValue(4<<10)))
 		serveToEarn(a.h, "/js/app.v1.js")
 		squeeze.WaitSharedStore(a.m)
 		if got := len(store.keys()) == 1; got != tc.written {
@@ -460,7 +460,7 @@ func TestSharedStoreValueLimit(t *testing.T) {
 	store := newMemStore()
 	sum := sha256.Sum256(v1)
 	store.values["dict:"+base64.RawURLEncoding.EncodeToString(sum[:])] = dictValue(fleetPattern, v1)
-	b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, squeeze.WithSharedStoreMaxValue(4<<10))
+	b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, squeeze.WithSharedStore(store, squeeze.SharedMaxValue(4<<10)))
 	rec := serveAt(b.h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(v1))
 	if ce := rec.Header().Get("Content-Encoding"); ce == squeeze.DCZ {
 		t.Errorf("served a delta against a dictionary over the value limit")
@@ -495,7 +495,7 @@ func TestSharedStoreDownLeavesResponsesAlone(t *testing.T) {
 	store.down.Store(true)
 	v1, _ := versions(4 << 10)
 	a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
-	for range squeeze.DefaultSharedStoreAdmitAfter {
+	for range squeeze.SharedAdmitAfterDefault {
 		rec := serveAt(a.h, "/js/app.v1.js", chromeAE)
 		checkBody(t, rec.Header(), rec.Body.Bytes(), v1)
 	}
@@ -537,11 +537,11 @@ func TestSharedStoreOptionErrors(t *testing.T) {
 		want string
 	}{
 		{squeeze.WithSharedStore(nil), "WithSharedStore(nil): the store is nil"},
-		{squeeze.WithSharedStoreTimeout(0), "WithSharedStoreTimeout(0s): timeout must be positive"},
-		{squeeze.WithSharedStoreTimeout(-time.Second), "WithSharedStoreTimeout(-1s)"},
-		{squeeze.WithSharedStoreTimeout(time.Minute), "WithSharedStoreTimeout(1m0s): timeout must be positive and at most 10s"},
-		{squeeze.WithSharedStoreMaxValue(100), "WithSharedStoreMaxValue(100): size must be 1024 to"},
-		{squeeze.WithSharedStoreMaxValue(1 << 30), "WithSharedStoreMaxValue(1073741824)"},
+		{squeeze.WithSharedStore(newMemStore(), squeeze.SharedTimeout(0)), "SharedTimeout(0s): timeout must be positive"},
+		{squeeze.WithSharedStore(newMemStore(), squeeze.SharedTimeout(-time.Second)), "SharedTimeout(-1s)"},
+		{squeeze.WithSharedStore(newMemStore(), squeeze.SharedTimeout(time.Minute)), "SharedTimeout(1m0s): timeout must be positive and at most 10s"},
+		{squeeze.WithSharedStore(newMemStore(), squeeze.SharedMaxValue(100)), "SharedMaxValue(100): size must be 1024 to"},
+		{squeeze.WithSharedStore(newMemStore(), squeeze.SharedMaxValue(1<<30)), "SharedMaxValue(1073741824)"},
 	} {
 		_, err := squeeze.New(tc.opt)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -580,7 +580,7 @@ func TestSharedDictionaryOnAnotherPatternsPathKeepsSharing(t *testing.T) {
 	store := newMemStore()
 	a := newReplica(t, store, files)
 	for path := range files {
-		for range squeeze.DefaultSharedStoreAdmitAfter { // earning the write
+		for range squeeze.SharedAdmitAfterDefault { // earning the write
 			if rec := serveAt(a.h, path, chromeAE); rec.Header().Get("Use-As-Dictionary") == "" {
 				t.Fatalf("%s: no Use-As-Dictionary", path)
 			}
@@ -684,7 +684,7 @@ func TestSharedDictionaryUnknownHashesLeaveRoomForKnownOnes(t *testing.T) {
 			// The attackers ask for a short script, not compressed: their
 			// requests cost the replica little but the lookup.
 			b := newReplica(t, s, map[string][]byte{"/js/app.v2.js": v2, "/js/app.x.js": []byte("x")},
-				squeeze.WithSharedStoreTimeout(100*time.Millisecond))
+				squeeze.WithSharedStore(s, squeeze.SharedTimeout(100*time.Millisecond)))
 			reads0 := store.gets.Load()
 
 			var attacks atomic.Int64

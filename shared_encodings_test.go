@@ -50,7 +50,7 @@ func newFleetReplica(t *testing.T, store squeeze.SharedStore, tc fleetVariant) (
 		codings = append(codings, squeeze.Zstd)
 	}
 	r := newReplica(t, store, map[string][]byte{"/js/app.v1.js": tc.dict, "/js/app.v2.js": tc.body},
-		squeeze.WithCache(c), squeeze.WithEncodings(codings...), squeeze.WithSharedStoreTimeout(5*time.Second))
+		squeeze.WithCache(c), squeeze.WithEncodings(codings...))
 	if tc.dict != nil {
 		serveAt(r.h, "/js/app.v1.js", chromeAE) // remembered, and shared
 		squeeze.WaitSharedStore(r.m)
@@ -344,8 +344,7 @@ func TestSharedUpgradeOfFiles(t *testing.T) {
 				// replica returns a FileServer and the handler serving it,
 				// and what waits for its upgrades and its writes.
 				replica := func() (served http.Handler, wait func()) {
-					m := newMiddleware(t, squeeze.WithDictionaryMatch("/static/app.*.js"), squeeze.WithSharedStore(store),
-						squeeze.WithSharedStoreTimeout(5*time.Second))
+					m := newMiddleware(t, squeeze.WithDictionaryMatch("/static/app.*.js"), squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)))
 					h, _ := fileServer(t, m, fsys)
 					return http.StripPrefix("/static/", h), func() {
 						squeeze.WaitFileServer(h)

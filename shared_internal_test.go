@@ -158,7 +158,7 @@ func BenchmarkSharedDictionaryFetch(b *testing.B) {
 			data := bytes.Repeat([]byte("squeeze fleet dictionary "), size/25+1)[:size]
 			hash := sha256.Sum256(data)
 			store := &claimStore{values: map[string][]byte{}}
-			c := &config{dictMatch: []string{"/js/*"}, dictCodings: []string{DCZ}, dictStoreSize: DefaultDictionaryStoreSize,
+			c := &config{dictMatch: []string{"/js/*"}, dictCodings: []string{DCZ}, dictStoreSize: defaultDictionaryStoreSize,
 				shared: store, sharedTimeout: time.Second}
 			shared := newShared(c, nil)
 			store.values[sharedDictKey(hash)] = sharedDictValue(&dictionary{pattern: "/js/*", data: data})

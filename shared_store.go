@@ -61,20 +61,20 @@ type SharedStoreSizer interface {
 	GetOrSize(ctx context.Context, key string, limit int) (value []byte, size int, ok bool, err error)
 }
 
-// Defaults for the options of the same names.
+// Defaults of the SharedOptions of the same names.
 const (
-	// DefaultSharedStoreTimeout is the per-call deadline of a SharedStore
-	// when [WithSharedStoreTimeout] is not given: a Redis GET of a value of
-	// some hundreds of kilobytes on the same network takes well under a
-	// millisecond, one of [DefaultSharedStoreMaxValue] a few milliseconds
-	// (see docs/perf-history.md), so this leaves room for a loaded store while
+	// defaultSharedTimeout is the per-call deadline of a SharedStore when
+	// SharedTimeout is not given: a Redis GET of a value of some hundreds
+	// of kilobytes on the same network takes well under a millisecond, one
+	// of defaultSharedMaxValue a few milliseconds (see
+	// docs/perf-history.md), so this leaves room for a loaded store while
 	// bounding what a store that has gone away costs a request.
-	DefaultSharedStoreTimeout = 25 * time.Millisecond
+	defaultSharedTimeout = 25 * time.Millisecond
 
-	// DefaultSharedStoreMaxValue is the largest value, in bytes, written to
-	// or read from a SharedStore when [WithSharedStoreMaxValue] is not
-	// given: 4 MiB, more than a large script bundle.
-	DefaultSharedStoreMaxValue = 4 << 20
+	// defaultSharedMaxValue is the largest value, in bytes, written to or
+	// read from a SharedStore when SharedMaxValue is not given: 4 MiB, more
+	// than a large script bundle.
+	defaultSharedMaxValue = 4 << 20
 )
 
 // Breaker settings of the shared store: after sharedBreakerFailures calls
@@ -87,7 +87,7 @@ const (
 	sharedBreakerCooldown = 2 * time.Second
 )
 
-// maxSharedTimeout is the longest per-call timeout WithSharedStoreTimeout
+// maxSharedTimeout is the longest per-call timeout SharedTimeout
 // takes: the wait is added to a request's latency.
 const maxSharedTimeout = 10 * time.Second
 
@@ -100,7 +100,7 @@ const maxSharedTimeout = 10 * time.Second
 //     SHA-256, with the pattern it was stored under, once it has earned
 //     it: a body sent in a public response that a client named in
 //     Available-Dictionary or that was sent twice
-//     ([WithSharedStoreAdmitAfter]), a file once sent in a public
+//     ([SharedAdmitAfter]), a file once sent in a public
 //     response. A replica asked for a
 //     delta against a dictionary it does not hold fetches it from s,
 //     checks its SHA-256 and that its pattern is one of this Middleware's
@@ -123,11 +123,11 @@ const maxSharedTimeout = 10 * time.Second
 // Nothing private is written: a response that is private, no-store, sets
 // a cookie or answers Authorization or Cookie without Cache-Control:
 // public is no dictionary and its encodings stay local. Each Middleware
-// writes at most [WithSharedStoreWriteBudget] a minute, claims included.
+// writes at most [SharedWriteBudget] a minute, claims included.
 //
 // Local stores stay in front: s is asked only on a local miss, at most
 // once at a time per key per Middleware, and every call ends at the per-call
-// timeout ([WithSharedStoreTimeout]). Writes are made in the background and
+// timeout ([SharedTimeout]). Writes are made in the background and
 // never delay a response. After 5 calls in a row fail (an error or a
 // timeout), s is not asked for 2 seconds; then one call probes it.
 // Meanwhile, responses are what they would be without s: local deltas or
@@ -139,53 +139,61 @@ const maxSharedTimeout = 10 * time.Second
 // At most 16 reads are in flight, only 4 of them for keys not asked for
 // before, so that requests naming random hashes cost few reads and leave
 // room for a client that names its dictionary again. Values over
-// [WithSharedStoreMaxValue] are neither written nor read; values being
+// [SharedMaxValue] are neither written nor read; values being
 // read or written hold at most 8 times that limit at once, a read holding
 // the limit, or with a [SharedStoreSizer] the value's own length, and a
 // call that would go beyond it is skipped. The
 // observer ([WithObserver], [Counters]) receives a [SharedStoreEvent] for
 // each call and breaker change.
 //
-// A nil s is an error.
-func WithSharedStore(s SharedStore) Option {
+// opts tune the sharing. A nil s is an error.
+func WithSharedStore(s SharedStore, opts ...SharedOption) Option {
 	return func(c *config) error {
 		if s == nil {
 			return errors.New("squeeze: WithSharedStore(nil): the store is nil; leave the option out to share nothing, " +
 				"or pass a store such as redisstore.MustNew(redis.NewClient(...))")
 		}
 		c.shared = s
+		for i, opt := range opts {
+			if opt == nil {
+				return fmt.Errorf("squeeze: WithSharedStore: option %d of %d is nil", i+1, len(opts))
+			}
+			if err := opt(c); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 }
 
-// WithSharedStoreTimeout sets the deadline of each call to the store of
-// [WithSharedStore]: what a request waits at most for the store when its
-// own replica lacks a dictionary, and what a store that hangs costs one
-// request before the breaker opens. The default is
-// [DefaultSharedStoreTimeout]; d must be positive and at most 10 seconds.
-func WithSharedStoreTimeout(d time.Duration) Option {
+// SharedOption tunes the sharing of [WithSharedStore].
+type SharedOption func(*config) error
+
+// SharedTimeout sets the deadline of each call to the store: what a
+// request waits at most for the store when its own replica lacks a
+// dictionary, and what a store that hangs costs one request before the
+// breaker opens. The default is 25 ms; d must be positive and at most 10
+// seconds.
+func SharedTimeout(d time.Duration) SharedOption {
 	return func(c *config) error {
 		if d <= 0 || d > maxSharedTimeout {
-			return fmt.Errorf("squeeze: WithSharedStoreTimeout(%v): timeout must be positive and at most %v", d, maxSharedTimeout)
+			return fmt.Errorf("squeeze: SharedTimeout(%v): timeout must be positive and at most %v", d, maxSharedTimeout)
 		}
 		c.sharedTimeout = d
-		c.sharedOptions = append(c.sharedOptions, fmt.Sprintf("WithSharedStoreTimeout(%v)", d))
 		return nil
 	}
 }
 
-// WithSharedStoreMaxValue sets the largest value, in bytes, written to or
-// read from the store of [WithSharedStore]; a dictionary larger than this
-// (less a few bytes of framing) is kept only locally. The default is
-// [DefaultSharedStoreMaxValue]; n must be at least 1 KiB and at most 512
-// MiB, Redis's own limit.
-func WithSharedStoreMaxValue(n int) Option {
+// SharedMaxValue sets the largest value, in bytes, written to or read from
+// the store; a dictionary larger than this (less a few bytes of framing) is
+// kept only locally. The default is 4 MiB; n must be at least 1 KiB and at
+// most 512 MiB, Redis's own limit.
+func SharedMaxValue(n int) SharedOption {
 	return func(c *config) error {
 		if n < 1<<10 || n > 512<<20 {
-			return fmt.Errorf("squeeze: WithSharedStoreMaxValue(%d): size must be %d to %d bytes (1 KiB to 512 MiB)", n, 1<<10, 512<<20)
+			return fmt.Errorf("squeeze: SharedMaxValue(%d): size must be %d to %d bytes (1 KiB to 512 MiB)", n, 1<<10, 512<<20)
 		}
 		c.sharedMaxValue = n
-		c.sharedOptions = append(c.sharedOptions, fmt.Sprintf("WithSharedStoreMaxValue(%d)", n))
 		return nil
 	}
 }

@@ -51,7 +51,7 @@ func TestSharedDictionaryNamedOnLearnedPathStillServesDelta(t *testing.T) {
 			}
 			r := &replica{counters: &squeeze.Counters{}}
 			r.m = newMiddleware(t, squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observe),
-				squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5*time.Second),
+				squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)),
 				squeeze.WithLearnedDictionary("/search/*"))
 			srv, c := startServer(t, protocols[0], r.m.Handler(http.HandlerFunc(mux)), false)
 
@@ -93,7 +93,7 @@ func TestSharedDictionaryNamedOnLearnedPathStillServesDelta(t *testing.T) {
 // from the store, nor from fetching it for a client of the route.
 func TestLearnedDictionaryNamedOnDictionaryMatchPathIsStillAdopted(t *testing.T) {
 	store := newMemStore()
-	a := newMiddleware(t, squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5*time.Second),
+	a := newMiddleware(t, squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)),
 		squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
 	ha := a.Handler(searchHandler("shop"))
 	for i := range 8 {
@@ -106,7 +106,7 @@ func TestLearnedDictionaryNamedOnDictionaryMatchPathIsStillAdopted(t *testing.T)
 	}
 
 	counters := &squeeze.Counters{}
-	b := newMiddleware(t, squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5*time.Second),
+	b := newMiddleware(t, squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)),
 		squeeze.WithObserver(counters.Observe), squeeze.WithDictionaryMatch("/search/1*"),
 		squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
 	hb := b.Handler(searchHandler("shop"))

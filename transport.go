@@ -14,7 +14,7 @@ import (
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/decode"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -25,7 +25,7 @@ import (
 // RoundTripper, [http.DefaultTransport] unless Base says otherwise.
 //
 // Its zero value is ready to use: it offers zstd, br and gzip, decodes
-// responses up to [DefaultMaxDecompressedSize], and sends request bodies as
+// responses up to 10 MiB, and sends request bodies as
 // they are. As with [http.Transport], the fields must not change once the
 // Transport has been used, and a Transport should be reused rather than
 // created per request: it holds the decoder pools, the decoder memory
@@ -119,12 +119,12 @@ type Transport struct {
 	Encodings []string
 
 	// MaxDecompressedSize caps a decoded response body, in bytes; 0 means
-	// [DefaultMaxDecompressedSize]. Negative is an error from RoundTrip.
+	// 10 MiB. Negative is an error from RoundTrip.
 	MaxDecompressedSize int64
 
 	// DecoderMemory is the memory the response decoders of this Transport
 	// may hold at once, charged as [WithDecoderMemory] describes; 0 means
-	// [DefaultDecoderMemory]. Negative is an error from RoundTrip.
+	// 256 MiB. Negative is an error from RoundTrip.
 	DecoderMemory int64
 
 	// RequestEncoding is the coding request bodies are compressed with,
@@ -149,7 +149,7 @@ type Transport struct {
 	DictionaryStoreSize int64
 
 	// DictionaryMaxAge is the longest a dictionary is kept, however long
-	// its response stays fresh; 0 means [DefaultDictionaryMaxAge].
+	// its response stays fresh; 0 means 30 days.
 	// Negative is an error from RoundTrip.
 	DictionaryMaxAge time.Duration
 
@@ -157,13 +157,13 @@ type Transport struct {
 	state *transportState
 }
 
-// DefaultDictionaryMaxAge is the longest a [Transport] keeps a dictionary
+// defaultDictionaryMaxAge is the longest a [Transport] keeps a dictionary
 // when DictionaryMaxAge is 0: 30 days. A stored dictionary identifies the
 // client to its origin as a cookie would, and a response may declare
 // decades of freshness; 30 days covers the release cycles of the bundles
 // dictionaries are made for while bounding how long one can serve as an
 // identifier.
-const DefaultDictionaryMaxAge = 30 * 24 * time.Hour
+const defaultDictionaryMaxAge = 30 * 24 * time.Hour
 
 // uploadBufferMax is the longest request body of known length that is
 // compressed before it is sent, so its Content-Length can be given.
@@ -222,9 +222,9 @@ func (t *Transport) build() *transportState {
 	s.acceptEncodingDict = strings.Join(append(offered, DCB, DCZ), ", ")
 	limit := t.MaxDecompressedSize
 	if limit == 0 {
-		limit = DefaultMaxDecompressedSize
+		limit = defaultMaxDecompressedSize
 	}
-	dec, err := decode.New(decode.Limits{MaxSize: limit, Memory: cmp.Or(t.DecoderMemory, DefaultDecoderMemory)})
+	dec, err := decode.New(decode.Limits{MaxSize: limit, Memory: cmp.Or(t.DecoderMemory, defaultDecoderMemory)})
 	if err != nil {
 		return fail(err)
 	}
@@ -237,7 +237,7 @@ func (t *Transport) build() *transportState {
 	if t.DictionaryStoreSize > 0 {
 		maxAge := t.DictionaryMaxAge
 		if maxAge == 0 {
-			maxAge = DefaultDictionaryMaxAge
+			maxAge = defaultDictionaryMaxAge
 		}
 		s.dicts = newClientDictStore(t.DictionaryStoreSize, maxAge)
 	}

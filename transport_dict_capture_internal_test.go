@@ -228,7 +228,7 @@ func TestTransportCapsDictionaryLifetime(t *testing.T) {
 		field  string
 		want   time.Duration
 	}{
-		{0, "max-age=2147483648", DefaultDictionaryMaxAge},
+		{0, "max-age=2147483648", defaultDictionaryMaxAge},
 		{0, "max-age=60", time.Minute},
 		{time.Hour, "max-age=2147483648", time.Hour},
 		{time.Hour, "max-age=60", time.Minute},

@@ -13,12 +13,12 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/squeezehttp/squeeze"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 )
 
 // cacheBodies are the sizes the cache is measured at: a 2 KiB API answer,
 // a 16 KiB page and the whole Go specification (about 286 KiB, streamed,
-// found only by its strong ETag, and only with squeeze.WithTrustedETags).
+// found only by its strong ETag, and only with squeeze.CacheTrustedETags).
 func cacheBodies(c *Corpus) []Body {
 	return []Body{c.SmallJSON, c.HTML[1], c.HTML[len(c.HTML)-1]}
 }
@@ -27,7 +27,7 @@ func cacheBodies(c *Corpus) []Body {
 // at the floor's coding and level: without an ETag if key is "content";
 // with a strong ETag if key is "validator" (a body within the buffer is
 // still found by content, a stream is not cached); and with the tag and
-// squeeze.WithTrustedETags if key is "trusted".
+// squeeze.CacheTrustedETags if key is "trusted".
 func cachedImpl(tb testing.TB, coding string, body Body, key string) (http.Handler, *squeeze.Cache) {
 	tb.Helper()
 	c, err := squeeze.NewCache(64 << 20)
@@ -35,11 +35,11 @@ func cachedImpl(tb testing.TB, coding string, body Body, key string) (http.Handl
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = c.Close() })
-	opts := []squeeze.Option{squeeze.WithCache(c), squeeze.WithEncodings(coding), squeeze.WithLevel(coding, Level(coding))}
+	var cacheOpts []squeeze.CacheOption
 	if key == "trusted" {
-		opts = append(opts, squeeze.WithTrustedETags())
+		cacheOpts = append(cacheOpts, squeeze.CacheTrustedETags())
 	}
-	m, err := squeeze.New(opts...)
+	m, err := squeeze.New(squeeze.WithCache(c, cacheOpts...), squeeze.WithEncodings(coding), squeeze.WithLevel(coding, Level(coding)))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func settle(tb testing.TB, h http.Handler, c *squeeze.Cache, coding string) {
 // cacheKeys returns the ways body can be served: by content only while it
 // fits in the buffer.
 func cacheKeys(body Body) []string {
-	if len(body.Data) > squeeze.DefaultBufferSize {
+	if len(body.Data) > 32<<10 {
 		return []string{"validator", "trusted"}
 	}
 	return []string{"content", "validator", "trusted"}

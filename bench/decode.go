@@ -9,7 +9,7 @@ import (
 	"github.com/klauspost/compress/gzhttp"
 
 	"github.com/squeezehttp/squeeze"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 )
 
 // Decoder is one implementation of request-body decoding for one coding.

@@ -65,7 +65,7 @@ func BenchmarkFileServer(b *testing.B) {
 	}
 	var names []string
 	for name, f := range plain {
-		if len(f.Data) >= squeeze.DefaultMinSize {
+		if len(f.Data) >= 1024 {
 			names = append(names, name)
 		}
 	}
@@ -157,7 +157,7 @@ func BenchmarkPrecompress(b *testing.B) {
 			for b.Loop() {
 				in, out = 0, 0
 				for name, f := range plain {
-					if len(f.Data) < squeeze.DefaultMinSize || strings.HasSuffix(name, ".png") {
+					if len(f.Data) < 1024 || strings.HasSuffix(name, ".png") {
 						continue
 					}
 					var buf bytes.Buffer

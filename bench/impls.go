@@ -17,7 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/squeezehttp/squeeze"
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -31,7 +31,7 @@ func Codings() []string { return []string{squeeze.Zstd, squeeze.Brotli, squeeze.
 const (
 	zstdWindow   = 128 << 10
 	brotliLGWin  = 18
-	equalMinSize = squeeze.DefaultMinSize
+	equalMinSize = 1024 // squeeze's WithMinSize default
 )
 
 // Level returns squeeze's default level for coding, the level every

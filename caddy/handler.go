@@ -114,7 +114,7 @@ func (r *Redis) options() (*redis.Options, error) {
 		opt = &redis.Options{Addr: r.Address}
 	}
 	opt.ContextTimeoutEnabled = true
-	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
+	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), 0)
 	return opt, nil
 }
 

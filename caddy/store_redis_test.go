@@ -88,9 +88,9 @@ func TestCaddyfileStoreRedisSharesADictionaryBetweenReplicas(t *testing.T) {
 	t.Cleanup(client.CloseIdleConnections)
 	hash := sha256.Sum256(pair.Old)
 	key := prefix + "dict:" + base64.RawURLEncoding.EncodeToString(hash[:])
-	// Served DefaultSharedStoreAdmitAfter times, the release has earned
-	// its place; the write goes on in the background.
-	for range squeeze.DefaultSharedStoreAdmitAfter {
+	// Served twice (SharedAdmitAfter's default), the release has
+	// earned its place; the write goes on in the background.
+	for range 2 {
 		res, raw := testtool.Fetch(t, client, replicaA+oldPath, "zstd, gzip")
 		if res.StatusCode != http.StatusOK || res.Header.Get("Use-As-Dictionary") == "" {
 			t.Fatalf("replica A: %d, Use-As-Dictionary %q; want 200 with one", res.StatusCode, res.Header.Get("Use-As-Dictionary"))

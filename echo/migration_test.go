@@ -32,7 +32,7 @@ func TestMigrationRowsFromEchoGzip(t *testing.T) {
 		code:     "e.Use(squeezeecho.Middleware(nil))",
 		mount:    func(e *echo.Echo) { e.Use(squeezeecho.Middleware(nil)) },
 		peer:     middleware.Gzip(),
-		squeezes: func(c testtool.MigrationCase) bool { return c.Size >= squeeze.DefaultMinSize },
+		squeezes: func(c testtool.MigrationCase) bool { return c.Size >= 1024 },
 	}, {
 		code: "e.Use(squeezeecho.Middleware(squeeze.MustNew(squeeze.WithLevel(squeeze.Gzip, Level), squeeze.WithMinSize(MinLength))))",
 		mount: func(e *echo.Echo) {

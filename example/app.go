@@ -47,7 +47,7 @@ func routeStatic(mux *http.ServeMux, m *squeeze.Middleware) {
 
 // maxUpload caps every upload, compressed or not. squeeze enforces it on the
 // decoded bytes of compressed bodies; http.MaxBytesReader covers plain ones.
-const maxUpload = squeeze.DefaultMaxDecompressedSize
+const maxUpload = 10 << 20 // squeeze's WithMaxDecompressedSize default
 
 // newRouter returns the demo's routes behind squeeze, and behind them a
 // recorder of the coding each response used. tick is the interval between

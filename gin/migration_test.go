@@ -31,7 +31,7 @@ func TestMigrationRowsFromGinContribGzip(t *testing.T) {
 	}{{
 		code:    "r.Use(squeezegin.Middleware(nil))",
 		mount:   func(r *gin.Engine) { r.Use(squeezegin.Middleware(nil)) },
-		minSize: squeeze.DefaultMinSize,
+		minSize: 1024,
 	}, {
 		code: "r.Use(squeezegin.Middleware(squeeze.MustNew(squeeze.WithLevel(squeeze.Gzip, level), squeeze.WithMinSize(n))))",
 		mount: func(r *gin.Engine) {

@@ -23,7 +23,7 @@ func Example() {
 	}
 	// Fail a reply that declares more than squeeze reads, before go-redis
 	// allocates it.
-	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
+	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), 0)
 	client := redis.NewClient(opt)
 	defer client.Close()
 
@@ -36,10 +36,10 @@ func Example() {
 	}
 	mw, err := squeeze.New(
 		squeeze.WithDictionaryMatch("/js/app.*.js"),
-		squeeze.WithSharedStore(store),
-		// What this replica may write a minute: Redis's maxmemory holds
-		// the fleet's budget for the store's lifetime.
-		squeeze.WithSharedStoreWriteBudget(120, 32<<20),
+		squeeze.WithSharedStore(store,
+			// What this replica may write a minute: Redis's maxmemory
+			// holds the fleet's budget for the store's lifetime.
+			squeeze.SharedWriteBudget(120, 32<<20)),
 	)
 	if err != nil {
 		log.Fatal(err)

@@ -90,8 +90,7 @@ func TestFleetNeverWritesAPrivateResponse(t *testing.T) {
 				prefix := fmt.Sprintf("private-%s-%d:", strings.ReplaceAll(tc.name, " ", "-"), p.Major)
 				r := &fleetReplica{counters: &squeeze.Counters{}}
 				m := squeeze.MustNew(squeeze.WithDictionaryMatch("/app/*"), squeeze.WithObserver(r.counters.Observe),
-					squeeze.WithSharedStore(newStore(t, srv, true, redisstore.WithPrefix(prefix))),
-					squeeze.WithSharedStoreTimeout(5*time.Second))
+					squeeze.WithSharedStore(newStore(t, srv, true, redisstore.WithPrefix(prefix)), squeeze.SharedTimeout(5*time.Second)))
 				h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Type", "text/html")
 					for i := 0; i+1 < len(tc.respHeader); i += 2 {
@@ -122,12 +121,11 @@ func TestFleetNeverWritesAPrivateResponse(t *testing.T) {
 // floodReplica is a replica on /js/app.*.js whose v1 reflects its query
 // string into the script, as a page that echoes a search does: each query
 // is a body of its own.
-func floodReplica(t *testing.T, store squeeze.SharedStore, files [][]byte, opts ...squeeze.Option) (*fleetReplica, *http.Client) {
+func floodReplica(t *testing.T, store squeeze.SharedStore, files [][]byte, opts ...squeeze.SharedOption) (*fleetReplica, *http.Client) {
 	t.Helper()
 	r := &fleetReplica{counters: &squeeze.Counters{}}
-	all := []squeeze.Option{squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observe),
-		squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5 * time.Second)}
-	m := squeeze.MustNew(append(all, opts...)...)
+	m := squeeze.MustNew(squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observe),
+		squeeze.WithSharedStore(store, append([]squeeze.SharedOption{squeeze.SharedTimeout(5 * time.Second)}, opts...)...))
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var v int
 		if _, err := fmt.Sscanf(req.URL.Path, "/js/app.v%d.js", &v); err != nil || v < 1 || v > len(files) {
@@ -181,7 +179,7 @@ func TestFleetFloodOfQueryStringsKeepsTheRealDictionary(t *testing.T) {
 		writeBytes = 1 << 20
 	)
 	a, c := floodReplica(t, newStore(t, srv, true, redisstore.WithPrefix(prefix)), files,
-		squeeze.WithSharedStoreWriteBudget(writes, writeBytes), squeeze.WithSharedStoreMaxValue(256<<10))
+		squeeze.SharedWriteBudget(writes, writeBytes), squeeze.SharedMaxValue(256<<10))
 
 	// The real dictionary: v1, sent to clients, who come back for it.
 	for range servesToEarn {

@@ -59,7 +59,7 @@ func startReplica(t *testing.T, store squeeze.SharedStore, files [][]byte, opts 
 	if store != nil {
 		// A timeout no loaded machine (or -race) reaches, unless the
 		// test sets its own: these tests pin what is shared, not when.
-		all = append(all, squeeze.WithSharedStore(store), squeeze.WithSharedStoreTimeout(5*time.Second))
+		all = append(all, squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)))
 	}
 	m, err := squeeze.New(append(all, opts...)...)
 	if err != nil {
@@ -270,7 +270,8 @@ func TestFleetRedisStoppedThenRestarted(t *testing.T) {
 	files := releases(t, 6)
 	const timeout = 50 * time.Millisecond
 	replica := func() *fleetReplica {
-		return startReplica(t, newStore(t, srv, true), files, squeeze.WithSharedStoreTimeout(timeout))
+		store := newStore(t, srv, true)
+		return startReplica(t, store, files, squeeze.WithSharedStore(store, squeeze.SharedTimeout(timeout)))
 	}
 	a, b := replica(), replica()
 	a.earn(t, files, 1)

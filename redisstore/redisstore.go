@@ -37,7 +37,7 @@
 //
 //	opt := &redis.Options{Addr: "redis:6380", ContextTimeoutEnabled: true,
 //		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}, Username: "squeeze", Password: password}
-//	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
+//	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), 0)
 //	store, err := redisstore.New(redis.NewClient(opt))
 //
 // # Timeouts
@@ -87,7 +87,7 @@ const (
 
 	// DefaultTimeout bounds each call when WithTimeout is not given. It is
 	// the backstop for callers without a deadline of their own and longer
-	// than squeeze's DefaultSharedStoreTimeout, so that squeeze's setting
+	// than squeeze's defaultSharedTimeout, so that squeeze's setting
 	// is the one that bounds a request's wait; within it a value at
 	// squeeze's largest limits crosses a loaded loopback or a data-centre
 	// network (docs/perf-history.md).

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-
-	"github.com/squeezehttp/squeeze"
 )
 
 // This file holds the guard against a Redis that declares more than it
@@ -62,12 +60,11 @@ type Dialer = func(ctx context.Context, network, addr string) (net.Conn, error)
 // aggregates' elements counted at 32 bytes each, and nest at most 32
 // levels. A reply declaring more fails its command with [ErrReplyTooLarge]
 // before go-redis allocates it, and the connection is dropped. Give it the
-// value limit of squeeze's WithSharedStoreMaxValue (0 means
-// squeeze.DefaultSharedStoreMaxValue), and put it in the options of a
-// client of the Store's own:
+// value limit of squeeze's SharedMaxValue (0 means its default, 4 MiB), and
+// put it in the options of a client of the Store's own:
 //
 //	opt := &redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true}
-//	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
+//	opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), 0)
 //	client := redis.NewClient(opt)
 //
 // redis.NewDialer(opt) dials as go-redis does without a Dialer, over TLS
@@ -79,7 +76,7 @@ func LimitReplies(dial Dialer, limit int) Dialer {
 		panic(fmt.Sprintf("redisstore.LimitReplies: negative limit %d", limit))
 	}
 	if limit == 0 {
-		limit = squeeze.DefaultSharedStoreMaxValue
+		limit = defaultMaxValue
 	}
 	if dial == nil {
 		var d net.Dialer
@@ -320,3 +317,6 @@ func (s *replyScanner) spend(n int64) error {
 func (s *replyScanner) tooLarge(n int64) error {
 	return fmt.Errorf("%w: %d bytes or more, over the limit of %d (LimitReplies' limit plus ReplySlack)", ErrReplyTooLarge, n, s.max)
 }
+
+// defaultMaxValue is the default of squeeze's SharedMaxValue.
+const defaultMaxValue = 4 << 20

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/squeezehttp/squeeze"
 	"github.com/squeezehttp/squeeze/internal/testtool"
 	"github.com/squeezehttp/squeeze/redisstore"
 )
@@ -42,7 +41,7 @@ func TestLimitRepliesRefusesDeclaredGiantsBeforeAllocating(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := testtool.HostileRedis(t, tc.reply, strings.HasPrefix(tc.name, "header split"), nil)
 			opt := &redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: gets}
-			opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), squeeze.DefaultSharedStoreMaxValue)
+			opt.Dialer = redisstore.LimitReplies(redis.NewDialer(opt), 4<<20)
 			client := redis.NewClient(opt)
 			t.Cleanup(func() { _ = client.Close() })
 			store := redisstore.MustNew(client, redisstore.WithTimeout(5*time.Second))
@@ -54,7 +53,7 @@ func TestLimitRepliesRefusesDeclaredGiantsBeforeAllocating(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range errs {
 				wg.Go(func() {
-					_, _, errs[i] = store.Get(context.Background(), "k"+strconv.Itoa(i), squeeze.DefaultSharedStoreMaxValue)
+					_, _, errs[i] = store.Get(context.Background(), "k"+strconv.Itoa(i), 4<<20)
 				})
 			}
 			wg.Wait()
@@ -149,7 +148,7 @@ func TestLimitRepliesRefusesNegativeCountsButRESP2Nulls(t *testing.T) {
 			client := redis.NewClient(opt)
 			t.Cleanup(func() { _ = client.Close() })
 			store := redisstore.MustNew(client, redisstore.WithTimeout(5*time.Second))
-			v, ok, err := store.Get(t.Context(), "k", squeeze.DefaultSharedStoreMaxValue)
+			v, ok, err := store.Get(t.Context(), "k", 4<<20)
 			if tc.want == nil {
 				if ok || err != nil {
 					t.Fatalf("Get: %q, %v, %v; want not found", v, ok, err)

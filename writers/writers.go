@@ -2,7 +2,7 @@
 // one face: an [Encoder] that compresses into an [io.Writer] and a [Decoder]
 // that decompresses from an [io.Reader]. Both are resettable, so one instance
 // serves many streams without allocating its tables again; package
-// [github.com/squeezehttp/squeeze/pool] keeps them for reuse across
+// [github.com/squeezehttp/squeeze/internal/pool] keeps them for reuse across
 // goroutines.
 //
 // Nothing here depends on net/http: a database driver or a log shipper that

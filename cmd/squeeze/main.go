@@ -97,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer, tty bool) int {
 	fl.SetOutput(stderr)
 	fl.Usage = func() { say(stderr, "%s", usage); fl.PrintDefaults() }
 	codingList := fl.String("codings", "br,zstd,gzip", "the `codings` to write siblings in, comma-separated")
-	minSize := fl.Int64("min", squeeze.DefaultMinSize, "the smallest file, in `bytes`, to precompress")
+	minSize := fl.Int64("min", 1024, "the smallest file, in `bytes`, to precompress")
 	if err := fl.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK

@@ -34,7 +34,7 @@ const (
 	envFiles      = "SQUEEZE_FLEET_REPLICA_FILES"
 	envLog        = "SQUEEZE_FLEET_REPLICA_LOG"
 	bundlePattern = "/static/app.*.js"
-	// replicaStoreTimeout is the bundles replicas' WithSharedStoreTimeout.
+	// replicaStoreTimeout is the bundles replicas' SharedTimeout.
 	replicaStoreTimeout = time.Second
 )
 
@@ -82,7 +82,7 @@ func serveBundles(addr, redisAddr, name string) error {
 	if redisAddr != "" {
 		client := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 		defer client.Close()
-		opts = append(opts, squeeze.WithSharedStore(redisstore.MustNew(client)), squeeze.WithSharedStoreTimeout(replicaStoreTimeout))
+		opts = append(opts, squeeze.WithSharedStore(redisstore.MustNew(client), squeeze.SharedTimeout(replicaStoreTimeout)))
 	}
 	m, err := squeeze.New(opts...)
 	if err != nil {

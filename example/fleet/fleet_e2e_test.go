@@ -57,14 +57,14 @@ func serveReplica(addr, redisAddr, name string) error {
 		// A timeout a loaded CI machine (or -race) does not reach: the
 		// test pins what is shared; redisstore's own tests pin the
 		// timeout.
-		opts = append(opts, squeeze.WithSharedStore(redisstore.MustNew(client)), squeeze.WithSharedStoreTimeout(time.Second),
+		opts = append(opts, squeeze.WithSharedStore(redisstore.MustNew(client), squeeze.SharedTimeout(time.Second),
 			// Every response is a dictionary of its own, which the
 			// client names to another replica: each is to be written
 			// once sent, not once sent twice (the default keeps a
 			// flood of one-off bodies out of the store). The default
 			// write budget, 60 a minute, still bounds what a replica
 			// writes: the test's 60 requests a run make 20 a replica.
-			squeeze.WithSharedStoreAdmitAfter(1))
+			squeeze.SharedAdmitAfter(1)))
 	}
 	m, err := squeeze.New(opts...)
 	if err != nil {
@@ -359,7 +359,7 @@ func TestFleetBehindALoadBalancerServesDeltasWithTheStore(t *testing.T) {
 				tc.balance, 100*stopped.share, stopped.slowest, with.slowest)
 			if stopped.slowest > with.slowest+time.Second {
 				t.Errorf("with the store stopped the slowest request took %v, with it up %v; want well under a second more (the store costs at most its %v timeout)",
-					stopped.slowest, with.slowest, squeeze.DefaultSharedStoreTimeout)
+					stopped.slowest, with.slowest, 25*time.Millisecond)
 			}
 			// Back, empty: sharing resumes once the replicas' breakers
 			// let them ask again.

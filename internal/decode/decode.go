@@ -26,7 +26,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 

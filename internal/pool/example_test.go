@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/squeezehttp/squeeze/pool"
+	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
