@@ -247,14 +247,14 @@ func (c *Counters) stats() counterStats {
 		Deltas:        c.learned[LearnedDelta].Load(),
 		BytesSaved:    c.learnedSaved.Load(),
 
-		SkippedPrivate:     c.learned[LearnedSkippedPrivate].Load(),
-		SkippedUnmarked:    c.learned[LearnedSkippedUnmarked].Load(),
-		SkippedCredentials: c.learned[LearnedSkippedCredentials].Load(),
-		SkippedQuery:       c.learned[LearnedSkippedQuery].Load(),
-		SkippedType:        c.learned[LearnedSkippedType].Load(),
-		DeltasStopped:      c.learned[LearnedDeltasStopped].Load(),
-		PublishFailed:      c.learned[LearnedPublishFailed].Load(),
-		Unregistrable:      c.learned[LearnedUnregistrable].Load(),
+		SkippedPrivate:     c.learned[learnedSkippedPrivate].Load(),
+		SkippedUnmarked:    c.learned[learnedSkippedUnmarked].Load(),
+		SkippedCredentials: c.learned[learnedSkippedCredentials].Load(),
+		SkippedQuery:       c.learned[learnedSkippedQuery].Load(),
+		SkippedType:        c.learned[learnedSkippedType].Load(),
+		DeltasStopped:      c.learned[learnedDeltasStopped].Load(),
+		PublishFailed:      c.learned[learnedPublishFailed].Load(),
+		Unregistrable:      c.learned[learnedUnregistrable].Load(),
 	}
 	return s
 }

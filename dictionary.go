@@ -242,7 +242,7 @@ func (s *dictStore) registrable(h http.Header, fresh string) bool {
 	if dictionaryRegistrable(h, fresh) {
 		return true
 	}
-	s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedUnregistrable})
+	s.report(Event{Kind: LearnedDictionaryEvent, Learned: learnedUnregistrable})
 	return false
 }
 

@@ -266,7 +266,7 @@ func LearnedCredentialHeaders(names ...string) LearnedOption {
 // that sets a cookie, one that says nothing of sharing, nor one reached
 // by a URL with a query string (a share or reset link is a secret)
 // unless public. Each response refused is counted by reason (see
-// [LearnedSkippedPrivate] and those after it) and the first of each
+// "skipped_private" and those after it) and the first of each
 // reason on a route is logged, with how far the route is from its next
 // round: a route whose visitors carry a session cookie learns nothing
 // until its responses say public. Once it holds enough, it trains a dictionary in
@@ -619,7 +619,7 @@ func (r *learnedRoute) probeStream(coding string, body []byte, sent int64) {
 	if !stop || !r.stopped.CompareAndSwap(false, true) {
 		return
 	}
-	r.s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedDeltasStopped, In: last.plain, Out: last.delta - last.replaced})
+	r.s.report(Event{Kind: LearnedDictionaryEvent, Learned: learnedDeltasStopped, In: last.plain, Out: last.delta - last.replaced})
 	r.s.logf("squeeze: learned dictionary %q: %d streamed deltas went out in %d bytes where the coding they replace took %d: below the floor of %.0f%% saved, the route sends no deltas until its next dictionary or a round that measures its dictionary saving",
 		r.cfg.pattern, last.count, last.delta, last.replaced, 100*learnedDeltaFloor)
 }
@@ -792,11 +792,11 @@ func (r *learnedRoute) sampleable(req *http.Request, h http.Header, f facts) boo
 
 // refusalResults maps a sampleRefusal to what it is reported as.
 var refusalResults = [...]LearnedResult{
-	samplePrivate:     LearnedSkippedPrivate,
-	sampleUnmarked:    LearnedSkippedUnmarked,
-	sampleCredentials: LearnedSkippedCredentials,
-	sampleQuery:       LearnedSkippedQuery,
-	sampleType:        LearnedSkippedType,
+	samplePrivate:     learnedSkippedPrivate,
+	sampleUnmarked:    learnedSkippedUnmarked,
+	sampleCredentials: learnedSkippedCredentials,
+	sampleQuery:       learnedSkippedQuery,
+	sampleType:        learnedSkippedType,
 }
 
 // refusalWords says in a log line why a response was not sampled.

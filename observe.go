@@ -99,7 +99,16 @@ type Event struct {
 	Learned LearnedResult
 }
 
-// LearnedResult is what a [LearnedDictionaryEvent] reports.
+// LearnedResult is what a [LearnedDictionaryEvent] reports. Besides the
+// named results below, it takes values an observer tells by their String:
+// "skipped_private", "skipped_unmarked", "skipped_credentials",
+// "skipped_query" and "skipped_type" (a response the route did not sample,
+// and why; In is the samples held toward the next round, Out those it
+// needs), "deltas_stopped" (the route's streamed deltas saved less than
+// their floor; no deltas until its next dictionary), "publish_failed" (the
+// SharedStore did not take a trained dictionary; tried again) and
+// "unregistrable" (a response went without Use-As-Dictionary: its caching
+// headers keep a browser from storing it). [Counters] counts each.
 type LearnedResult uint8
 
 const (
@@ -121,47 +130,47 @@ const (
 	// from the route's last measured ratio of delta to zstd without the
 	// dictionary.
 	LearnedDelta
-	// LearnedSkippedPrivate: a response the route collects samples from
+	// learnedSkippedPrivate: a response the route collects samples from
 	// was not sampled: it is private, no-store, sets a cookie or varies
 	// on everything. In is the samples the route holds toward its next
 	// round, Out how many the round needs.
-	LearnedSkippedPrivate
-	// LearnedSkippedUnmarked: a response was not sampled because it says
+	learnedSkippedPrivate
+	// learnedSkippedUnmarked: a response was not sampled because it says
 	// nothing of sharing: neither Cache-Control public nor a max-age or
-	// s-maxage. In and Out as for [LearnedSkippedPrivate].
-	LearnedSkippedUnmarked
-	// LearnedSkippedCredentials: a response that is not Cache-Control
+	// s-maxage. In and Out as for "skipped_private".
+	learnedSkippedUnmarked
+	// learnedSkippedCredentials: a response that is not Cache-Control
 	// public answered a request with credentials (Cookie, Authorization,
 	// or a header of [LearnedCredentialHeaders]) and was not sampled: a
 	// route whose visitors carry a session cookie trains nothing until
-	// its responses say public. In and Out as for [LearnedSkippedPrivate].
-	LearnedSkippedCredentials
-	// LearnedSkippedQuery: a response that is not Cache-Control public
+	// its responses say public. In and Out as for "skipped_private".
+	learnedSkippedCredentials
+	// learnedSkippedQuery: a response that is not Cache-Control public
 	// answered a request with a query string, which may be a secret (a
 	// share link), and was not sampled. In and Out as for
-	// [LearnedSkippedPrivate].
-	LearnedSkippedQuery
-	// LearnedSkippedType: a response was not sampled because squeeze does
+	// "skipped_private".
+	learnedSkippedQuery
+	// learnedSkippedType: a response was not sampled because squeeze does
 	// not compress its content type. In and Out as for
-	// [LearnedSkippedPrivate].
-	LearnedSkippedType
-	// LearnedDeltasStopped: the route's streamed deltas saved less than
+	// "skipped_private".
+	learnedSkippedType
+	// learnedDeltasStopped: the route's streamed deltas saved less than
 	// the floor, measured against the coding they replaced, so the route
 	// sends no more deltas until its next dictionary. In is the plain
 	// bytes measured, Out the bytes the deltas went out in over those of
 	// the coding they replaced (which may be more).
-	LearnedDeltasStopped
-	// LearnedPublishFailed: writing a trained dictionary, or its pointer,
+	learnedDeltasStopped
+	// learnedPublishFailed: writing a trained dictionary, or its pointer,
 	// to the SharedStore failed; it is tried again at the route's next
 	// requests. Out is the dictionary's length.
-	LearnedPublishFailed
-	// LearnedUnregistrable: a response that would have carried
+	learnedPublishFailed
+	// learnedUnregistrable: a response that would have carried
 	// Use-As-Dictionary, a learned dictionary's or a body remembered as a
 	// dictionary ([WithDictionaryMatch]) or a FileServer's file, went out
 	// without it: its caching headers (no-cache, no-store,
 	// must-revalidate, or no freshness) keep a browser from storing it as
 	// a dictionary (RFC 9842 section 2.2.1).
-	LearnedUnregistrable
+	learnedUnregistrable
 	learnedResultCount
 )
 

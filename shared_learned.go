@@ -70,7 +70,7 @@ func (r *learnedRoute) share(ld *learnedDict) {
 		r.unshared.CompareAndSwap(ld, nil)
 		return
 	}
-	r.s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedPublishFailed, Out: int64(len(ld.sd.d.data))})
+	r.s.report(Event{Kind: LearnedDictionaryEvent, Learned: learnedPublishFailed, Out: int64(len(ld.sd.d.data))})
 	if r.unshared.Swap(ld) != ld {
 		r.s.logf("squeeze: learned dictionary %q: the shared store did not take the dictionary %s (generation %d); the other replicas cannot serve it until it does, and it is tried again at each poll (every %v at most)",
 			r.cfg.pattern, ld.path, ld.gen, r.s.pollEvery)
