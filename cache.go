@@ -951,7 +951,7 @@ func varyNames(lines []string) (star, other, site bool) {
 // a 200 to a request other than HEAD, a response with trailers, a stream
 // decided at a flush, or one whose header says never (see cacheFields).
 func (m *Middleware) cacheable(h http.Header, f *facts) (cacheFields, bool) {
-	if m.cache == nil || f.status != http.StatusOK || f.head || f.trailers || f.event == atFlush {
+	if m.cache == nil || f.status != http.StatusOK || f.head || f.trailers || f.event == atFlush || f.secret {
 		return cacheFields{}, false
 	}
 	cf := readCacheFields(h)
@@ -1163,7 +1163,7 @@ func (f *cacheFill) flushed()                          { f.drop() }
 // copy, not the fill's buffer with its spare capacity, and its weight takes
 // over what the fill claimed.
 func (f *cacheFill) ended(end responseEnd) {
-	if !end.completed || !end.closed || !f.leading {
+	if !end.completed || !end.closed || !f.leading || end.secret {
 		f.drop()
 		return
 	}

@@ -32,6 +32,7 @@ type Counters struct {
 	sharedRead    atomic.Int64
 	sharedWritten atomic.Int64
 	breakerOpen   atomic.Int64 // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
+	sharedErrors  [sharedErrorKindCount]atomic.Int64
 	learned       [learnedResultCount]atomic.Int64
 	learnedSaved  atomic.Int64
 }
@@ -84,6 +85,9 @@ func (c *Counters) observeShared(e Event) {
 		return
 	}
 	c.shared[e.Shared].Add(1)
+	if e.Shared == SharedError {
+		c.sharedErrors[kindNamed(e.SharedError)].Add(1)
+	}
 	c.sharedRead.Add(e.In)
 	c.sharedWritten.Add(e.Out)
 	switch e.Shared {
@@ -152,18 +156,21 @@ type (
 	// sharedStats has no Envoy counterpart; its names follow Envoy's
 	// style.
 	sharedStats struct {
-		Hits                int64 `json:"hits"`
-		Misses              int64 `json:"misses"`
-		Errors              int64 `json:"errors"`
-		VerificationsFailed int64 `json:"verifications_failed"`
-		Skipped             int64 `json:"skipped"`
-		Writes              int64 `json:"writes"`
-		ClaimsLost          int64 `json:"claims_lost"`
-		WritesRefused       int64 `json:"writes_refused"`
-		BytesRead           int64 `json:"bytes_read"`
-		BytesWritten        int64 `json:"bytes_written"`
-		BreakerOpened       int64 `json:"breaker_opened"`
-		BreakerOpen         int64 `json:"breaker_open"`
+		Hits   int64 `json:"hits"`
+		Misses int64 `json:"misses"`
+		Errors int64 `json:"errors"`
+		// ErrorsByKind splits Errors by Event.SharedError.
+		ErrorsByKind        map[string]int64 `json:"errors_by_kind"`
+		VerificationsFailed int64            `json:"verifications_failed"`
+		Skipped             int64            `json:"skipped"`
+		Writes              int64            `json:"writes"`
+		ClaimsLost          int64            `json:"claims_lost"`
+		WritesRefused       int64            `json:"writes_refused"`
+		Refreshes           int64            `json:"refreshes"`
+		BytesRead           int64            `json:"bytes_read"`
+		BytesWritten        int64            `json:"bytes_written"`
+		BreakerOpened       int64            `json:"breaker_opened"`
+		BreakerOpen         int64            `json:"breaker_open"`
 	}
 	// learnedStats counts the work of learned dictionaries.
 	learnedStats struct {
@@ -235,10 +242,15 @@ func (c *Counters) stats() counterStats {
 		Writes:              c.shared[SharedWritten].Load(),
 		ClaimsLost:          c.shared[SharedClaimLost].Load(),
 		WritesRefused:       c.shared[SharedRefused].Load(),
+		Refreshes:           c.shared[sharedRefreshed].Load(),
 		BytesRead:           c.sharedRead.Load(),
 		BytesWritten:        c.sharedWritten.Load(),
 		BreakerOpened:       c.shared[SharedBreakerOpened].Load(),
 		BreakerOpen:         c.breakerOpen.Load(),
+		ErrorsByKind:        map[string]int64{},
+	}
+	for k := sharedErrorNone + 1; k < sharedErrorKindCount; k++ {
+		s.SharedStore.ErrorsByKind[k.String()] = c.sharedErrors[k].Load()
 	}
 	s.LearnedDictionary = learnedStats{
 		Trained:       c.learned[LearnedTrained].Load(),
@@ -272,9 +284,10 @@ func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).S
 //	 "decompressor": {"decompressed": 1, "total_uncompressed_bytes": 4000,
 //	    "total_compressed_bytes": 700, "decode_seconds": 0.00002,
 //	    "codings": {"gzip": {...}}},
-//	 "shared_store": {"hits": 4, "misses": 1, "errors": 0,
+//	 "shared_store": {"hits": 4, "misses": 1, "errors": 1,
+//	    "errors_by_kind": {"timeout": 1, "refused": 0, "too_large": 0, "bad_value": 0, "other": 0},
 //	    "verifications_failed": 0, "skipped": 0, "writes": 2, "claims_lost": 0,
-//	    "writes_refused": 0, "bytes_read": 81920, "bytes_written": 40960,
+//	    "writes_refused": 0, "refreshes": 3, "bytes_read": 81920, "bytes_written": 40960,
 //	    "breaker_opened": 0, "breaker_open": 0},
 //	 "learned_dictionary": {"trained": 1, "adopted": 0, "refused_budget": 0,
 //	    "deltas": 40, "bytes_saved": 120000, "skipped_private": 2,
@@ -283,7 +296,8 @@ func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).S
 //	    "unregistrable": 0}}
 //
 // shared_store counts the calls to the store of [WithSharedStore] by
-// [SharedResult]; breaker_open is 1 while its breaker is open.
+// [SharedResult], and its errors by kind (Event.SharedError); breaker_open is 1
+// while its breaker is open.
 // learned_dictionary counts each [LearnedResult] of [WithLearnedDictionary];
 // bytes_saved is the estimate [LearnedDelta] reports. The totals are the sums over "codings" and "reasons"; a coding appears
 // once it has been counted, every reason always.
@@ -337,10 +351,13 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"writes", "Values written to the shared store, claims won included.", ss.Writes},
 		{"claims_lost", "Claims that found the key taken by another replica.", ss.ClaimsLost},
 		{"writes_refused", "Writes and claims not made because the write budget had no room for them.", ss.WritesRefused},
+		{"refreshes", "Keys of shared dictionaries in use kept fresh in the shared store.", ss.Refreshes},
 		{"read_bytes", "Bytes of the values read from the shared store.", ss.BytesRead},
 		{"written_bytes", "Bytes of the values written to the shared store.", ss.BytesWritten},
 		{"breaker_opened", "Times the shared store's breaker opened.", ss.BreakerOpened},
 	})
+	kinds := sortedKeys(ss.ErrorsByKind)
+	p.each("squeeze_shared_store_errors_by_kind_total", "Calls to the shared store that failed, by kind: timeout, refused, too_large, bad_value, other.", "kind", kinds, func(k string) float64 { return float64(ss.ErrorsByKind[k]) })
 	p.gauge("squeeze_shared_store_breaker_open", "1 while the shared store's breaker is open, else 0.")
 	p.sample("", "", float64(ss.BreakerOpen))
 	ls := &s.LearnedDictionary

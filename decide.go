@@ -271,6 +271,9 @@ type facts struct {
 	// noEncoder and noGain are what trying to encode found: no encoder
 	// could be had, or the encoding would not have been smaller.
 	noEncoder, noGain bool
+	// secret is set when the handler marked a secret (secret.go): the
+	// response is no dictionary, no stored encoding and no sample.
+	secret bool
 
 	// The facts of a [Middleware.FileServer] file, zero for a response.
 	// precoded: the file goes out as a precompressed sibling the client

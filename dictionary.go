@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -101,6 +102,16 @@ type dictionary struct {
 	// fleet is what a remembered dictionary has earned of the fleet's
 	// store (shared_admission.go); unused without one.
 	fleet sharedCandidate
+	// servedAt is the URL of a public response this replica sent with
+	// these bytes, nil if none was (a dictionary taken from the fleet's
+	// store and not served since) or its URL is over liveURLMax: a client
+	// naming the dictionary makes that URL live (dictStore.live). Unused
+	// without a fleet's store.
+	servedAt atomic.Pointer[string]
+	// refreshed is when the dictionary's key in the fleet's store was
+	// last kept fresh, written or read, in nanoseconds since the epoch
+	// (dictStore.keepFresh).
+	refreshed atomic.Int64
 }
 
 // dictOrigin says how a dictionary came to be remembered, or seen again:
@@ -119,6 +130,12 @@ const (
 	// FileServer found by that hash, or one held already): earned, but
 	// public only once it goes out in a public response.
 	byHash
+	// fromEarnedResponse: the body of a public response sent with
+	// Use-As-Dictionary that has earned its place at once: its request
+	// named these very bytes (the client holds them, from another
+	// replica), or its URL is live, one whose earlier bodies clients
+	// named (see responseServed).
+	fromEarnedResponse
 )
 
 // lazyOffer is the offer of one dictionary coding for one dictionary, built
@@ -161,8 +178,11 @@ type dictStore struct {
 	// change once the store is built.
 	static map[[32]byte]*dictionary
 
-	// shared is the fleet's store (shared_dict.go), nil without one.
+	// shared is the fleet's store (shared_dict.go), nil without one;
+	// live, with it, the URLs whose dictionaries clients name
+	// (responseServed).
 	shared *shared
+	live   *recentKeys
 
 	// learned holds the routes of WithLearnedDictionary (learned.go);
 	// training lets one of their trainings run at a time, jobs counts
@@ -336,6 +356,31 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 	s.seen(s.insert(d, int64(cap(body))+dictEntryBytes, reserved), from)
 }
 
+// rememberServed is remember for the body of a public response sent with
+// Use-As-Dictionary to r (fromResponse), which records, with a fleet's
+// store, what r tells of it (responseServed).
+func (s *dictStore) rememberServed(body []byte, pattern string, owned bool, reserved int64, r *http.Request) {
+	if s.shared == nil {
+		s.remember(body, pattern, owned, fromResponse, reserved)
+		return
+	}
+	if len(body) == 0 || int64(len(body)) > s.maxBody {
+		s.release(reserved)
+		return
+	}
+	hash := sha256.Sum256(body)
+	d := s.lookup(hash)
+	if d != nil {
+		s.release(reserved)
+	} else {
+		if !owned {
+			body = bytes.Clone(body)
+		}
+		d = s.insert(&dictionary{hash: hash, data: body, pattern: pattern}, int64(cap(body))+dictEntryBytes, reserved)
+	}
+	s.responseServed(d, r)
+}
+
 // reserve takes n bytes of the budget for a body collected to remember,
 // evicting the least recently used dictionaries to make room; it reports
 // false, taking nothing, when the reservations would pass the budget or
@@ -373,13 +418,17 @@ func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	case fromResponse:
 		d.fleet.markPublic()
 		d.fleet.served(s.shared.admitAfter)
-	case fromFile:
+	case fromFile, fromEarnedResponse:
 		d.fleet.markPublic()
 		d.fleet.earn()
 	case byHash:
 		d.fleet.earn()
+		if u := d.servedAt.Load(); u != nil {
+			s.live.note(*u)
+		}
 	}
 	s.share(d)
+	s.keepFresh(d)
 }
 
 // insert adds d, a remembered dictionary costing weight, to the store and
@@ -806,7 +855,7 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 	if p := d.pattern; p > 0 {
 		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
-			f.eligible && !f.encoded && !f.ranged && len(h["Use-As-Dictionary"]) == 0 &&
+			f.eligible && !f.encoded && !f.ranged && !f.secret && len(h["Use-As-Dictionary"]) == 0 &&
 			publicResponse(d.req.Header, h) && s.registrableSaid(h) {
 			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
@@ -870,7 +919,7 @@ func (d *dictResponse) flushed() {}
 // plain. The reservation of the body collected is given back, or handed
 // to the dictionary remembered, whichever way the response ended.
 func (d *dictResponse) ended(end responseEnd) {
-	if !end.completed || !d.remember || end.lengthMismatch {
+	if !end.completed || !d.remember || end.lengthMismatch || end.secret {
 		d.stopCapture()
 		return
 	}
@@ -882,7 +931,7 @@ func (d *dictResponse) ended(end responseEnd) {
 		d.stopCapture()
 		return
 	}
-	d.s.remember(body, d.s.patterns[d.pattern-1], owned, fromResponse, int64(cap(d.body)))
+	d.s.rememberServed(body, d.s.patterns[d.pattern-1], owned, int64(cap(d.body)), d.req)
 	d.remember, d.body = false, nil
 }
 

@@ -97,6 +97,11 @@ func SetLearnedPollEvery(m *Middleware, d time.Duration) {
 	m.dicts.pollEvery = d
 }
 
+// SetSharedStoreLog replaces the logger of m's shared store's failures.
+func SetSharedStoreLog(m *Middleware, logf func(format string, args ...any)) {
+	m.shared.errLog.logf = logf
+}
+
 // The defaults the tests compare with, which the package states in its
 // options' docs rather than exports.
 const (
@@ -106,3 +111,7 @@ const (
 	DefaultLearnedPath           = defaultLearnedPath
 	DictionaryCacheControl       = dictionaryCacheControl
 )
+
+// SetSharedRefreshEvery sets how often, at most, m refreshes the key of a
+// shared dictionary it uses.
+func SetSharedRefreshEvery(m *Middleware, d time.Duration) { m.shared.refreshEvery = d }

@@ -1,11 +1,11 @@
 package squeeze
 
 import (
-	"slices"
 	"time"
 
-	"github.com/klauspost/compress/dict"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/squeezehttp/squeeze/internal/train"
 )
 
 // This file holds the rounds of a learned route (learned.go): what runs in
@@ -19,24 +19,19 @@ import (
 // one round per route per interval, and an input whose training fits the
 // route's memory budget by learnedTrainCost, which
 // TestLearnedTrainingStaysWithinItsMemoryBudget checks against what the
-// training allocates.
+// training allocates. The training is internal/train's.
 
-// learnedTrainPerByte and learnedTrainFixed bound what a training
-// allocates for an input of n bytes: klauspost/compress/dict's builder
-// keeps maps of every distinct 8-byte hash of the input with their counts,
-// offsets and neighbours, up to some sixty bytes per input byte for a
-// small input, and the round's two zstd encoders (about 4.5 MiB) and the
-// dictionary are about fixed. The figures have
-// room over what TestLearnedTrainingStaysWithinItsMemoryBudget measures.
-const (
-	learnedTrainPerByte = 64
-	learnedTrainFixed   = 6 << 20
-)
+// learnedMeasureCost bounds what a round allocates beside the training
+// itself: the two zstd encoders that measure the dictionary (about 4.5
+// MiB) and their output.
+const learnedMeasureCost = 6 << 20
 
-// learnedTrainCost returns what a training on n bytes of samples may
-// allocate, for a dictionary of size bytes.
+// learnedTrainCost returns the least memory a round trains in on n bytes
+// of samples, for a dictionary of size bytes: internal/train's smallest
+// table and the measure. Given more, the trainer takes a larger table
+// (train.MaxCost).
 func learnedTrainCost(n, size int64) int64 {
-	return learnedTrainFixed + learnedTrainPerByte*n + 2*size
+	return learnedMeasureCost + train.MinCost(n, int(size))
 }
 
 // startJob runs f in the background, counted in s.jobs.
@@ -95,8 +90,12 @@ func (r *learnedRoute) train(samples [][]byte) {
 		return // another replica trains it; a later poll takes it
 	}
 	t0 := time.Now()
-	data := buildLearned(input, r.cfg.dictSize)
+	trained, err := train.Train(input, r.cfg.dictSize, r.cfg.trainMemory-learnedMeasureCost, train.Options{})
 	elapsed := time.Since(t0)
+	data := trained.Dict
+	if err != nil {
+		data = nil // trainingInput kept what fits; nothing else refuses
+	}
 	if len(data) == 0 {
 		return
 	}
@@ -142,32 +141,6 @@ func (r *learnedRoute) trainingInput(samples [][]byte) (input, held [][]byte) {
 		n += int64(len(input[i]))
 	}
 	return input, held
-}
-
-// buildLearned returns a dictionary of at most size bytes for input: the
-// substrings the input repeats most, as klauspost/compress/dict's
-// BuildRawDict finds them, in up to half of it, then the start of one
-// whole sample of about median length, where zstd and brotli reach it
-// with the shortest offsets. A whole response holds what fragments miss:
-// the order of a page's template, which a response on the route repeats
-// in long runs (BENCHMARKS.md#learned-dictionaries). nil if input has
-// nothing.
-func buildLearned(input [][]byte, size int) []byte {
-	frag, err := dict.BuildRawDict(input, dict.Options{MaxDictSize: size / 2, HashBytes: 8})
-	if err != nil {
-		frag = nil // nothing repeats; a whole sample may still help
-	}
-	frag = frag[:min(len(frag), size/2)]
-	bySize := slices.Clone(input)
-	slices.SortFunc(bySize, func(a, b []byte) int { return len(a) - len(b) })
-	rep := bySize[len(bySize)/2]
-	room := size - len(frag)
-	rep = rep[:min(len(rep), room)]
-	if len(frag)+len(rep) == 0 {
-		return nil
-	}
-	out := make([]byte, 0, len(frag)+len(rep))
-	return append(append(out, frag...), rep...)
 }
 
 // learnedMeasure is what a dictionary did to a set of samples, encoded

@@ -50,20 +50,21 @@ func newTestRoute(t *testing.T, opts ...LearnedOption) *learnedRoute {
 	return m.dicts.learned[0]
 }
 
-// TestLearnedTrainingStaysWithinItsMemoryBudget trains on 2 MiB of samples
+// TestLearnedTrainingStaysWithinItsMemoryBudget trains on 8 MiB of samples
 // twice: with the budget at its floor, 16 MiB, it must allocate no more
-// than that; with no real budget (the baseline), it allocates well past
-// it, so the budget is what holds it.
+// than that; with no real budget (the baseline), it allocates past it,
+// so the budget is what holds it (the trainer takes a
+// smaller table, then fewer samples).
 func TestLearnedTrainingStaysWithinItsMemoryBudget(t *testing.T) {
 	const budget = 16 << 20
-	samples := learnedSamples(64, 32<<10)
+	samples := learnedSamples(128, 64<<10)
 	baseline := newTestRoute(t, LearnedTrainingMemory(1<<40))
 	unbounded := allocatedBy(func() { baseline.train(samples) })
 	if baseline.newest() == nil {
 		t.Fatal("the baseline trained no dictionary")
 	}
-	if unbounded < 2*budget {
-		t.Fatalf("training on 2 MiB without a budget allocated %d bytes, under twice the %d budget: the test shows nothing", unbounded, budget)
+	if unbounded <= budget {
+		t.Fatalf("training on 8 MiB without a budget allocated %d bytes, within the %d budget: the test shows nothing", unbounded, budget)
 	}
 	r := newTestRoute(t, LearnedTrainingMemory(budget))
 	used := allocatedBy(func() { r.train(samples) })
@@ -171,5 +172,22 @@ func TestLearnedRouteOfTheLongestSamplesTrains(t *testing.T) {
 	r.s.jobs.Wait()
 	if r.newest() == nil {
 		t.Errorf("%d samples of %d bytes, the longest a budget of %d bytes samples, published no dictionary", added, n, r.cfg.budget)
+	}
+}
+
+// TestLearnedDictionaryFillsItsSize trains a route on a round of 40 pages
+// of 4 KiB, far more distinct content than its dictionary size: the
+// dictionary published fills the size (the fragments and a median page it
+// was made of before held at most half of it and one page).
+func TestLearnedDictionaryFillsItsSize(t *testing.T) {
+	const size = 32 << 10
+	r := newTestRoute(t, LearnedDictionarySize(size), LearnedSamples(40))
+	r.train(learnedSamples(40, 4<<10))
+	d := r.newest()
+	if d == nil {
+		t.Fatal("no dictionary was published")
+	}
+	if n := len(d.sd.d.data); n != size {
+		t.Errorf("the dictionary holds %d bytes of the %d it may", n, size)
 	}
 }

@@ -15,11 +15,14 @@ import (
 // concurrent use; build it once with [New] and share it. The zero Middleware
 // behaves as one from New with no options.
 type Middleware struct {
-	offers   []offer
-	minSize  int
-	buffers  *pool.Buffers
-	types    []typePattern
-	decoding *decode.Decoders // nil: request decoding off
+	offers []offer
+	// isolating are the offers whose codings can isolate a secret, for
+	// a response that marks one (secret.go).
+	isolating []offer
+	minSize   int
+	buffers   *pool.Buffers
+	types     []typePattern
+	decoding  *decode.Decoders // nil: request decoding off
 	// reportDecoded sends each decoded request body's Event to observe;
 	// nil without an observer.
 	reportDecoded func(decode.Stats)
@@ -89,13 +92,17 @@ func New(opts ...Option) (*Middleware, error) {
 		}
 		m.offers = append(m.offers, offer{coding: coding, encoders: encoders})
 	}
+	m.isolating = isolatingOffers(m.offers)
 	var err error
 	if m.dicts, err = newDictStore(&c, levelOf(&c, Zstd), levelOf(&c, Brotli)); err != nil {
 		return nil, err
 	}
 	if m.dicts != nil {
-		m.dicts.shared = m.shared
 		m.dicts.offers = m.offers
+	}
+	if m.dicts != nil && m.shared != nil {
+		m.dicts.shared = m.shared
+		m.dicts.live = newRecentKeys(liveURLBytes, liveURLFor)
 	}
 	bufferSize := max(c.bufferSize, c.minSize)
 	if m.buffers, err = pool.NewBuffers(bufferSize); err != nil {

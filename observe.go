@@ -93,6 +93,17 @@ type Event struct {
 	// read from the store, Out those written, and Elapsed the time the
 	// call took. It is zero for the other kinds.
 	Shared SharedResult
+	// SharedError is the kind of a [SharedError]'s failure: "timeout"
+	// (the call reached its deadline, [SharedTimeout]), "refused" (the
+	// connection was refused), "too_large" (the store refused a value or
+	// a reply for its size), "bad_value" (it answered with something that
+	// is not a value) or "other"; Err is the store's error, its cause.
+	// They are "" and nil for every other Event. A [SharedStore] tells the
+	// kinds squeeze cannot see in the standard library's errors by an
+	// error in its chain with a method SharedErrorKind() string returning
+	// "too_large" or "bad_value".
+	SharedError string
+	Err         error
 	// Learned is what a [LearnedDictionaryEvent] reports; In, Out and
 	// Elapsed then mean what its [LearnedResult] says. It is zero
 	// for the other kinds.
@@ -226,17 +237,23 @@ const (
 	// Middleware's write budget had no room for it
 	// ([SharedWriteBudget]).
 	SharedRefused
+	// sharedRefreshed ("refreshed", unexported so that the package's
+	// names stay few): the key of a shared dictionary this replica uses
+	// was kept fresh in the store, at most every 2 seconds, by a read
+	// that transfers no value.
+	sharedRefreshed
 	sharedResultCount
 )
 
 var sharedResultNames = [sharedResultCount]string{
 	"none", "hit", "miss", "error", "rejected", "skipped", "written", "claim_lost", "breaker_opened", "breaker_closed",
-	"refused",
+	"refused", "refreshed",
 }
 
 // String returns the result's name in snake case: "hit", "miss", "error",
 // "rejected", "skipped", "written", "claim_lost", "breaker_opened",
-// "breaker_closed", "refused" or "none".
+// "breaker_closed", "refused", "refreshed" (a refresh of a key in use)
+// or "none".
 func (r SharedResult) String() string {
 	if r >= sharedResultCount {
 		return "SharedResult(" + strconv.Itoa(int(r)) + ")"

@@ -95,7 +95,9 @@ type responseWriter struct {
 	held *byte
 
 	// after is set when the handler asked for the header after choosing
-	// the status (see restoreHeader).
+	// the status (see restoreHeader), or marked a secret (secret.go): the
+	// rare states share one pointer, so that the slot, which handBack
+	// allocates, stays in its size class.
 	after *afterStatus
 
 	buf *[]byte
@@ -166,6 +168,8 @@ type responseWriter struct {
 // trailers set since, which go out after the body.
 type afterStatus struct {
 	snapshot, late http.Header
+	// sec is the state of the secrets the handler marked (secret.go).
+	sec *secrets
 }
 
 // start readies rw, zero in its slot s, for the response to r on w. The
@@ -238,6 +242,9 @@ type responseEnd struct {
 	// sent is the body bytes the underlying writer took: the encoded
 	// bytes of an encoded response.
 	sent int64
+	// secret is set when the handler marked a secret (secret.go): no hook
+	// may keep the body, as a dictionary, a stored encoding or a sample.
+	secret bool
 }
 
 // attach makes k follow the response.
@@ -266,6 +273,7 @@ func (rw *responseWriter) end(completed bool) responseEnd {
 		closed:         rw.closed,
 		lengthMismatch: rw.why == ReasonLength,
 		sent:           rw.sent,
+		secret:         rw.marks() != nil,
 	}
 	if e.wentWhole {
 		e.whole = rw.buffered()
@@ -418,6 +426,9 @@ func (rw *responseWriter) pass(p []byte) (int, error) {
 	case statePlain:
 		return (*wire)(rw).Write(p)
 	case stateEncoding:
+		if rw.marks() != nil {
+			return rw.feedStream(p, nil)
+		}
 		if rw.hdr.declared >= 0 && rw.written+int64(len(p)) > rw.hdr.declared && !rw.head {
 			return 0, http.ErrContentLength
 		}
@@ -475,9 +486,13 @@ func (rw *responseWriter) advance(ev event, next []byte) error {
 		// (dictionary.go).
 		rw.offer = rw.withoutDictionary()
 	}
+	if rw.marks() != nil {
+		// A secret goes out only in a coding that isolates it (secret.go).
+		rw.offer = rw.secretOffer()
+	}
 	f := facts{
 		responseFields: rw.hdr, status: rw.status, buffered: len(rw.buffered()), event: ev,
-		head: rw.head, ranged: rw.ranged, offered: rw.offer != nil,
+		head: rw.head, ranged: rw.ranged, offered: rw.offer != nil, secret: rw.marks() != nil,
 	}
 	if !f.typed && ev != atHeader {
 		// As net/http, sniff up to 512 bytes: what was held back, then
@@ -604,7 +619,7 @@ func (rw *responseWriter) sendHeld() error {
 		n, err = io.WriteString(rw.w, unsafe.String(held, len(b)))
 		rw.sent += int64(n)
 	case len(b) > 0:
-		_, err = rw.pass(b)
+		_, err = rw.passHeld(b)
 	}
 	rw.releaseBuffer()
 	return err
@@ -634,7 +649,10 @@ func (rw *responseWriter) flush() error {
 	}
 	if rw.state == stateEncoding {
 		t0 := rw.clock()
-		err := rw.enc.Flush()
+		err := rw.sendCarry(false)
+		if err == nil {
+			err = rw.enc.Flush()
+		}
 		rw.spent(t0)
 		if err != nil {
 			return err
@@ -874,6 +892,7 @@ func (rw *responseWriter) streamPadding(coding string) {
 func (rw *responseWriter) endStream() {
 	t0 := rw.clock()
 	if rw.hdr.declared < 0 || rw.written == rw.hdr.declared || rw.head {
+		_ = rw.sendCarry(true) // what may have begun a marked secret
 		if rw.m.hiding != nil {
 			rw.closed = rw.closePadded()
 		} else {

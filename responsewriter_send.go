@@ -162,7 +162,7 @@ func (rw *responseWriter) encodeWhole(o *offer, body, dst []byte) (out []byte, s
 		rw.out = cappedBuffer{}
 		return nil, -1, false, true
 	}
-	_, err = enc.Write(body)
+	err = rw.writeWhole(enc.Encoder, body) // secrets isolated (secret.go)
 	split = -1
 	if err == nil && rw.m.hiding != nil && deltaCodec(o.coding) == Brotli {
 		// Length hiding pads br and dcb before the last meta-block: a

@@ -84,6 +84,76 @@ type shared struct {
 	asked *recentKeys
 	// writes counts the background writes in progress, for tests.
 	writes sync.WaitGroup
+	// errLog logs failures, once per kind and minute
+	// (shared_errors.go).
+	errLog *sharedErrorLog
+	// refreshEvery is how often, at most, the key of a value in use is
+	// kept fresh (refresh); refreshing counts the refreshes in flight.
+	refreshEvery time.Duration
+	refreshing   atomic.Int64
+}
+
+// defaultSharedRefreshEvery is how often, at most, a replica keeps the
+// key of a shared dictionary it uses fresh in the store: well within the
+// time a store sized as docs/reference.md says takes to turn over under
+// the fleet's write budget (a minute or more), so that its LRU never takes
+// a dictionary in use, for one small call per dictionary in use per
+// replica, every 2 seconds at most and never more often than the
+// dictionary is used.
+const defaultSharedRefreshEvery = 2 * time.Second
+
+// sharedRefreshes is how many refreshes may be in flight at once; one due
+// while they fill it waits for the dictionary's next use.
+const sharedRefreshes = 4
+
+// refresh keeps key fresh in the store in the background: it reads the
+// key with a limit of 0, which transfers no value and, in an LRU store
+// such as Redis, marks it used. When the store is a SharedStoreSizer,
+// which tells a key that holds a value from one that holds none, gone is
+// called if key holds none. It reports whether the call was started:
+// not while the breaker is open or sharedRefreshes calls are in flight.
+func (s *shared) refresh(key string, gone func()) bool {
+	if s.breaker.blocked() {
+		return false
+	}
+	if s.refreshing.Add(1) > sharedRefreshes {
+		s.refreshing.Add(-1)
+		return false
+	}
+	s.writes.Add(1)
+	go func() {
+		defer s.writes.Done()
+		defer s.refreshing.Add(-1)
+		if !s.breaker.allow() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		defer cancel()
+		t0 := time.Now()
+		found, told := true, false
+		var err error
+		if sizer, ok := s.store.(SharedStoreSizer); ok {
+			_, _, found, err = sizer.GetOrSize(ctx, key, 0)
+			told = true
+		} else {
+			_, _, err = s.store.Get(ctx, key, 0)
+		}
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			s.fail("refresh", key, err, time.Since(t0))
+			return
+		}
+		s.breaker.success()
+		if told && !found {
+			s.report(SharedMiss, 0, 0, time.Since(t0))
+			gone()
+			return
+		}
+		s.report(sharedRefreshed, 0, 0, time.Since(t0))
+	}()
+	return true
 }
 
 // sharedInflightValues is how many values of the largest size may be in
@@ -163,6 +233,8 @@ func newShared(c *config, observe func(Event)) *shared {
 	s.missed = newRecentKeys(sharedMissedBytes, sharedMissedFor)
 	s.asked = newRecentKeys(sharedAskedBytes, sharedAskedFor)
 	s.breaker.report, s.breaker.cooldown = s.report, sharedBreakerCooldown
+	s.errLog = newSharedErrorLog()
+	s.refreshEvery = defaultSharedRefreshEvery
 	return s
 }
 
@@ -330,8 +402,7 @@ func (s *shared) fetch(key, read string, limit int, named bool, use sharedUse) s
 		return sharedFlight{}
 	}
 	if err != nil {
-		s.breaker.failure()
-		s.report(SharedError, 0, 0, elapsed)
+		s.fail("get", key, err, elapsed)
 		return sharedFlight{}
 	}
 	if !r.found {
@@ -467,7 +538,7 @@ func (s *shared) set(ctx context.Context, key string, value []byte, lifetime tim
 	defer cancel()
 	t0 := time.Now()
 	err := s.store.Set(ctx, key, value, lifetime)
-	if !s.wrote(ctx, err, len(value), time.Since(t0)) {
+	if !s.wrote(ctx, "set", key, err, len(value), time.Since(t0)) {
 		return false
 	}
 	s.rejected.Invalidate(key) // the store holds a good value now
@@ -504,7 +575,7 @@ func (s *shared) claim(ctx context.Context, key string, value []byte, lifetime t
 		s.report(SharedClaimLost, 0, 0, time.Since(t0))
 		return claimLost
 	}
-	if !s.wrote(ctx, err, len(value), time.Since(t0)) {
+	if !s.wrote(ctx, "claim", key, err, len(value), time.Since(t0)) {
 		return claimUnknown
 	}
 	return claimWon
@@ -526,15 +597,14 @@ func (s *shared) writeCall(ctx context.Context, n int) (context.Context, context
 	return ctx, cancel, true
 }
 
-// wrote accounts for a write that returned err after elapsed, and reports
-// whether it succeeded within its deadline.
-func (s *shared) wrote(ctx context.Context, err error, n int, elapsed time.Duration) bool {
+// wrote accounts for a write (op on key) that returned err after elapsed,
+// and reports whether it succeeded within its deadline.
+func (s *shared) wrote(ctx context.Context, op, key string, err error, n int, elapsed time.Duration) bool {
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
 	if err != nil {
-		s.breaker.failure()
-		s.report(SharedError, 0, 0, elapsed)
+		s.fail(op, key, err, elapsed)
 		return false
 	}
 	s.breaker.success()

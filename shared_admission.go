@@ -16,10 +16,12 @@ import (
 //
 //   - A value is a candidate only once it has earned it (sharedCandidate):
 //     it is public (publicResponse) and was asked for by hash (a client
-//     named a dictionary in Available-Dictionary) or served
-//     SharedAdmitAfter times, or it is the operator's own (a
-//     FileServer's file). A flood of distinct bodies, each served once,
-//     earns nothing.
+//     named a dictionary in Available-Dictionary, or the body it was sent
+//     in answer to a request naming it), served SharedAdmitAfter times,
+//     or sent at a URL whose dictionaries clients name
+//     (dictStore.responseServed), or it is the operator's own (a
+//     FileServer's file). A flood of distinct bodies, each served once at
+//     a URL of its own, earns nothing.
 //   - Every write, claims included, takes one write and its bytes from
 //     the replica's write budget (writeBudget, SharedWriteBudget):
 //     a client that does earn its bodies, asking for each by hash, still
@@ -36,9 +38,12 @@ import (
 // Defaults of SharedWriteBudget: a minute's writes of one
 // replica. A deploy of some dozens of bundles, each written once as a
 // dictionary and in a few best-level encodings, is written by one replica
-// within minutes and by a fleet sooner; a flood writes no more than this
-// per minute, which a Redis of some hundreds of megabytes holds for hours
-// beside what the fleet reads.
+// within minutes and by a fleet sooner. A flood that earns every write
+// makes a replica write no more than this a minute (up to 960 MiB an
+// hour; 135 MB an hour measured with values of 34 KB, where the count
+// binds): a store does not hold that for hours, and need not, since the
+// replicas keep the keys they use fresh (defaultSharedRefreshEvery) and an LRU
+// store evicts the rest. docs/reference.md says how to size it.
 const (
 	defaultSharedWrites     = 60
 	defaultSharedWriteBytes = 16 << 20
@@ -148,6 +153,10 @@ func (c *sharedCandidate) start() bool {
 		}
 	}
 }
+
+// inStore reports whether the value was written, is being written or was
+// read from the store.
+func (c *sharedCandidate) inStore() bool { return c.flags.Load()&candidateWritten != 0 }
 
 // taken records that the value came from the store: it is not written
 // back.

@@ -5,7 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"net/http"
 	"slices"
+	"time"
+
+	"github.com/squeezehttp/squeeze/internal/cdt"
 )
 
 // This file holds the dictionaries a fleet shares through its SharedStore
@@ -61,15 +65,99 @@ func parseSharedDict(v []byte) (pattern string, data []byte, ok bool) {
 	return string(rest[:n]), rest[n:], true
 }
 
+// liveURLMax is the longest URL remembered as a dictionary's (its
+// servedAt) and as live: the URL is held within the 1 KiB dictEntryBytes
+// charges for an entry's records. liveURLBytes and liveURLFor bound the
+// memory of live URLs: some thousands, each for an hour after a client
+// last named one of its dictionaries.
+const (
+	liveURLMax   = 256
+	liveURLBytes = 512 << 10
+	liveURLFor   = time.Hour
+)
+
+// responseServed records that d, a dictionary held, went out in a public
+// response to r with Use-As-Dictionary, and writes it to the fleet's store
+// once it has earned it (seen). Beside the sends it counts, a response
+// earns its body a place at once in two cases, both of a resource whose
+// dictionaries clients use, which a client choosing URLs cannot make up:
+//
+//   - r named these very bytes in Available-Dictionary: the client holds
+//     them, sent by another replica that had not written them (a body
+//     asked for by hash, as dictStore.begin earns one it holds);
+//   - r's URL is live: a client named a dictionary this replica sent at
+//     that URL (seen, byHash). A resource that changes goes out as a new
+//     body to a client that will name it next, at whichever replica the
+//     balancer picks: written at its first send, it is in the store
+//     before that request, where counting sends would write it only once
+//     a replica had sent it twice, after the clients had moved on.
+//
+// A URL becomes live only by a client naming a body this replica sent at
+// it, so a flood of URLs no client names (query strings that each make a
+// body of their own) stays unwritten, whatever dictionary its requests
+// name.
+func (s *dictStore) responseServed(d *dictionary, r *http.Request) {
+	if d.static || d.learned {
+		return
+	}
+	url := r.URL.RequestURI()
+	if len(url) > liveURLMax {
+		url = ""
+	}
+	if url != "" && d.servedAt.Load() == nil {
+		d.servedAt.CompareAndSwap(nil, &url)
+	}
+	from := fromResponse
+	if named, ok := cdt.ParseAvailableDictionary(r.Header["Available-Dictionary"]); ok && named == d.hash {
+		from = fromEarnedResponse
+		if url != "" {
+			s.live.note(url)
+		}
+	} else if url != "" && s.live.has(url) {
+		from = fromEarnedResponse
+	}
+	s.seen(d, from)
+}
+
 // share writes d to the shared store if it is due (public, earned, not
 // written yet: see sharedCandidate). A write the store's wrapper did not
 // start (the budget, the breaker or the values in flight had no room), or
 // that the store did not take, is given back, to be made when d earns
 // again.
 func (s *dictStore) share(d *dictionary) {
-	if d.fleet.start() && !s.publish(d) {
-		d.fleet.abort()
+	if !d.fleet.start() {
+		return
 	}
+	if !s.publish(d) {
+		d.fleet.abort()
+		return
+	}
+	d.refreshed.Store(time.Now().UnixNano())
+}
+
+// keepFresh keeps d's key fresh in the fleet's store while this replica
+// uses d (seen: sent, named, sent as a delta against), at most once per
+// refresh period (defaultSharedRefreshEvery) for d, once the store holds
+// it (written or read from there): an LRU store (Redis's allkeys-lru)
+// evicts what was touched least recently, and a replica that serves d from
+// its own copy never reads the key, so without this a flood of writes
+// would evict the dictionary every client uses while the replicas that
+// hold it serve it, and a replica started later would find it gone. A key
+// found gone (evicted, expired: a SharedStoreSizer tells) is written
+// again if this replica earned it (share), within the write budget.
+func (s *dictStore) keepFresh(d *dictionary) {
+	if !d.fleet.inStore() {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := d.refreshed.Load()
+	if now-last < int64(s.shared.refreshEvery) || !d.refreshed.CompareAndSwap(last, now) {
+		return
+	}
+	s.shared.refresh(sharedDictKey(d.hash), func() {
+		d.fleet.abort() // gone: due again, if earned and public
+		s.share(d)
+	})
 }
 
 // publish writes d to the shared store in the background, unless its value
@@ -99,6 +187,7 @@ func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
 			return nil, verdict
 		}
 		d.fleet.taken() // the store holds it: not written back
+		d.refreshed.Store(time.Now().UnixNano())
 		return s.insert(d, int64(cap(value))+dictEntryBytes, 0), sharedTaken
 	})
 	if !ok {

@@ -100,8 +100,13 @@ const maxSharedTimeout = 10 * time.Second
 //     SHA-256, with the pattern it was stored under, once it has earned
 //     it: a body sent in a public response that a client named in
 //     Available-Dictionary or that was sent twice
-//     ([SharedAdmitAfter]), a file once sent in a public
-//     response. A replica asked for a
+//     ([SharedAdmitAfter]), one sent in a public response to a request
+//     naming those very bytes or to a URL where clients named a
+//     dictionary this replica sent (a resource that changes, written at
+//     its first send), a file once sent in a public response. A replica
+//     that uses a dictionary the store holds keeps its key fresh (at
+//     most every 2 seconds), so a store that evicts the least recently
+//     used keeps it under a flood of writes. A replica asked for a
 //     delta against a dictionary it does not hold fetches it from s,
 //     checks its SHA-256 and that its pattern is one of this Middleware's
 //     own WithDictionaryMatch patterns matching the request's path, keeps it

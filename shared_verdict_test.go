@@ -20,7 +20,7 @@ import (
 func TestSharedDictionaryNamedOnLearnedPathStillServesDelta(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		size    int  // of the fleet's dictionary: over 64 KiB is over the learned route's size
+		size    int  // of the fleet's dictionary: over 64 KiB is over the learned route's size, set below
 		plain   bool // a store that cannot tell a value's length
 		corrupt bool // the store's value does not hash to its key
 	}{
@@ -52,7 +52,7 @@ func TestSharedDictionaryNamedOnLearnedPathStillServesDelta(t *testing.T) {
 			r := &replica{counters: &squeeze.Counters{}}
 			r.m = newMiddleware(t, squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observe),
 				squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)),
-				squeeze.WithLearnedDictionary("/search/*"))
+				squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedDictionarySize(64<<10)))
 			srv, c := startServer(t, protocols[0], r.m.Handler(http.HandlerFunc(mux)), false)
 
 			// Named on the learned route's path: no delta there.

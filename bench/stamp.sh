@@ -17,7 +17,8 @@
 # BenchmarkDeltaLevels (delta sizes at the default and best levels), and of
 # redisstore's BenchmarkStore when redis-server is installed (the section
 # says so when it is not). cmd/benchtable turns the raw output into the
-# tables; bench/caddy.sh appends the Caddy section. Progress goes to stderr.
+# tables; bench/caddy.sh appends the Caddy section, and bench/measured/*.md
+# the sections measured by hand. Progress goes to stderr.
 #
 # Environment: ROUNDS (5), BENCHTIME (200ms, per VersusFloor benchmark),
 # PEERTIME (300ms, per PeersVersusFloor benchmark), FLEETN (3, iterations
@@ -108,3 +109,11 @@ if command -v wrk >/dev/null && command -v curl >/dev/null; then
 else
 	printf '\n## Caddy: squeeze against encode\n\nNot measured: bench/caddy.sh needs wrk and curl.\n'
 fi
+# Sections measured by hand (a soak, an attack, a comparison on corpora
+# that are slow to fetch), each dated and with the command that made it:
+# bench/measured/*.md, in name order, after the sections measured here.
+for f in "$here"/measured/*.md; do
+	[[ -e $f ]] || continue
+	printf '\n'
+	cat "$f"
+done

@@ -8,6 +8,8 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/squeezehttp/squeeze"
 )
 
 // responseWriter is the [gin.ResponseWriter] of the handlers behind the
@@ -54,6 +56,16 @@ func (rw *responseWriter) WriteHeaderNow() {
 func (rw *responseWriter) Write(b []byte) (int, error) {
 	rw.WriteHeaderNow()
 	n, err := rw.w.Write(b)
+	rw.size += n
+	return n, err
+}
+
+// WriteSecret is Write for a secret, which squeeze compresses in a context
+// of its own ([squeeze.WriteSecret]): the status gin holds goes out first,
+// and the secret counts in Size.
+func (rw *responseWriter) WriteSecret(secret []byte) (int, error) {
+	rw.WriteHeaderNow()
+	n, err := squeeze.WriteSecret(rw.w, secret)
 	rw.size += n
 	return n, err
 }

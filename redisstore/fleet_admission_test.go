@@ -189,15 +189,27 @@ func TestFleetFloodOfQueryStringsKeepsTheRealDictionary(t *testing.T) {
 	realKey := prefix + "dict:" + base64.RawURLEncoding.EncodeToString(sum[:])
 	waitStored(t, raw, realKey, 1)
 
-	flood := func(announce bool) {
+	// How a flood's client names dictionaries: not at all; the real
+	// dictionary, on every query string (as a real client would, holding
+	// it); or each body it was sent, in a second request.
+	const (
+		namesNothing = iota
+		namesTheRealDictionary
+		namesWhatItWasSent
+	)
+	flood := func(names int) {
 		var wg sync.WaitGroup
 		next := make(chan int)
 		for range 8 {
 			wg.Go(func() {
 				for i := range next {
-					q := fmt.Sprintf("q=%d", i)
-					clientGet(t, c, a.url+"/js/app.v1.js?"+q)
-					if announce {
+					q := fmt.Sprintf("q=%d-%d", names, i)
+					var hdr []string
+					if names == namesTheRealDictionary {
+						hdr = []string{"Available-Dictionary", availableDictionary(files[0])}
+					}
+					clientGet(t, c, a.url+"/js/app.v1.js?"+q, hdr...)
+					if names == namesWhatItWasSent {
 						// The client claims to hold what it was sent: all it
 						// takes for a body to earn a write.
 						clientGet(t, c, a.url+"/js/app.v1.js?"+q, "Available-Dictionary", availableDictionary(floodBody(files, q)))
@@ -213,14 +225,18 @@ func TestFleetFloodOfQueryStringsKeepsTheRealDictionary(t *testing.T) {
 		writesSettled(t, a)
 	}
 
-	// A flood of distinct bodies, each sent once, earns nothing.
-	flood(false)
-	if got := storedValues(t, raw, prefix); len(got) != 1 {
-		t.Fatalf("after 400 queries each sent once, Redis holds %d keys; want the real dictionary alone", len(got))
+	// A flood of distinct bodies, each sent once, earns nothing, whatever
+	// dictionary its requests name: a URL no client named a body of is no
+	// resource whose next body clients will name.
+	for _, names := range []int{namesNothing, namesTheRealDictionary} {
+		flood(names)
+		if got := storedValues(t, raw, prefix); len(got) != 1 {
+			t.Fatalf("after 400 queries each sent once (naming %d), Redis holds %d keys; want the real dictionary alone", names, len(got))
+		}
 	}
 	// One that asks for each by hash earns them all, and the replica
 	// writes no more than its budget.
-	flood(true)
+	flood(namesWhatItWasSent)
 	elapsed := time.Since(start)
 	stored := storedValues(t, raw, prefix)
 	bytesStored := 0

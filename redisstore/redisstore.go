@@ -101,8 +101,49 @@ const (
 // ErrTooManyAbandoned is returned, wrapped, by a call made while
 // MaxAbandoned commands that timed out are still running: the server does
 // not answer and the client, without ContextTimeoutEnabled, still waits for
-// it.
-var ErrTooManyAbandoned = errors.New("redisstore: too many commands still running past their timeout")
+// it. It wraps context.DeadlineExceeded, so squeeze counts it as a
+// failure of kind "timeout".
+var ErrTooManyAbandoned error = &kindError{msg: "redisstore: too many commands still running past their timeout", err: context.DeadlineExceeded}
+
+// kindError is an error of this package that tells squeeze its kind
+// (squeeze's Event.SharedError) by its SharedErrorKind method, or by the
+// error it wraps.
+type kindError struct {
+	msg  string
+	kind string // "too_large", "bad_value"; "" to leave it to err
+	err  error  // wrapped, if not nil
+}
+
+func (e *kindError) Error() string {
+	if e.msg == "" {
+		return e.err.Error()
+	}
+	return e.msg
+}
+
+func (e *kindError) Unwrap() error { return e.err }
+
+// SharedErrorKind tells squeeze the error's kind.
+func (e *kindError) SharedErrorKind() string { return e.kind }
+
+// withKind returns err, an error of the client, wrapped so that squeeze
+// tells its kind: the server's OOM (full, evicting nothing) is
+// "too_large", WRONGTYPE (a key of squeeze's prefix holding another type)
+// "bad_value". Deadlines and refused connections carry their kind
+// already.
+func withKind(err error) error {
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return err
+	}
+	switch msg := re.Error(); {
+	case strings.HasPrefix(msg, "OOM "):
+		return &kindError{kind: "too_large", err: err}
+	case strings.HasPrefix(msg, "WRONGTYPE "):
+		return &kindError{kind: "bad_value", err: err}
+	}
+	return err
+}
 
 // getScript returns the value under KEYS[1] when it is at most ARGV[1]
 // bytes long; the length, as an integer, when it is longer; nil when the
@@ -264,7 +305,7 @@ func (s *Store) GetOrSize(ctx context.Context, key string, limit int) ([]byte, i
 		case int64:
 			return answer{nil, int(v)}, nil // longer than limit: not transferred
 		}
-		return answer{}, fmt.Errorf("redisstore: Get(%q): the script answered %T", key, res)
+		return answer{}, &kindError{msg: fmt.Sprintf("redisstore: Get(%q): the script answered %T", key, res), kind: "bad_value"}
 	})
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -326,7 +367,8 @@ func call[T any](s *Store, ctx context.Context, do func(context.Context) (T, err
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if s.honoursContext {
-		return do(ctx)
+		v, err := do(ctx)
+		return v, withKind(err)
 	}
 	if s.abandoned.Load() >= MaxAbandoned {
 		return zero, ErrTooManyAbandoned
@@ -342,7 +384,7 @@ func call[T any](s *Store, ctx context.Context, do func(context.Context) (T, err
 	}()
 	select {
 	case r := <-done:
-		return r.v, r.err
+		return r.v, withKind(r.err)
 	case <-ctx.Done():
 		s.abandoned.Add(1)
 		go func() {

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 )
@@ -18,14 +17,17 @@ import (
 // ErrReplyTooLarge is returned, wrapped, by a command whose reply declares
 // more than the limit of [LimitReplies], or nests deeper than
 // go-redis's replies do: the connection is dropped before the reply is
-// read, and the command fails.
-var ErrReplyTooLarge = errors.New("redisstore: the server's reply declares more than the limit")
+// read, and the command fails. squeeze counts it as a failure of kind
+// "too_large" (its SharedErrorKind).
+var ErrReplyTooLarge error = &kindError{msg: "redisstore: the server's reply declares more than the limit", kind: "too_large"}
 
 // ErrMalformedReply is returned, wrapped, by a command whose reply is not
 // RESP2 or RESP3 as go-redis reads it, or declares a length or count that
 // is negative, other than RESP2's nulls $-1 and *-1, or longer than 20
 // digits: the connection is dropped before go-redis reads the reply.
-var ErrMalformedReply = errors.New("redisstore: the server's reply is not well-formed RESP")
+// squeeze counts it as a failure of kind "bad_value" (its
+// SharedErrorKind).
+var ErrMalformedReply error = &kindError{msg: "redisstore: the server's reply is not well-formed RESP", kind: "bad_value"}
 
 // ReplySlack is what a reply may declare beyond the limit given to
 // [LimitReplies]: the framing of a value and the small replies around it.

@@ -1,16 +1,10 @@
 package writers
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
-	"hash/adler32"
 	"io"
 
-	"github.com/klauspost/compress/flate"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 	brrr "github.com/molecule-man/go-brrr"
 )
@@ -45,16 +39,13 @@ func NewEncoder(coding string, level int) (Encoder, error) {
 		return nil, err
 	}
 	switch coding {
-	case Gzip:
-		return encoderOrError(gzip.NewWriterLevel(nil, level))
-	case Deflate:
-		if level == gzip.StatelessCompression {
-			// zlib.NewWriterLevel stops at -2 (Huffman only).
-			return &statelessZlib{adler: adler32.New()}, nil
-		}
-		return encoderOrError(zlib.NewWriterLevel(nil, level))
+	case Gzip, Deflate:
+		// One gzip member or zlib stream whose deflate stream may hold
+		// isolated segments (segment.go); without one, the bytes
+		// klauspost/compress's gzip and zlib writers make.
+		return encoderOrError(newFramedDeflate(coding == Gzip, level))
 	case Zstd:
-		return encoderOrError(zstd.NewWriter(nil,
+		enc, err := zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(zstdEncoderWindow),
@@ -62,7 +53,11 @@ func NewEncoder(coding string, level int) (Encoder, error) {
 			// A stream with no input must still be a valid frame: a
 			// flushed-but-empty response carries Content-Encoding: zstd.
 			zstd.WithZeroFrames(true),
-		))
+		)
+		if err != nil {
+			return nil, fmt.Errorf("writers: %w", err)
+		}
+		return &zstdEncoder{Encoder: enc}, nil
 	case Brotli:
 		// go-brrr encodes the same bytes as andybalholm/brotli, faster
 		// (docs/internals.md#encoders-windows-and-levels); andybalholm/brotli
@@ -84,79 +79,4 @@ func encoderOrError[E Encoder](e E, err error) (Encoder, error) {
 	return e, nil
 }
 
-// statelessZlib wraps klauspost/compress's stateless deflate in the zlib
-// framing of RFC 1950, the one level gzip offers that zlib.NewWriterLevel
-// does not. Like gzip at that level it keeps no history between writes: an
-// in-flight response holds a few bytes rather than a window and hash tables,
-// every Write leaves the stream flushed, and the ratio depends on write sizes.
-type statelessZlib struct {
-	w           io.Writer
-	adler       hash.Hash32
-	wroteHeader bool
-	closed      bool
-	err         error
-	// scratch keeps the header and checksum off the heap: a slice of a
-	// local array passed to an io.Writer escapes.
-	scratch [4]byte
-}
-
 var errWriteAfterClose = errors.New("writers: write after Close")
-
-func (z *statelessZlib) writeHeader() error {
-	if z.wroteHeader || z.err != nil {
-		return z.err
-	}
-	z.wroteHeader = true
-	// CMF 0x78 is deflate with a 32 KiB window; FLG 0x01 is FLEVEL 0
-	// ("fastest") plus the check bits that make the pair a multiple of 31.
-	z.scratch[0], z.scratch[1] = 0x78, 0x01
-	_, z.err = z.w.Write(z.scratch[:2])
-	return z.err
-}
-
-func (z *statelessZlib) Write(p []byte) (int, error) {
-	if z.closed {
-		return 0, errWriteAfterClose
-	}
-	if err := z.writeHeader(); err != nil {
-		return 0, err
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if z.err = flate.StatelessDeflate(z.w, p, false, nil); z.err != nil {
-		return 0, z.err
-	}
-	z.adler.Write(p)
-	return len(p), nil
-}
-
-// Flush writes the header if nothing else has been written; stateless
-// output is flushed by every Write.
-func (z *statelessZlib) Flush() error {
-	if z.closed {
-		return z.err
-	}
-	return z.writeHeader()
-}
-
-func (z *statelessZlib) Close() error {
-	if z.closed {
-		return z.err
-	}
-	z.closed = true
-	if err := z.writeHeader(); err != nil {
-		return err
-	}
-	if z.err = flate.StatelessDeflate(z.w, nil, true, nil); z.err != nil {
-		return z.err
-	}
-	binary.BigEndian.PutUint32(z.scratch[:], z.adler.Sum32())
-	_, z.err = z.w.Write(z.scratch[:])
-	return z.err
-}
-
-func (z *statelessZlib) Reset(w io.Writer) {
-	z.adler.Reset()
-	*z = statelessZlib{w: w, adler: z.adler}
-}

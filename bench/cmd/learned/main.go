@@ -52,7 +52,17 @@ func main() {
 	htmlDir := flag.String("html", "/usr/share/doc/git-doc", "directory of git-doc's HTML pages (apt-get install git-doc)")
 	jsonDir := flag.String("json", "", "the main/ directory of cldr-numbers-full 48.2.0, unpacked (npm pack cldr-numbers-full@48.2.0)")
 	repeat := flag.Int("repeat", 5, "times each held-out document is served per coding, for the CPU figures")
+	sites := flag.String("sites", "", "comma-separated names (a prefix each) of bench.Sites: print the served table of BENCHMARKS.md#learned-dictionaries-served-at-the-defaults for them instead")
+	npm := flag.String("npm", "/tmp/trainer-corpora", "with -sites: the directory the npm packages are unpacked under (numbers/, dates/)")
+	size := flag.Int("size", 256<<10, "with -sites: LearnedDictionarySize (256 KiB is its default)")
+	capBytes := flag.Int64("cap", 4<<20, "with -sites: the most bytes of each half")
 	flag.Parse()
+	if *sites != "" {
+		if err := served(*sites, *npm, *size, *capBytes, *repeat); err != nil {
+			fail(err)
+		}
+		return
+	}
 	var corpora []corpus
 	html, err := load("git-doc HTML", "text/html; charset=utf-8", *htmlDir, "*.html",
 		"apt-get install git-doc (Debian), or point -html at its pages")
@@ -72,7 +82,7 @@ func main() {
 	var rows, cpu []string
 	var first result
 	for i, c := range corpora {
-		r, err := measure(c, *repeat)
+		r, err := measure(c, *repeat, 0)
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", c.name, err))
 		}
@@ -93,7 +103,7 @@ const section = `## Learned dictionaries on real pages
 Debian's git-doc package ships them (asciidoc output: one template, pages from 8 bytes to 400 KB),
 and the 766 per-locale numbers.json of the npm package cldr-numbers-full 48.2.0 (one shape of JSON,
 about 7 KB each). Each corpus is split by sorted file name, alternately: squeeze learns a dictionary
-(the default 64 KiB at most) from the first half served through a Middleware, then serves the
+(the default size at most) from the first half served through a Middleware, then serves the
 held-out half as dcb and dcz against it at its default levels (br 5, zstd 3), every body decoded and
 compared. References are the same held-out documents as br 11 and zstd 19 without a dictionary;
 dcb 11 and dcz 19 are the same dictionary at those levels. Bytes are sums over the held-out half;
@@ -112,9 +122,8 @@ of each document per coding, an httptest recorder, no network), without and with
 
 On the HTML a delta at squeeze's default br level is %.0f%% smaller than br at its best level
 (%.0f%% on the median page, whose template is most of it; the largest pages are mostly text of
-their own): beyond the 30%% the explainer reports against brotli. The dictionary is the fragments
-dict.BuildRawDict finds, in up to half of it, then the start of a median-size sample, whose long runs
-of the template the fragments miss. Made by (with git-doc installed by apt-get, and
+their own): beyond the 30%% the explainer reports against brotli. The dictionary is internal/train's
+(see [Dictionary trainer](#dictionary-trainer)). Made by (with git-doc installed by apt-get, and
 cldr-numbers-full 48.2.0 from npm pack unpacked into /tmp/cldr; the program fails, saying so, when
 either is missing; bench/stamp.sh runs it when both are there):
 
@@ -128,6 +137,10 @@ cd bench && go run ./cmd/learned -json /tmp/cldr/package/main
 type result struct {
 	row, cpuRow    string
 	saving, median float64
+	// The held-out half's bytes (dcb and dcz at the Middleware's levels,
+	// headers included) and the server's CPU per response by coding.
+	br11, dcb, dcz, dictLen int
+	cpu                     map[string]time.Duration
 }
 
 func fail(err error) {
@@ -165,10 +178,14 @@ var linkRE = regexp.MustCompile(`<([^>]+)>; rel="compression-dictionary"`)
 
 // measure serves c's training half through a Middleware learning /doc/*
 // until it links a dictionary, then its held-out half in each coding.
-func measure(c corpus, repeat int) (result, error) {
-	m, err := squeeze.New(squeeze.WithLearnedDictionary("/doc/*",
-		squeeze.LearnedSamples(len(c.train)), squeeze.LearnedSampleBudget(16<<20),
-		squeeze.LearnedTrainingMemory(256<<20), squeeze.LearnedInterval(time.Hour)))
+// A size of 0 is the default LearnedDictionarySize.
+func measure(c corpus, repeat, size int) (result, error) {
+	opts := []squeeze.LearnedOption{squeeze.LearnedSamples(len(c.train)), squeeze.LearnedSampleBudget(16 << 20),
+		squeeze.LearnedTrainingMemory(256 << 20), squeeze.LearnedInterval(time.Hour)}
+	if size > 0 {
+		opts = append(opts, squeeze.LearnedDictionarySize(size))
+	}
+	m, err := squeeze.New(squeeze.WithLearnedDictionary("/doc/*", opts...))
 	if err != nil {
 		return result{}, err
 	}
@@ -262,7 +279,8 @@ func measure(c corpus, repeat int) (result, error) {
 	n := time.Duration(len(c.held) * repeat)
 	us := func(coding string) string { return fmt.Sprintf("%.1f µs", float64(cpuOf[coding]/n)/1e3) }
 	cpuRow := fmt.Sprintf("| %s | %s | %s | %s | %s |", c.name, us(squeeze.Brotli), us(squeeze.Zstd), us(squeeze.DCB), us(squeeze.DCZ))
-	return result{row, cpuRow, 100 * (1 - float64(dcb)/float64(br11)), 100 * perDoc[len(perDoc)/2]}, nil
+	return result{row: row, cpuRow: cpuRow, saving: 100 * (1 - float64(dcb)/float64(br11)), median: 100 * perDoc[len(perDoc)/2],
+		br11: br11, dcb: dcb, dcz: dcz, dictLen: len(dict), cpu: cpuOf}, nil
 }
 
 // check decodes body, sent in coding, and compares it with want.
@@ -333,4 +351,76 @@ func bestDeltas(dict, doc []byte) (int, int, error) {
 		return 0, 0, err
 	}
 	return 36 + b.Len(), 40 + n, nil
+}
+
+// served prints, for each of the sites named, the held-out half served by
+// a Middleware that learned a dictionary of size bytes from the training
+// half (at most samples of 16 MiB, a corpus's training half whole up to
+// capBytes): dcb and dcz at the Middleware's levels against br 11, beside
+// what the zstd CLI at -19 with zstd --train's dictionary of the same size
+// (its content, raw) saves against br 11, and whether the deltas save two
+// thirds of that at least (issue 33's goal for the defaults); then the
+// server's CPU per response.
+func served(names, npm string, size int, capBytes int64, repeat int) error {
+	var rows, cpu []string
+	for _, site := range bench.Sites(npm) {
+		if !selected(site.Name, names) {
+			continue
+		}
+		train, held, err := site.Load(capBytes)
+		if err != nil {
+			return err
+		}
+		c := corpus{name: site.Name, contentType: site.ContentType, train: train, held: held}
+		r, err := measure(c, repeat, size)
+		if err != nil {
+			return fmt.Errorf("%s: %w", site.Name, err)
+		}
+		zt, err := bench.ZstdTrain(train, size)
+		if err != nil {
+			return fmt.Errorf("%s: %w", site.Name, err)
+		}
+		ref, err := bench.ZstdCLI(19, zt.Content, held)
+		if err != nil {
+			return fmt.Errorf("%s: %w", site.Name, err)
+		}
+		saved := func(n int64) float64 { return 1 - float64(n)/float64(r.br11) }
+		goal := 2 * saved(ref) / 3
+		meets := func(n int) string {
+			if saved(int64(n)) >= goal {
+				return "yes"
+			}
+			return "**no**"
+		}
+		tuned := "no (held out)"
+		if site.Tuned {
+			tuned = "yes"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %d docs | %d | %d (%.1f%%) | %.1f%% | %d (%.1f%%) %s | %d (%.1f%%) %s | %d B |",
+			site.Name, tuned, len(held), r.br11, ref, 100*saved(ref), 100*goal,
+			r.dcb, 100*saved(int64(r.dcb)), meets(r.dcb), r.dcz, 100*saved(int64(r.dcz)), meets(r.dcz), r.dictLen))
+		n := time.Duration(len(held) * repeat)
+		us := func(coding string) string { return fmt.Sprintf("%.1f µs", float64(r.cpu[coding]/n)/1e3) }
+		cpu = append(cpu, fmt.Sprintf("| %s | %s | %s | %s | %s |", site.Name, us(squeeze.Brotli), us(squeeze.Zstd), us(squeeze.DCB), us(squeeze.DCZ)))
+	}
+	fmt.Printf("LearnedDictionarySize %d; bytes of the held-out half, savings against br 11:\n\n", size)
+	fmt.Println("| corpus | tuned on | held out | br 11 | zstd -19, zstd --train's dictionary | goal (2/3 of it) | dcb | dcz | our dictionary |")
+	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Println(strings.Join(rows, "\n"))
+	fmt.Printf("\nThe server's CPU per held-out response (process CPU over %d requests of each):\n\n", repeat)
+	fmt.Println("| corpus | br | zstd | dcb | dcz |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: |")
+	fmt.Println(strings.Join(cpu, "\n"))
+	return nil
+}
+
+// selected reports whether name starts with one of the comma-separated
+// prefixes of names, ignoring case.
+func selected(name, names string) bool {
+	for _, o := range strings.Split(names, ",") {
+		if o != "" && strings.HasPrefix(strings.ToLower(name), strings.ToLower(o)) {
+			return true
+		}
+	}
+	return false
 }

@@ -37,6 +37,7 @@ type event struct {
 type testKey struct{ pkg, name string }
 
 type report struct {
+	out      *bufio.Writer
 	output   map[testKey]*strings.Builder // a test's output, kept until it ends
 	pkgOut   map[string]*strings.Builder  // output outside any test
 	durs     []timed
@@ -57,31 +58,44 @@ func main() {
 	slowest := flag.Int("slowest", 20, "print this many of the slowest tests")
 	flag.Parse()
 	r := &report{
+		out:     bufio.NewWriter(os.Stdout),
 		output:  map[testKey]*strings.Builder{},
 		pkgOut:  map[string]*strings.Builder{},
 		skipped: map[testKey]bool{},
 	}
-	if err := r.read(os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "testjson:", err)
-		os.Exit(2)
+	if err := r.read(os.Stdin); err != nil {
+		fail(err)
 	}
-	r.printSlowest(os.Stdout, *slowest)
+	r.printSlowest(*slowest)
 	if *skippedPath != "" {
 		if err := r.writeSkipped(*skippedPath); err != nil {
-			fmt.Fprintln(os.Stderr, "testjson:", err)
-			os.Exit(2)
+			fail(err)
 		}
 	}
 	if len(r.failures) > 0 {
-		fmt.Printf("\nfailed: %s\n", strings.Join(r.failures, ", "))
+		r.printf("\nfailed: %s\n", strings.Join(r.failures, ", "))
 	}
-	fmt.Printf("tests: %d passed, %d failed, %d skipped\n", r.passed, r.failed, r.skips)
+	r.printf("tests: %d passed, %d failed, %d skipped\n", r.passed, r.failed, r.skips)
+	if err := r.out.Flush(); err != nil {
+		fail(err)
+	}
 	if len(r.failures) > 0 {
 		os.Exit(1)
 	}
 }
 
-func (r *report) read(in io.Reader, out io.Writer) error {
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "testjson:", err)
+	os.Exit(2)
+}
+
+// printf writes to standard output through r.out, whose Flush at the end
+// reports the first error of any write.
+func (r *report) printf(format string, args ...any) {
+	_, _ = fmt.Fprintf(r.out, format, args...)
+}
+
+func (r *report) read(in io.Reader) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -90,23 +104,23 @@ func (r *report) read(in io.Reader, out io.Writer) error {
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
 			// Not an event: a build error printed as text, or a tool's
 			// own output. Say it as it came.
-			fmt.Fprintf(out, "%s\n", line)
+			r.printf("%s\n", line)
 			if strings.Contains(string(line), "[build failed]") || strings.HasPrefix(string(line), "FAIL") {
 				r.failures = append(r.failures, strings.TrimSpace(string(line)))
 			}
 			continue
 		}
-		r.event(e, out)
+		r.event(e)
 	}
 	return sc.Err()
 }
 
-func (r *report) event(e event, out io.Writer) {
+func (r *report) event(e event) {
 	if e.Package == "" {
 		e.Package = e.ImportPath
 	}
 	if e.Test == "" {
-		r.packageEvent(e, out)
+		r.packageEvent(e)
 		return
 	}
 	k := testKey{e.Package, e.Test}
@@ -131,7 +145,7 @@ func (r *report) event(e event, out io.Writer) {
 		case "fail":
 			// A parent fails with its subtest: print each one's own output,
 			// count the top-level test once.
-			fmt.Fprintf(out, "--- FAIL: %s (%s)\n%s", e.Test, e.Package, r.output[k])
+			r.printf("--- FAIL: %s (%s)\n%s", e.Test, e.Package, r.output[k])
 			if k == top {
 				r.failed++
 				r.failures = append(r.failures, e.Package+"."+e.Test)
@@ -146,7 +160,10 @@ func (r *report) event(e event, out io.Writer) {
 	}
 }
 
-func (r *report) packageEvent(e event, out io.Writer) {
+func (r *report) packageEvent(e event) {
+	// A package's end shows in the log as it comes; a write error sticks
+	// in r.out for the last Flush to report.
+	defer func() { _ = r.out.Flush() }()
 	switch e.Action {
 	case "output", "build-output":
 		b := r.pkgOut[e.Package]
@@ -156,25 +173,33 @@ func (r *report) packageEvent(e event, out io.Writer) {
 		}
 		b.WriteString(e.Output)
 	case "pass", "skip":
-		fmt.Fprintf(out, "ok   %s\t%.1fs\n", e.Package, e.Elapsed)
+		r.printf("ok   %s\t%.1fs\n", e.Package, e.Elapsed)
 		delete(r.pkgOut, e.Package)
 	case "fail", "build-fail":
-		// What the package printed outside its tests says why: a panic, a
-		// timeout, a build error.
-		fmt.Fprintf(out, "FAIL %s\t%.1fs\n%s", e.Package, e.Elapsed, r.pkgOut[e.Package])
+		// What the package printed outside its tests says why (a build
+		// error), or what the tests that never ended printed (a panic, a
+		// timeout).
+		r.printf("FAIL %s\t%.1fs\n", e.Package, e.Elapsed)
+		for k, b := range r.output {
+			if k.pkg == e.Package {
+				r.printf("--- unfinished: %s\n%s", k.name, b)
+				delete(r.output, k)
+			}
+		}
+		r.printf("%s", r.pkgOut[e.Package])
 		r.failures = append(r.failures, e.Package)
 		delete(r.pkgOut, e.Package)
 	}
 }
 
-func (r *report) printSlowest(out io.Writer, n int) {
+func (r *report) printSlowest(n int) {
 	if n <= 0 || len(r.durs) == 0 {
 		return
 	}
 	slices.SortFunc(r.durs, func(a, b timed) int { return int(b.d - a.d) })
-	fmt.Fprintf(out, "\nslowest tests:\n")
+	r.printf("\nslowest tests:\n")
 	for _, t := range r.durs[:min(n, len(r.durs))] {
-		fmt.Fprintf(out, "%8.1fs  %s %s\n", t.d.Seconds(), t.key.pkg, t.key.name)
+		r.printf("%8.1fs  %s %s\n", t.d.Seconds(), t.key.pkg, t.key.name)
 	}
 }
 

@@ -1,0 +1,505 @@
+package squeeze
+
+// This file holds secrets: bytes a handler marks so that they are compressed
+// in a context of their own, which nothing an attacker sends can share
+// (BREACH). A marked secret goes out as a segment of its own (writers'
+// WriteIsolated: zstd frames, independent deflate segments in one gzip
+// member or zlib stream), so the compressed length of the rest of the
+// response does not depend on it and its own length is its plain length.
+// A response that marks a secret is offered only the codings that can
+// isolate it (zstd, gzip, deflate: never br, dcz or dcb), and is never a
+// dictionary, a delta, a stored encoding or a sample to learn from.
+//
+// The writer keeps the state of a response's secrets in a secrets, made
+// when the first is marked: the spans WriteSecret wrote into the bytes held
+// back, and the secrets TemplateSecret marked, every occurrence of which
+// in the body is isolated wherever it is written (scanned as the body goes
+// to the encoder, with the few bytes that may begin one held back across
+// writes).
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/squeezehttp/squeeze/writers"
+)
+
+// ErrSecretNotIsolated is returned by [WriteSecret] and [TemplateSecret]
+// when the response is already going out in a way that cannot isolate a
+// secret: in br (or a dcz or dcb delta), as a dictionary
+// (Use-As-Dictionary), or from the Cache. Nothing of the secret was
+// written. It happens only when the first secret is marked after the
+// response committed to its coding, which it does once more than
+// [WithBufferSize] bytes were written, or at a Flush: mark the secret
+// (TemplateSecret, or WriteSecret) before writing that much.
+var ErrSecretNotIsolated = errors.New("squeeze: the response is already going out in a coding or a way that cannot isolate a secret (br, a delta, a dictionary or a stored encoding): mark the secret before the response's first flush or its first buffer-full of body")
+
+// ErrInvalidSecret is matched by the error [TemplateSecret] returns for a
+// secret it cannot mark: shorter than 8 bytes, longer than 1 KiB, or with
+// a character that html/template could escape (it must print unchanged in
+// any context to be found in the body), and by [WriteSecret]'s for one
+// over [MaxSecretSize].
+var ErrInvalidSecret = errors.New("squeeze: invalid secret")
+
+// MaxSecretSize is the longest secret [WriteSecret] takes in one call.
+const MaxSecretSize = 16 << 10
+
+// The bounds of a secret TemplateSecret marks, and how many one response
+// may mark: each is scanned for in the body that follows, and the state
+// of a response is bounded.
+const (
+	minMarkedSecret = 8
+	maxMarkedSecret = 1 << 10
+	maxMarked       = 16
+)
+
+// SecretWriter is implemented by response writers that can write a secret
+// in a compression context of its own: squeeze's. A wrapper that holds
+// bytes back, or counts them, implements it by passing the call on to the
+// writer it wraps after what it holds; [WriteSecret] finds the others
+// through their Unwrap method.
+type SecretWriter interface {
+	WriteSecret(secret []byte) (int, error)
+}
+
+// secretMarker is squeeze's writer, for TemplateSecret.
+type secretMarker interface {
+	markSecret(secret string) error
+}
+
+// WriteSecret writes secret to w as Write would, but compressed in a
+// context of its own: nothing the response holds before or after it can be
+// matched against it, and it is matched against nothing, so an attacker
+// who gets other bytes of the response reflected (BREACH) learns nothing
+// of it from compressed lengths, at any number of requests. It finds
+// squeeze's writer behind w through [SecretWriter] or Unwrap; when squeeze
+// is not in the chain, it writes secret plainly with w.Write.
+//
+// The response is then encoded only in a coding that can isolate the
+// secret (zstd, gzip or deflate, as the client accepts), never in br, as
+// a delta (dcz, dcb), as a dictionary or from the Cache, and it is neither
+// stored nor learned from. Marking a secret before the response commits to
+// its coding (before [WithBufferSize] bytes or a Flush) lets squeeze choose
+// so; after it committed to one that cannot, WriteSecret writes nothing
+// and returns [ErrSecretNotIsolated].
+func WriteSecret(w http.ResponseWriter, secret []byte) (int, error) {
+	for u := w; u != nil; {
+		switch t := u.(type) {
+		case SecretWriter:
+			return t.WriteSecret(secret)
+		case interface{ Unwrap() http.ResponseWriter }:
+			u = t.Unwrap()
+		default:
+			u = nil
+		}
+	}
+	return w.Write(secret)
+}
+
+// TemplateSecret marks secret as a secret of the response w, and returns it
+// to be printed: every occurrence of it in the body written from then on
+// is compressed in a context of its own, as [WriteSecret] writes one. It is
+// meant for html/template, as a function the template calls with the
+// response writer and the secret from the data it executes with (a
+// template is parsed once and executed per request, so the writer comes
+// with the data: `{{secret .W .CSRF}}` with "secret" bound to
+// TemplateSecret in the template's FuncMap). It works whether the template
+// executes straight into w or into a buffer copied to w after.
+//
+// The secret must be 8 to 1024 bytes of letters, digits, '-', '_', '.' and
+// '~' (hex, or base64 in its URL alphabet: base64.RawURLEncoding), which
+// html/template prints unchanged in HTML, attributes, URLs, CSS and
+// JavaScript strings, so that it is found in the body; otherwise the error
+// matches [ErrInvalidSecret] and the template's execution stops. After the
+// response committed to a coding that cannot isolate it, the error is
+// [ErrSecretNotIsolated]. Without squeeze in the chain, it returns secret.
+func TemplateSecret(w http.ResponseWriter, secret string) (string, error) {
+	if err := validMarkedSecret(secret); err != nil {
+		return "", err
+	}
+	for u := w; u != nil; {
+		switch t := u.(type) {
+		case secretMarker:
+			if err := t.markSecret(secret); err != nil {
+				return "", err
+			}
+			return secret, nil
+		case interface{ Unwrap() http.ResponseWriter }:
+			u = t.Unwrap()
+		default:
+			u = nil
+		}
+	}
+	return secret, nil
+}
+
+// validMarkedSecret checks what TemplateSecret takes.
+func validMarkedSecret(s string) error {
+	if len(s) < minMarkedSecret || len(s) > maxMarkedSecret {
+		return fmt.Errorf("%w: a secret to mark is %d to %d bytes, this one %d", ErrInvalidSecret, minMarkedSecret, maxMarkedSecret, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~':
+		default:
+			return fmt.Errorf("%w: byte %d of the secret is %q: a secret to mark holds only letters, digits, '-', '_', '.' and '~' (hex or base64.RawURLEncoding), which html/template prints unchanged", ErrInvalidSecret, i, c)
+		}
+	}
+	return nil
+}
+
+// secrets is the state of a response that marked a secret.
+type secrets struct {
+	// spans are where WriteSecret wrote secrets into the bytes held back.
+	spans []span
+	// marked are the secrets TemplateSecret marked; longest is the
+	// longest's length.
+	marked  [][]byte
+	longest int
+	// carry is the end of the stream written so far that may begin a
+	// marked secret, held back from the encoder; its first sent bytes
+	// went out already, isolated, at a flush.
+	carry []byte
+	sent  int
+}
+
+// marks returns the state of the response's secrets, nil when it
+// marked none.
+func (rw *responseWriter) marks() *secrets {
+	if rw.after == nil {
+		return nil
+	}
+	return rw.after.sec
+}
+
+// span is [start, end) of a secret in a body.
+type span struct{ start, end int }
+
+// WriteSecret is the [SecretWriter] method of the writer a handler gets:
+// see [WriteSecret].
+func (hw *handlerWriter) WriteSecret(p []byte) (int, error) {
+	rw := hw.lock()
+	if rw == nil {
+		return 0, errFinished
+	}
+	defer hw.unlock()
+	return rw.writeSecret(p)
+}
+
+func (hw *handlerWriter) markSecret(s string) error {
+	rw := hw.lock()
+	if rw == nil {
+		return errFinished
+	}
+	defer hw.unlock()
+	return rw.markSecret(s)
+}
+
+// secretState returns the response's secrets, made on the first call,
+// after checking that the response can still take one. A response taking
+// its first secret stops teeing its body to the hooks: none may keep it.
+func (rw *responseWriter) secretState() (*secrets, error) {
+	if sec := rw.marks(); sec != nil {
+		return sec, nil
+	}
+	switch rw.state {
+	case stateWaiting, stateHandedBack, stateFinished, stateHijacked, stateSent:
+	case stateDiscarding:
+		return nil, ErrSecretNotIsolated
+	case stateEncoding:
+		if rw.offer.dict != nil || !writers.CanIsolate(rw.offer.coding) {
+			return nil, ErrSecretNotIsolated
+		}
+	}
+	if rw.state != stateWaiting && len(rw.w.Header()["Use-As-Dictionary"]) > 0 {
+		return nil, ErrSecretNotIsolated
+	}
+	if rw.after == nil {
+		rw.after = &afterStatus{}
+	}
+	rw.after.sec = &secrets{}
+	rw.teeing = 0
+	return rw.after.sec, nil
+}
+
+// writeSecret writes p in a context of its own: held back with its span
+// while the verdict waits, isolated in the encoder after, plain in a plain
+// response.
+func (rw *responseWriter) writeSecret(p []byte) (int, error) {
+	if len(p) > MaxSecretSize {
+		return 0, fmt.Errorf("%w: %d bytes, over MaxSecretSize (%d)", ErrInvalidSecret, len(p), MaxSecretSize)
+	}
+	switch rw.state {
+	case stateHandedBack:
+		return rw.w.Write(p)
+	case stateFinished, stateSent:
+		return 0, errFinished
+	case stateHijacked:
+		return 0, http.ErrHijacked
+	}
+	sec, err := rw.secretState()
+	if err != nil {
+		return 0, err
+	}
+	if rw.state == stateWaiting {
+		rw.held = nil
+		start := len(rw.buffered())
+		sec.spans = append(sec.spans, span{start, start + len(p)})
+		held, err := rw.hold(p)
+		if held || err != nil {
+			if !held {
+				sec.spans = sec.spans[:len(sec.spans)-1]
+				return 0, err
+			}
+			return len(p), err
+		}
+		sec.spans = sec.spans[:len(sec.spans)-1] // committed: p goes below
+		if rw.state == stateEncoding && (rw.offer.dict != nil || !writers.CanIsolate(rw.offer.coding)) {
+			return 0, ErrSecretNotIsolated // unreachable: advance chose an isolating offer
+		}
+	}
+	if rw.state != stateEncoding {
+		return rw.pass(p)
+	}
+	if rw.hdr.declared >= 0 && rw.written+int64(len(p)) > rw.hdr.declared && !rw.head {
+		return 0, http.ErrContentLength
+	}
+	t0 := rw.clock()
+	defer rw.spent(t0)
+	if err := rw.sendCarry(true); err != nil {
+		return 0, err
+	}
+	n, err := writers.WriteIsolated(rw.enc.Encoder, p)
+	rw.written += int64(n)
+	return n, err
+}
+
+// markSecret marks s: every occurrence of it in the body from now on is
+// isolated.
+func (rw *responseWriter) markSecret(s string) error {
+	switch rw.state {
+	case stateHandedBack:
+		return nil
+	case stateFinished, stateSent:
+		return errFinished
+	case stateHijacked:
+		return http.ErrHijacked
+	}
+	sec, err := rw.secretState()
+	if err != nil {
+		return err
+	}
+	for _, m := range sec.marked {
+		if string(m) == s {
+			return nil
+		}
+	}
+	if len(sec.marked) == maxMarked {
+		return fmt.Errorf("%w: a response marks at most %d secrets", ErrInvalidSecret, maxMarked)
+	}
+	sec.marked = append(sec.marked, []byte(s))
+	sec.longest = max(sec.longest, len(s))
+	return nil
+}
+
+// secretOffer returns the offer of a response that marks a secret: the
+// one it has when that coding can isolate it, otherwise the one the
+// client's Accept-Encoding gets among the codings that can (nil for
+// identity). No dictionary: a delta would match the secret against one.
+func (rw *responseWriter) secretOffer() *offer {
+	o := rw.offer
+	if o == nil || o.dict == nil && writers.CanIsolate(o.coding) {
+		return o
+	}
+	if i := negotiate(rw.req.Header["Accept-Encoding"], rw.m.isolating); i >= 0 {
+		return &rw.m.isolating[i]
+	}
+	return nil
+}
+
+// isolatingOffers returns the offers whose codings can isolate a secret.
+func isolatingOffers(offers []offer) []offer {
+	return slices.DeleteFunc(slices.Clone(offers), func(o offer) bool { return !writers.CanIsolate(o.coding) })
+}
+
+// encodeWhole writes a whole body, held back, to enc: the spans
+// WriteSecret wrote and every occurrence of a marked secret isolated.
+func (sec *secrets) encodeWhole(enc writers.Encoder, body []byte) error {
+	pos := 0
+	for _, s := range sec.find(body, sec.spans) {
+		if pos < s.start {
+			if _, err := enc.Write(body[pos:s.start]); err != nil {
+				return err
+			}
+		}
+		if _, err := writers.WriteIsolated(enc, body[s.start:s.end]); err != nil {
+			return err
+		}
+		pos = s.end
+	}
+	if pos < len(body) {
+		_, err := enc.Write(body[pos:])
+		return err
+	}
+	return nil
+}
+
+// writeWhole writes a whole body to enc, isolating the response's secrets.
+func (rw *responseWriter) writeWhole(enc writers.Encoder, body []byte) error {
+	if sec := rw.marks(); sec != nil {
+		return sec.encodeWhole(enc, body)
+	}
+	_, err := enc.Write(body)
+	return err
+}
+
+// passHeld passes on the bytes held back once the verdict is known: in an
+// encoded stream that marks secrets, with the spans WriteSecret wrote into
+// them and the marked secrets isolated.
+func (rw *responseWriter) passHeld(b []byte) (int, error) {
+	sec := rw.marks()
+	if sec == nil || rw.state != stateEncoding {
+		return rw.pass(b)
+	}
+	spans := sec.spans
+	sec.spans = nil
+	return rw.feedStream(b, spans)
+}
+
+// feedStream is pass for an encoded stream that marks secrets.
+func (rw *responseWriter) feedStream(p []byte, given []span) (int, error) {
+	if rw.hdr.declared >= 0 && rw.written+int64(len(p)) > rw.hdr.declared && !rw.head {
+		return 0, http.ErrContentLength
+	}
+	t0 := rw.clock()
+	err := rw.feed(p, given, false)
+	rw.spent(t0)
+	if err != nil {
+		return 0, err
+	}
+	rw.written += int64(len(p))
+	return len(p), nil
+}
+
+// find returns the spans of secrets in b, sorted and merged: given, and
+// every occurrence of a marked secret.
+func (sec *secrets) find(b []byte, given []span) []span {
+	spans := slices.Clone(given)
+	for _, m := range sec.marked {
+		for i := 0; ; {
+			j := bytes.Index(b[i:], m)
+			if j < 0 {
+				break
+			}
+			spans = append(spans, span{i + j, i + j + len(m)})
+			i += j + 1
+		}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
+	merged := spans[:0]
+	for _, s := range spans {
+		if n := len(merged); n > 0 && s.start <= merged[n-1].end {
+			merged[n-1].end = max(merged[n-1].end, s.end)
+			continue
+		}
+		merged = append(merged, s)
+	}
+	return merged
+}
+
+// feed writes p to the encoder of a stream that marks secrets: given (the
+// spans WriteSecret wrote, for the bytes held back) and the occurrences of
+// the marked secrets isolated, the rest compressed. Unless final, the end
+// of p that may begin a marked secret is held back (carry) until the next
+// write tells.
+func (rw *responseWriter) feed(p []byte, given []span, final bool) error {
+	sec := rw.marks()
+	data, sent := p, 0
+	if len(sec.carry) > 0 {
+		data, sent = append(sec.carry, p...), sec.sent
+		// given spans are offsets in p
+		for i := range given {
+			given[i].start += len(sec.carry)
+			given[i].end += len(sec.carry)
+		}
+	}
+	spans := sec.find(data, given)
+	end := len(data)
+	if !final {
+		last := 0
+		if n := len(spans); n > 0 {
+			last = spans[n-1].end
+		}
+		end -= sec.prefixSuffix(data[last:])
+	}
+	pos := 0
+	for _, s := range spans {
+		if from := max(pos, sent); from < s.start {
+			if _, err := rw.enc.Write(data[from:s.start]); err != nil {
+				return err
+			}
+		}
+		if from := max(s.start, sent); from < s.end {
+			if _, err := writers.WriteIsolated(rw.enc.Encoder, data[from:s.end]); err != nil {
+				return err
+			}
+		}
+		pos = s.end
+	}
+	if from := max(pos, sent); from < end {
+		if _, err := rw.enc.Write(data[from:end]); err != nil {
+			return err
+		}
+	}
+	sec.carry = append(sec.carry[:0:0], data[end:]...)
+	sec.sent = max(0, sent-end)
+	return nil
+}
+
+// prefixSuffix returns the length of the longest end of b, shorter than the
+// longest marked secret, that begins one. For each secret it looks only at
+// the bytes of the end that equal the secret's first, so a write costs
+// about the length of the longest secret per secret, whatever its size.
+func (sec *secrets) prefixSuffix(b []byte) int {
+	best := 0
+	for _, m := range sec.marked {
+		from := max(0, len(b)-(len(m)-1))
+		for i := from; i < len(b)-best; i++ {
+			j := bytes.IndexByte(b[i:len(b)-best], m[0])
+			if j < 0 {
+				break
+			}
+			i += j
+			if bytes.HasPrefix(m, b[i:]) {
+				best = len(b) - i
+				break
+			}
+		}
+	}
+	return best
+}
+
+// sendCarry sends, isolated, the bytes held back that may begin a marked
+// secret and have not gone out: at a flush, which must let the client
+// decode everything written so far, and before a secret WriteSecret
+// writes. At a flush they stay the start of the next write's scan, in case
+// the secret goes on there; before an explicit secret they are done with.
+func (rw *responseWriter) sendCarry(done bool) error {
+	sec := rw.marks()
+	if sec == nil || rw.enc == nil {
+		return nil
+	}
+	if sec.sent < len(sec.carry) {
+		if _, err := writers.WriteIsolated(rw.enc.Encoder, sec.carry[sec.sent:]); err != nil {
+			return err
+		}
+		sec.sent = len(sec.carry)
+	}
+	if done {
+		sec.carry, sec.sent = nil, 0
+	}
+	return nil
+}
