@@ -29,9 +29,14 @@ type Counters struct {
 	sharedRead    atomic.Int64
 	sharedWritten atomic.Int64
 	breakerOpen   atomic.Int64 // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
-	learned       struct{ trained, adopted, refused, deltas atomic.Int64 }
-	sharedErrors  [sharedErrorKindCount]atomic.Int64
-	learnedSaved  atomic.Int64
+	learned       struct {
+		trained, adopted, refused, deltas                   atomic.Int64
+		skippedPrivate, skippedUnmarked, skippedCredentials atomic.Int64
+		skippedQuery, skippedType, deltasStopped            atomic.Int64
+		publishFailed, unregistrable                        atomic.Int64
+	}
+	sharedErrors [sharedErrorKindCount]atomic.Int64
+	learnedSaved atomic.Int64
 }
 
 // codingCounters are the counters of one content coding.
@@ -95,6 +100,22 @@ func (c *Counters) learnedStep(e LearnedInfo) {
 	case learnedDelta:
 		c.learned.deltas.Add(1)
 		c.learnedSaved.Add(e.Saved)
+	case learnedSkippedPrivate:
+		c.learned.skippedPrivate.Add(1)
+	case learnedSkippedUnmarked:
+		c.learned.skippedUnmarked.Add(1)
+	case learnedSkippedCredentials:
+		c.learned.skippedCredentials.Add(1)
+	case learnedSkippedQuery:
+		c.learned.skippedQuery.Add(1)
+	case learnedSkippedType:
+		c.learned.skippedType.Add(1)
+	case learnedDeltasStopped:
+		c.learned.deltasStopped.Add(1)
+	case learnedPublishFailed:
+		c.learned.publishFailed.Add(1)
+	case learnedUnregistrable:
+		c.learned.unregistrable.Add(1)
 	}
 }
 
@@ -198,6 +219,16 @@ type (
 		RefusedBudget int64 `json:"refused_budget"`
 		Deltas        int64 `json:"deltas"`
 		BytesSaved    int64 `json:"bytes_saved"`
+		// The samples refused, by reason, and what kept deltas or
+		// dictionaries from going out.
+		SkippedPrivate     int64 `json:"skipped_private"`
+		SkippedUnmarked    int64 `json:"skipped_unmarked"`
+		SkippedCredentials int64 `json:"skipped_credentials"`
+		SkippedQuery       int64 `json:"skipped_query"`
+		SkippedType        int64 `json:"skipped_type"`
+		DeltasStopped      int64 `json:"deltas_stopped"`
+		PublishFailed      int64 `json:"publish_failed"`
+		Unregistrable      int64 `json:"unregistrable"`
 	}
 	counterStats struct {
 		Compressor        compressorStats   `json:"compressor"`
@@ -267,6 +298,15 @@ func (c *Counters) stats() counterStats {
 		RefusedBudget: c.learned.refused.Load(),
 		Deltas:        c.learned.deltas.Load(),
 		BytesSaved:    c.learnedSaved.Load(),
+
+		SkippedPrivate:     c.learned.skippedPrivate.Load(),
+		SkippedUnmarked:    c.learned.skippedUnmarked.Load(),
+		SkippedCredentials: c.learned.skippedCredentials.Load(),
+		SkippedQuery:       c.learned.skippedQuery.Load(),
+		SkippedType:        c.learned.skippedType.Load(),
+		DeltasStopped:      c.learned.deltasStopped.Load(),
+		PublishFailed:      c.learned.publishFailed.Load(),
+		Unregistrable:      c.learned.unregistrable.Load(),
 	}
 	return s
 }
@@ -348,6 +388,14 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"refused_budget", "Trainings of learned dictionaries refused for their CPU or memory budget.", ls.RefusedBudget},
 		{"deltas", "Responses sent as deltas against a learned dictionary.", ls.Deltas},
 		{"saved_bytes", "Bytes the deltas against learned dictionaries saved over zstd without them (estimated).", ls.BytesSaved},
+		{"skipped_private", "Responses not sampled for a learned dictionary: private, no-store, setting a cookie or Vary: *.", ls.SkippedPrivate},
+		{"skipped_unmarked", "Responses not sampled for a learned dictionary: neither public nor given a max-age or s-maxage.", ls.SkippedUnmarked},
+		{"skipped_credentials", "Responses not sampled for a learned dictionary: not public, to a request with credentials.", ls.SkippedCredentials},
+		{"skipped_query", "Responses not sampled for a learned dictionary: not public, to a request with a query string.", ls.SkippedQuery},
+		{"skipped_type", "Responses not sampled for a learned dictionary: of a content type not compressed.", ls.SkippedType},
+		{"deltas_stopped", "Times a learned route stopped sending deltas that saved less than the floor.", ls.DeltasStopped},
+		{"publish_failed", "Writes of a learned dictionary to the shared store that failed, to be tried again.", ls.PublishFailed},
+		{"unregistrable", "Responses sent without Use-As-Dictionary because their caching headers keep a browser from storing them.", ls.Unregistrable},
 	})
 	return p.err
 }

@@ -97,6 +97,9 @@ func New(opts ...Option) (*Middleware, error) {
 	if m.dicts, err = newDictStore(&c, levelOf(&c, Zstd), levelOf(&c, Brotli)); err != nil {
 		return nil, err
 	}
+	if m.dicts != nil {
+		m.dicts.offers = m.offers
+	}
 	if m.dicts != nil && m.shared != nil {
 		m.dicts.shared = m.shared
 		m.dicts.live = newRecentKeys(liveURLBytes, liveURLFor)

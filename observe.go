@@ -73,9 +73,18 @@ type SharedStoreInfo struct {
 // LearnedInfo describes one step of a learned dictionary. Step is
 // "trained" (Samples: the bytes trained on, Size: the dictionary's length,
 // Elapsed), "adopted" (taken, verified, from the SharedStore; Size),
-// "refused" (a training refused for its budget) or "delta" (a response sent
-// as a delta: Plain bytes, Saved bytes, estimated). New steps may be added;
-// an observer ignores the ones it does not know.
+// "refused" (a training refused for its budget), "delta" (a response sent
+// as a delta: Plain bytes, Saved bytes, estimated), a response not sampled
+// and why: "skipped_private", "skipped_unmarked" (it says nothing of
+// sharing), "skipped_credentials", "skipped_query" or "skipped_type"
+// (Samples: those held toward the next round, Size: those it needs),
+// "deltas_stopped" (the route's streamed deltas saved less than their
+// floor: Plain bytes measured, Saved the bytes they saved, negative when
+// they cost), "publish_failed" (the SharedStore did not take a trained
+// dictionary, Size; tried again) or "unregistrable" (a response went
+// without Use-As-Dictionary: its caching headers keep a browser from
+// storing it). New steps may be added; an observer ignores the ones it
+// does not know.
 type LearnedInfo struct {
 	Step                        string
 	Samples, Size, Plain, Saved int64
@@ -88,6 +97,15 @@ const (
 	learnedAdopted = "adopted"
 	learnedRefused = "refused"
 	learnedDelta   = "delta"
+
+	learnedSkippedPrivate     = "skipped_private"
+	learnedSkippedUnmarked    = "skipped_unmarked"
+	learnedSkippedCredentials = "skipped_credentials"
+	learnedSkippedQuery       = "skipped_query"
+	learnedSkippedType        = "skipped_type"
+	learnedDeltasStopped      = "deltas_stopped"
+	learnedPublishFailed      = "publish_failed"
+	learnedUnregistrable      = "unregistrable"
 )
 
 // SharedResult is the outcome of a call to the store of [WithSharedStore],

@@ -239,6 +239,9 @@ type responseEnd struct {
 	// lengthMismatch is set when the body did not match its declared
 	// length (ReasonLength).
 	lengthMismatch bool
+	// sent is the body bytes the underlying writer took: the encoded
+	// bytes of an encoded response.
+	sent int64
 	// secret is set when the handler marked a secret (secret.go): no hook
 	// may keep the body, as a dictionary, a stored encoding or a sample.
 	secret bool
@@ -269,6 +272,7 @@ func (rw *responseWriter) end(completed bool) responseEnd {
 		wentWhole:      rw.state == stateSent,
 		closed:         rw.closed,
 		lengthMismatch: rw.why == ReasonLength,
+		sent:           rw.sent,
 		secret:         rw.marks() != nil,
 	}
 	if e.wentWhole {
