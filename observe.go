@@ -70,21 +70,12 @@ type SharedStoreInfo struct {
 	Elapsed   time.Duration // the call's
 }
 
-// LearnedInfo describes one step of a learned dictionary. Step is
-// "trained" (Samples: the bytes trained on, Size: the dictionary's length,
-// Elapsed), "adopted" (taken, verified, from the SharedStore; Size),
-// "refused" (a training refused for its budget), "delta" (a response sent
-// as a delta: Plain bytes, Saved bytes, estimated), a response not sampled
-// and why: "skipped_private", "skipped_unmarked" (it says nothing of
-// sharing), "skipped_credentials", "skipped_query" or "skipped_type"
-// (Samples: those held toward the next round, Size: those it needs),
-// "deltas_stopped" (the route's streamed deltas saved less than their
-// floor: Plain bytes measured, Saved the bytes they saved, negative when
-// they cost), "publish_failed" (the SharedStore did not take a trained
-// dictionary, Size; tried again) or "unregistrable" (a response went
-// without Use-As-Dictionary: its caching headers keep a browser from
-// storing it). New steps may be added; an observer ignores the ones it
-// does not know.
+// LearnedInfo describes one step of a learned dictionary: Step names it
+// ("trained", "adopted", "refused", "delta", the samples refused by reason,
+// "deltas_stopped", "publish_failed", "unregistrable"), and
+// docs/reference.md ("Observability") says what each sets of Samples, Size,
+// Plain, Saved and Elapsed. New steps may be added; an observer ignores the
+// ones it does not know.
 type LearnedInfo struct {
 	Step                        string
 	Samples, Size, Plain, Saved int64

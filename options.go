@@ -26,9 +26,8 @@ const (
 	defaultMaxDecompressedSize = 10 << 20
 )
 
-// DefaultEncodings returns the codings offered when [WithEncodings] is not
-// given, in order of preference: zstd, br, gzip. deflate is left out because
-// some clients have historically disagreed on whether it is zlib-wrapped.
+// DefaultEncodings returns the codings offered without [WithEncodings]:
+// zstd, br, gzip, in that order (not deflate, which clients disagree on).
 func DefaultEncodings() []string { return []string{Zstd, Brotli, Gzip} }
 
 // DefaultContentTypes returns the media-type patterns compressed when
