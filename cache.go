@@ -148,20 +148,14 @@ type CacheStats struct {
 	// Evictions counts the entries removed to make room.
 	Evictions int64
 	// Upgrades counts the entries replaced by a smaller encoding at the
-	// coding's best level (or a lesser one when the budget has no room for
-	// the best level's encoder); UpgradesDropped the upgrades not attempted
-	// because the queue was full, the cache closed, or the budget had no
-	// room for the encoder and the bytes it works on.
+	// coding's best level; UpgradesDropped the upgrades not attempted (the
+	// queue full, the cache closed, or no room in the budget).
 	Upgrades, UpgradesDropped int64
-	// UpgradesShared counts the upgrades taken, verified, from the
-	// fleet's store ([WithSharedStore]) instead of encoded here; they are
-	// counted in Upgrades too.
+	// UpgradesShared counts the upgrades taken, verified, from
+	// [WithSharedStore]; they are counted in Upgrades too.
 	UpgradesShared int64
-	// Entries and Bytes are what the cache holds now. Bytes counts the
-	// encoded bytes, the plain bytes that entries found by content keep,
-	// and an estimate of each entry's bookkeeping, and what work in flight
-	// holds: streams being stored, and upgrades with an estimate of their
-	// encoder's memory. It never exceeds MaxBytes.
+	// Entries and Bytes are what the cache holds now, Bytes counting work
+	// in flight and bookkeeping too; it never exceeds MaxBytes.
 	Entries, Bytes, MaxBytes int64
 }
 
@@ -291,18 +285,12 @@ type CacheOption func(*config)
 // discards the handler's body.
 //
 // Risk: squeeze cannot compare a stream with what it stored, so this
-// relies on every handler behind the Middleware changing a strong ETag
-// whenever its bytes change (RFC 9110 §8.8.3). A tag that names a version
-// of data rendered per user, language, tenant or build (a row counter, a
-// deploy id) sends one client's stream to another. Even so, squeeze keys
-// an entry by Host and the request-target as sent (and by Sec-Fetch-Site
-// when Vary names it, as on dictionary paths), and never stores or serves
-// a stream whose Vary names a field other than Accept-Encoding,
-// Available-Dictionary and Sec-Fetch-Site, nor one for a request with
-// Authorization unless the response says public, s-maxage or
-// must-revalidate (RFC 9111 §3.5).
-// Without this option only bodies that end within the buffer are cached,
-// found by their content.
+// relies on every handler changing a strong ETag whenever its bytes change
+// (RFC 9110 §8.8.3): a tag that names a version of data rendered per user
+// sends one client's stream to another. squeeze still keys an entry by
+// Host and request-target, and never stores a stream that varies on other
+// fields or answers Authorization unless public (RFC 9111 §3.5). Without
+// this option only bodies that end within the buffer are cached.
 func CacheTrustedETags() CacheOption {
 	return func(cfg *config) { cfg.trustETags = true }
 }

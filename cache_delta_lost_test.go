@@ -79,10 +79,10 @@ func TestCacheServesTheCodingThatBeatADelta(t *testing.T) {
 			for _, p := range protocols {
 				t.Run(p.name, func(t *testing.T) {
 					c := newCache(t, 16<<20)
-					events := make(chan squeeze.Event, 16)
+					events := make(chan squeeze.ResponseInfo, 16)
 					handler := scripts(files)
 					m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*"), squeeze.WithBufferSize(256<<10),
-						squeeze.WithObserver(func(e squeeze.Event) { events <- e }))
+						squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) { events <- e }}))
 					srv, cl := startServer(t, p, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 						if r.URL.Path == "/js/private/tiny.js" {
 							w.Header().Set("Cache-Control", "private, max-age=60")
@@ -143,14 +143,14 @@ func beatenDelta() (dict, tiny []byte) {
 
 // next returns the observer's next event, waiting for it: it comes after
 // the handler returns, which may be after the client read the body.
-func next(t *testing.T, events <-chan squeeze.Event) squeeze.Event {
+func next(t *testing.T, events <-chan squeeze.ResponseInfo) squeeze.ResponseInfo {
 	t.Helper()
 	select {
 	case e := <-events:
 		return e
 	case <-time.After(10 * time.Second):
 		t.Fatal("no event from the observer")
-		return squeeze.Event{}
+		return squeeze.ResponseInfo{}
 	}
 }
 
@@ -163,11 +163,11 @@ func TestCacheEncodesABeatenDeltaOnceForConcurrentRequests(t *testing.T) {
 	c := newCache(t, 16<<20)
 	var encoded atomic.Int64
 	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithDictionaryMatch("/js/*"),
-		squeeze.WithObserver(func(e squeeze.Event) {
-			if e.Kind == squeeze.ResponseEvent && e.Coding != "" && !e.Cached {
+		squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) {
+			if e.Coding != "" && !e.Cached {
 				encoded.Add(1)
 			}
-		}),
+		}}),
 	).Handler(scripts(map[string][]byte{"/js/dict.js": dict, "/js/tiny.js": tiny}))
 	serveAt(h, "/js/dict.js", chromeAE)
 	encoded.Store(0)

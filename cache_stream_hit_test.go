@@ -37,12 +37,12 @@ func TestCacheStreamHitEventCountsHandlerBytes(t *testing.T) {
 	body := textBody(11, 100<<10)
 	c := newCache(t, 64<<20)
 	var mu sync.Mutex
-	var evs []squeeze.Event
-	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithObserver(func(e squeeze.Event) {
+	var evs []squeeze.ResponseInfo
+	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) {
 		mu.Lock()
 		evs = append(evs, e)
 		mu.Unlock()
-	})).Handler(etagChunks(body))
+	}})).Handler(etagChunks(body))
 	for range 2 {
 		rec := serveAt(h, "/app.js", "gzip")
 		checkBody(t, rec.Header(), rec.Body.Bytes(), body)
@@ -110,7 +110,7 @@ func TestSharedCacheMixedWorkload(t *testing.T) {
 	c := newCache(t, 8<<20)
 	var events atomic.Int64
 	m := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithDictionaryMatch("/js/*"),
-		squeeze.WithObserver(func(squeeze.Event) { events.Add(1) }))
+		squeeze.WithObserver(squeeze.Observer{Response: func(squeeze.ResponseInfo) { events.Add(1) }}))
 	files := map[string][]byte{"/js/v1.js": v1, "/js/v2.js": v2, "/small": small}
 	app := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b := files[r.URL.Path]

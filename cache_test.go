@@ -697,7 +697,7 @@ func TestCacheKeepsDeltasPerDictionary(t *testing.T) {
 			other := textBody(99, size)
 			var cached []bool
 			h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithDictionaryMatch("/js/*"),
-				squeeze.WithObserver(func(e squeeze.Event) { cached = append(cached, e.Cached) }),
+				squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) { cached = append(cached, e.Cached) }}),
 			).Handler(scripts(map[string][]byte{"/js/v1.js": v1, "/js/other.js": other, "/js/v2.js": v2}))
 			serveAt(h, "/js/v1.js", chromeAE)
 			serveAt(h, "/js/other.js", chromeAE)

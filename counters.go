@@ -11,19 +11,16 @@ import (
 	"time"
 )
 
-// This file holds Counters, a ready-made aggregate of the Events an
-// observer receives, exportable through expvar and in the Prometheus text
+// This file holds Counters, a ready-made aggregate of what an Observer's
+// hooks receive, exportable through expvar and in the Prometheus text
 // format.
 
-// Counters aggregates each [Event] into the counters Envoy's compressor and
-// decompressor filters keep, per content coding, with the reasons responses
-// went out unencoded. Pass its Observe method to [WithObserver]. The zero
-// value is ready to use; Counters is safe for concurrent use (each counter
-// is an atomic, there is no lock) and must not be copied.
-//
-// Counters implements [expvar.Var]: String returns the counters as JSON,
-// with Envoy's names. [Counters.WritePrometheus] writes them in the
-// Prometheus text format. Neither needs a metrics library.
+// Counters aggregates what squeeze reports into Envoy's compressor and
+// decompressor counters, per coding and per [Reason]; pass
+// [Counters.Observer] to [WithObserver]. The zero value is ready; it is
+// safe for concurrent use (atomics, no lock) and must not be copied. It
+// is an [expvar.Var] (String is JSON) and writes the Prometheus text
+// format ([Counters.WritePrometheus]), with no metrics library.
 type Counters struct {
 	compressor    [len(counterCodings)]codingCounters
 	decompressor  [len(counterCodings)]codingCounters
@@ -32,9 +29,14 @@ type Counters struct {
 	sharedRead    atomic.Int64
 	sharedWritten atomic.Int64
 	breakerOpen   atomic.Int64 // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
-	sharedErrors  [sharedErrorKindCount]atomic.Int64
-	learned       [learnedResultCount]atomic.Int64
-	learnedSaved  atomic.Int64
+	learned       struct {
+		trained, adopted, refused, deltas                   atomic.Int64
+		skippedPrivate, skippedUnmarked, skippedCredentials atomic.Int64
+		skippedQuery, skippedType, deltasStopped            atomic.Int64
+		publishFailed, unregistrable                        atomic.Int64
+	}
+	sharedErrors [sharedErrorKindCount]atomic.Int64
+	learnedSaved atomic.Int64
 }
 
 // codingCounters are the counters of one content coding.
@@ -55,42 +57,80 @@ func codingIndex(coding string) int {
 	return len(counterCodings) - 1
 }
 
-// Observe adds e to the counters. An Event with neither Coding nor Skipped
-// set, which squeeze never sends, is ignored.
-func (c *Counters) Observe(e Event) {
+// Observer returns the hooks that add what squeeze reports to c, for
+// [WithObserver]. To feed other observers too, call these hooks from
+// one's own.
+func (c *Counters) Observer() Observer {
+	return Observer{
+		Response:    c.response,
+		RequestBody: c.requestBody,
+		SharedStore: c.sharedStore,
+		Learned:     c.learnedStep,
+	}
+}
+
+// response counts a response. One with neither Coding nor Skipped set,
+// which squeeze never reports, is ignored.
+func (c *Counters) response(e ResponseInfo) {
 	switch {
-	case e.Kind == SharedStoreEvent:
-		c.observeShared(e)
-	case e.Kind == LearnedDictionaryEvent:
-		if e.Learned != learnedNone && e.Learned < learnedResultCount {
-			c.learned[e.Learned].Add(1)
-			if e.Learned == LearnedDelta {
-				c.learnedSaved.Add(e.Out)
-			}
-		}
-	case e.Kind == RequestBodyEvent:
-		c.decompressor[codingIndex(e.Coding)].add(e)
 	case e.Coding != "":
-		c.compressor[codingIndex(e.Coding)].add(e)
-	case e.Skipped != ReasonNone && e.Skipped < reasonCount:
+		c.compressor[codingIndex(e.Coding)].add(e.In, e.Out, e.Elapsed, e.Cached, e.Dictionary)
+	case e.Skipped != reasonNone && e.Skipped < reasonCount:
 		r := &c.notCompressed[e.Skipped]
 		r.count.Add(1)
 		r.bytes.Add(e.Out)
 	}
 }
 
-// observeShared counts a SharedStoreEvent.
-func (c *Counters) observeShared(e Event) {
-	if e.Shared == sharedNone || e.Shared >= sharedResultCount {
+// requestBody counts a decoded request body.
+func (c *Counters) requestBody(e RequestBodyInfo) {
+	c.decompressor[codingIndex(e.Coding)].add(e.Decoded, e.Compressed, e.Elapsed, false, false)
+}
+
+// learnedStep counts a learned dictionary's step; unknown steps are
+// ignored.
+func (c *Counters) learnedStep(e LearnedInfo) {
+	switch e.Step {
+	case learnedTrained:
+		c.learned.trained.Add(1)
+	case learnedAdopted:
+		c.learned.adopted.Add(1)
+	case learnedRefused:
+		c.learned.refused.Add(1)
+	case learnedDelta:
+		c.learned.deltas.Add(1)
+		c.learnedSaved.Add(e.Saved)
+	case learnedSkippedPrivate:
+		c.learned.skippedPrivate.Add(1)
+	case learnedSkippedUnmarked:
+		c.learned.skippedUnmarked.Add(1)
+	case learnedSkippedCredentials:
+		c.learned.skippedCredentials.Add(1)
+	case learnedSkippedQuery:
+		c.learned.skippedQuery.Add(1)
+	case learnedSkippedType:
+		c.learned.skippedType.Add(1)
+	case learnedDeltasStopped:
+		c.learned.deltasStopped.Add(1)
+	case learnedPublishFailed:
+		c.learned.publishFailed.Add(1)
+	case learnedUnregistrable:
+		c.learned.unregistrable.Add(1)
+	}
+}
+
+// sharedStore counts a shared-store call.
+func (c *Counters) sharedStore(e SharedStoreInfo) {
+	if e.Result == sharedNone || e.Result >= sharedResultCount {
 		return
 	}
-	c.shared[e.Shared].Add(1)
-	if e.Shared == SharedError {
-		c.sharedErrors[kindNamed(e.SharedError)].Add(1)
+	c.shared[e.Result].Add(1)
+	if e.Result == SharedError {
+		c.sharedErrors[kindNamed(e.ErrorKind)].Add(1)
 	}
-	c.sharedRead.Add(e.In)
-	c.sharedWritten.Add(e.Out)
-	switch e.Shared {
+	c.sharedRead.Add(e.Read)
+	c.sharedWritten.Add(e.Written)
+	switch e.Result {
 	case SharedBreakerOpened:
 		c.breakerOpen.Store(1)
 	case SharedBreakerClosed:
@@ -98,15 +138,15 @@ func (c *Counters) observeShared(e Event) {
 	}
 }
 
-func (cc *codingCounters) add(e Event) {
+func (cc *codingCounters) add(plain, wire int64, elapsed time.Duration, cached, dictionary bool) {
 	cc.count.Add(1)
-	cc.plain.Add(e.In)
-	cc.wire.Add(e.Out)
-	cc.nanos.Add(int64(e.Elapsed))
-	if e.Cached {
+	cc.plain.Add(plain)
+	cc.wire.Add(wire)
+	cc.nanos.Add(int64(elapsed))
+	if cached {
 		cc.cached.Add(1)
 	}
-	if e.Dictionary {
+	if dictionary {
 		cc.dictionary.Add(1)
 	}
 }
@@ -159,7 +199,7 @@ type (
 		Hits   int64 `json:"hits"`
 		Misses int64 `json:"misses"`
 		Errors int64 `json:"errors"`
-		// ErrorsByKind splits Errors by Event.SharedError.
+		// ErrorsByKind splits Errors by SharedStoreInfo.ErrorKind.
 		ErrorsByKind        map[string]int64 `json:"errors_by_kind"`
 		VerificationsFailed int64            `json:"verifications_failed"`
 		Skipped             int64            `json:"skipped"`
@@ -179,6 +219,16 @@ type (
 		RefusedBudget int64 `json:"refused_budget"`
 		Deltas        int64 `json:"deltas"`
 		BytesSaved    int64 `json:"bytes_saved"`
+		// The samples refused, by reason, and what kept deltas or
+		// dictionaries from going out.
+		SkippedPrivate     int64 `json:"skipped_private"`
+		SkippedUnmarked    int64 `json:"skipped_unmarked"`
+		SkippedCredentials int64 `json:"skipped_credentials"`
+		SkippedQuery       int64 `json:"skipped_query"`
+		SkippedType        int64 `json:"skipped_type"`
+		DeltasStopped      int64 `json:"deltas_stopped"`
+		PublishFailed      int64 `json:"publish_failed"`
+		Unregistrable      int64 `json:"unregistrable"`
 	}
 	counterStats struct {
 		Compressor        compressorStats   `json:"compressor"`
@@ -216,7 +266,7 @@ func (c *Counters) stats() counterStats {
 			ds.DecodeSeconds += x.DecodeSeconds
 		}
 	}
-	for r := ReasonNone + 1; r < reasonCount; r++ {
+	for r := reasonNone + 1; r < reasonCount; r++ {
 		x := skippedStats{c.notCompressed[r].count.Load(), c.notCompressed[r].bytes.Load()}
 		cs.Reasons[r.String()] = x
 		cs.NotCompressed += x.NotCompressed
@@ -243,11 +293,20 @@ func (c *Counters) stats() counterStats {
 		s.SharedStore.ErrorsByKind[k.String()] = c.sharedErrors[k].Load()
 	}
 	s.LearnedDictionary = learnedStats{
-		Trained:       c.learned[LearnedTrained].Load(),
-		Adopted:       c.learned[LearnedAdopted].Load(),
-		RefusedBudget: c.learned[LearnedRefused].Load(),
-		Deltas:        c.learned[LearnedDelta].Load(),
+		Trained:       c.learned.trained.Load(),
+		Adopted:       c.learned.adopted.Load(),
+		RefusedBudget: c.learned.refused.Load(),
+		Deltas:        c.learned.deltas.Load(),
 		BytesSaved:    c.learnedSaved.Load(),
+
+		SkippedPrivate:     c.learned.skippedPrivate.Load(),
+		SkippedUnmarked:    c.learned.skippedUnmarked.Load(),
+		SkippedCredentials: c.learned.skippedCredentials.Load(),
+		SkippedQuery:       c.learned.skippedQuery.Load(),
+		SkippedType:        c.learned.skippedType.Load(),
+		DeltasStopped:      c.learned.deltasStopped.Load(),
+		PublishFailed:      c.learned.publishFailed.Load(),
+		Unregistrable:      c.learned.unregistrable.Load(),
 	}
 	return s
 }
@@ -255,30 +314,12 @@ func (c *Counters) stats() counterStats {
 func seconds(nanos *atomic.Int64) float64 { return time.Duration(nanos.Load()).Seconds() }
 
 // String returns the counters as a JSON object, for [expvar.Publish]:
-//
-//	{"compressor": {"compressed": 3, "not_compressed": 1,
-//	    "total_uncompressed_bytes": 48000, "total_compressed_bytes": 9100,
-//	    "content_length_too_small": 1, "not_compressed_bytes": 300,
-//	    "encode_seconds": 0.0004, "cached": 0, "dictionary": 0,
-//	    "codings": {"zstd": {"compressed": 3, ...}},
-//	    "reasons": {"too_small": {"not_compressed": 1, "not_compressed_bytes": 300}, ...}},
-//	 "decompressor": {"decompressed": 1, "total_uncompressed_bytes": 4000,
-//	    "total_compressed_bytes": 700, "decode_seconds": 0.00002,
-//	    "codings": {"gzip": {...}}},
-//	 "shared_store": {"hits": 4, "misses": 1, "errors": 1,
-//	    "errors_by_kind": {"timeout": 1, "refused": 0, "too_large": 0, "bad_value": 0, "other": 0},
-//	    "verifications_failed": 0, "skipped": 0, "writes": 2, "claims_lost": 0,
-//	    "writes_refused": 0, "refreshes": 3, "bytes_read": 81920, "bytes_written": 40960,
-//	    "breaker_opened": 0, "breaker_open": 0},
-//	 "learned_dictionary": {"trained": 1, "adopted": 0, "refused_budget": 0,
-//	    "deltas": 40, "bytes_saved": 120000}}
-//
-// shared_store counts the calls to the store of [WithSharedStore] by
-// [SharedResult], and its errors by kind (Event.SharedError); breaker_open is 1
-// while its breaker is open.
-// learned_dictionary counts each [LearnedResult] of [WithLearnedDictionary];
-// bytes_saved is the estimate [LearnedDelta] reports. The totals are the sums over "codings" and "reasons"; a coding appears
-// once it has been counted, every reason always.
+// "compressor" and "decompressor" with Envoy's names, totals and
+// per-coding and per-reason counts, "shared_store" counting each
+// [SharedResult] and its errors by kind (breaker_open is 1 while the breaker is open), and
+// "learned_dictionary" counting each learned step (bytes_saved the
+// estimate of the "delta" steps). A coding appears once counted, every
+// reason always. docs/reference.md ("Observability") shows an example.
 func (c *Counters) String() string {
 	b, err := json.Marshal(c.stats())
 	if err != nil {
@@ -297,7 +338,9 @@ func (c *Counters) String() string {
 // reason; those of the store of [WithSharedStore] are
 // squeeze_shared_store_..._total, besides the gauge
 // squeeze_shared_store_breaker_open; those of [WithLearnedDictionary]
-// squeeze_learned_dictionary_..._total.
+// squeeze_learned_dictionary_..._total. The module
+// github.com/squeezehttp/squeeze/prometheus registers the same metrics
+// with a client_golang registry, keeping client_golang out of this one.
 func (c *Counters) WritePrometheus(w io.Writer) error {
 	s := c.stats()
 	p := promWriter{w: w}
@@ -345,6 +388,14 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"refused_budget", "Trainings of learned dictionaries refused for their CPU or memory budget.", ls.RefusedBudget},
 		{"deltas", "Responses sent as deltas against a learned dictionary.", ls.Deltas},
 		{"saved_bytes", "Bytes the deltas against learned dictionaries saved over zstd without them (estimated).", ls.BytesSaved},
+		{"skipped_private", "Responses not sampled for a learned dictionary: private, no-store, setting a cookie or Vary: *.", ls.SkippedPrivate},
+		{"skipped_unmarked", "Responses not sampled for a learned dictionary: neither public nor given a max-age or s-maxage.", ls.SkippedUnmarked},
+		{"skipped_credentials", "Responses not sampled for a learned dictionary: not public, to a request with credentials.", ls.SkippedCredentials},
+		{"skipped_query", "Responses not sampled for a learned dictionary: not public, to a request with a query string.", ls.SkippedQuery},
+		{"skipped_type", "Responses not sampled for a learned dictionary: of a content type not compressed.", ls.SkippedType},
+		{"deltas_stopped", "Times a learned route stopped sending deltas that saved less than the floor.", ls.DeltasStopped},
+		{"publish_failed", "Writes of a learned dictionary to the shared store that failed, to be tried again.", ls.PublishFailed},
+		{"unregistrable", "Responses sent without Use-As-Dictionary because their caching headers keep a browser from storing them.", ls.Unregistrable},
 	})
 	return p.err
 }

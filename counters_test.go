@@ -60,7 +60,7 @@ func readCounters(t *testing.T, v expvar.Var) counterJSON {
 func TestCountersAgreeWithTheResponsesSent(t *testing.T) {
 	var counters squeeze.Counters
 	expvar.Publish("squeeze_test_counters", &counters)
-	m := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd, squeeze.Gzip), squeeze.WithObserver(counters.Observe))
+	m := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd, squeeze.Gzip), squeeze.WithObserver(counters.Observer()))
 	type tally struct{ n, plain, wire int64 }
 	codings := map[string]*tally{}
 	reasons := map[string]*tally{}
@@ -77,9 +77,9 @@ func TestCountersAgreeWithTheResponsesSent(t *testing.T) {
 		body   []byte
 		reason squeeze.Reason // for a response that must go out plain
 	}{
-		{"zstd", "text/html", textBody(10, 5000), squeeze.ReasonNone},
-		{"zstd", "text/html", textBody(11, 90<<10), squeeze.ReasonNone},
-		{"gzip", "application/json", textBody(12, 3000), squeeze.ReasonNone},
+		{"zstd", "text/html", textBody(10, 5000), squeeze.Reason(0)},
+		{"zstd", "text/html", textBody(11, 90<<10), squeeze.Reason(0)},
+		{"gzip", "application/json", textBody(12, 3000), squeeze.Reason(0)},
 		{"gzip", "text/plain", textBody(13, 200), squeeze.ReasonTooSmall},
 		{"zstd", "text/plain", textBody(14, 10), squeeze.ReasonTooSmall},
 		{"zstd", "image/png", randomBody(15, 4000), squeeze.ReasonContentType},
@@ -88,7 +88,7 @@ func TestCountersAgreeWithTheResponsesSent(t *testing.T) {
 	for _, r := range responses {
 		rec := serve(m.Handler(writeText(r.ct, r.body, 1000)), "GET", r.ae)
 		ce := rec.Header().Get("Content-Encoding")
-		if (ce == "") != (r.reason != squeeze.ReasonNone) {
+		if (ce == "") != (r.reason != squeeze.Reason(0)) {
 			t.Fatalf("%s %s of %d bytes went out with Content-Encoding %q", r.ae, r.ct, len(r.body), ce)
 		}
 		if ce != "" {
@@ -124,7 +124,7 @@ func TestCountersAgreeWithTheResponsesSent(t *testing.T) {
 		t.Errorf("compressor totals %d, %d, %d; want %d, %d, %d", c.Compressed, c.TotalUncompressedBytes, c.TotalCompressedBytes, sum.n, sum.plain, sum.wire)
 	}
 	sum = tally{}
-	for r := squeeze.ReasonNone + 1; r < squeeze.ReasonCount; r++ {
+	for r := squeeze.Reason(0) + 1; r < squeeze.ReasonCount; r++ {
 		g, ok := c.Reasons[r.String()]
 		want := reasons[r.String()]
 		if want == nil {
@@ -315,6 +315,7 @@ func TestPrometheusLabelValuesAreEscaped(t *testing.T) {
 
 func TestCountersAreSafeForConcurrentUse(t *testing.T) {
 	var counters squeeze.Counters
+	obs := counters.Observer()
 	const goroutines, each = 8, 500
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -322,11 +323,11 @@ func TestCountersAreSafeForConcurrentUse(t *testing.T) {
 			for i := range each {
 				switch i % 3 {
 				case 0:
-					counters.Observe(squeeze.Event{Coding: squeeze.Zstd, In: 100, Out: 10})
+					obs.Response(squeeze.ResponseInfo{Coding: squeeze.Zstd, In: 100, Out: 10})
 				case 1:
-					counters.Observe(squeeze.Event{Skipped: squeeze.ReasonTooSmall, In: 5, Out: 5})
+					obs.Response(squeeze.ResponseInfo{Skipped: squeeze.ReasonTooSmall, In: 5, Out: 5})
 				default:
-					counters.Observe(squeeze.Event{Kind: squeeze.RequestBodyEvent, Coding: squeeze.Gzip, In: 50, Out: 7})
+					obs.RequestBody(squeeze.RequestBodyInfo{Coding: squeeze.Gzip, Decoded: 50, Compressed: 7})
 				}
 				if g == 0 && i%50 == 0 {
 					_ = counters.String()

@@ -25,20 +25,18 @@ const (
 	sendEncoded
 )
 
-// Reason says why a response went out unencoded. It is what an [Event]
-// reports as Skipped, and the reasons are chosen in one place, the
-// middleware's compress-or-not decision, so what the observer counts is
-// what the middleware did.
-// [ReasonNone] goes with an encoded response; every other value names why a
-// response that squeeze handled was sent as the handler wrote it.
+// Reason says why a response went out unencoded, as [ResponseInfo]
+// reports it in Skipped; the zero Reason goes with an encoded response.
+// The reasons are chosen in one place, the compress-or-not decision, so
+// what the observer counts is what the middleware did.
 type Reason uint8
 
 // The reasons a response goes out unencoded. A new reason is added after
 // the others, so that no value changes; each one's String is a stable name
 // for metrics.
 const (
-	// ReasonNone: the response was encoded (or is not decided yet).
-	ReasonNone Reason = iota
+	// reasonNone: the response was encoded (or is not decided yet).
+	reasonNone Reason = iota
 	// ReasonStatus: 1xx, 204 and 304 responses have no body.
 	ReasonStatus
 	// ReasonPartial: a 206 or a Content-Range describes the plain bytes.
@@ -49,36 +47,31 @@ const (
 	ReasonNoTransform
 	// ReasonContentType: the media type is not one to compress, or unknown.
 	ReasonContentType
-	// ReasonRange: the request asked for a byte range, which refers to the
-	// plain bytes.
+	// ReasonRange: the request asked for a byte range (of the plain bytes).
 	ReasonRange
 	// ReasonNotAccepted: the client accepts none of the offered codings.
 	ReasonNotAccepted
 	// ReasonTooSmall: the body is below the minimum size ([WithMinSize]).
 	ReasonTooSmall
-	// ReasonLength: the body did not match its declared Content-Length, so
-	// it goes out as the handler wrote it for net/http to report.
+	// ReasonLength: the body did not match its declared Content-Length.
 	ReasonLength
 	// ReasonNoGain: the encoded body would not have been smaller.
 	ReasonNoGain
 	// ReasonNoEncoder: no encoder could be had.
 	ReasonNoEncoder
-	// ReasonTooLarge: a file that [Middleware.FileServer] would have to
-	// encode is larger than its store keeps in one entry, so it goes out
-	// as it is rather than be encoded again for every request.
+	// ReasonTooLarge: a [Middleware.FileServer] file is larger than its
+	// store keeps in one entry (it would be encoded for every request).
 	ReasonTooLarge
-	// ReasonNoRoom: the budget of the store a [Middleware.FileServer]
-	// keeps its encodings in had no room for the work of encoding the file
-	// (the file, the encoding and the encoder) while other encodings were
-	// in flight, so it went out as it is.
+	// ReasonNoRoom: the budget of a [Middleware.FileServer]'s store had no
+	// room for the work of encoding the file.
 	ReasonNoRoom
 
-	// reasonCount is the number of reasons, ReasonNone included.
+	// reasonCount is the number of reasons, reasonNone included.
 	reasonCount
 )
 
 var reasonNames = [reasonCount]string{
-	ReasonNone:           "none",
+	reasonNone:           "none",
 	ReasonStatus:         "status",
 	ReasonPartial:        "partial_content",
 	ReasonAlreadyEncoded: "already_encoded",
@@ -95,7 +88,7 @@ var reasonNames = [reasonCount]string{
 }
 
 // String returns the reason's name in snake case, as the [Counters] export
-// it: "too_small", "content_type", and "none" for [ReasonNone].
+// it: "too_small", "content_type", and "none" for the zero Reason.
 func (r Reason) String() string {
 	if r >= reasonCount {
 		return "Reason(" + strconv.Itoa(int(r)) + ")"
@@ -107,7 +100,7 @@ func (r Reason) String() string {
 // on Accept-Encoding: its content could have been encoded for another
 // request. Such a response carries Vary: Accept-Encoding, encoded or not.
 func (r Reason) varies() bool {
-	return r == ReasonNone || r >= ReasonRange
+	return r == reasonNone || r >= ReasonRange
 }
 
 // variesWith reports whether a response sent for why, with facts f and
@@ -301,14 +294,14 @@ func (m *Middleware) decide(f *facts) (verdict, Reason, need) {
 	case f.noTransform:
 		return sendPlain, ReasonNoTransform, 0
 	case f.precoded:
-		return sendEncoded, ReasonNone, 0
+		return sendEncoded, reasonNone, 0
 	case !f.typed && f.event <= atWrite:
 		// No byte to sniff yet. A body declared longer than the buffer is
 		// decided on its first bytes; any other waits for its end.
 		if f.declared > int64(m.buffers.Size()) {
-			return wait, ReasonNone, needBytes
+			return wait, reasonNone, needBytes
 		}
-		return wait, ReasonNone, needEnd
+		return wait, reasonNone, needEnd
 	case !f.typed:
 		// Nothing to sniff: an empty body, or a flush before any byte.
 		return sendPlain, ReasonContentType, 0
@@ -346,9 +339,9 @@ func (m *Middleware) decide(f *facts) (verdict, Reason, need) {
 		// A whole body of fewer than two bytes never comes out smaller.
 		return sendPlain, ReasonNoGain, 0
 	case f.event >= atOverflow || n > int64(m.buffers.Size()):
-		return sendEncoded, ReasonNone, 0
+		return sendEncoded, reasonNone, 0
 	}
-	return wait, ReasonNone, needEnd
+	return wait, reasonNone, needEnd
 }
 
 // bodyAllowed reports whether a response with this final status has a body:

@@ -31,27 +31,27 @@ func TestDecideNamesEveryReason(t *testing.T) {
 		{"already encoded", facts{responseFields: with(html, func(f *responseFields) { f.encoded = true }), status: 200, offered: true}, nil, sendPlain, ReasonAlreadyEncoded, 0},
 		{"no-transform", facts{responseFields: with(html, func(f *responseFields) { f.noTransform = true }), status: 200, offered: true}, nil, sendPlain, ReasonNoTransform, 0},
 		{"ineligible type at the header", facts{responseFields: png, status: 200, offered: true}, nil, sendPlain, ReasonContentType, 0},
-		{"untyped waits for the end", facts{responseFields: responseFields{declared: -1}, status: 200, offered: true}, nil, wait, ReasonNone, needEnd},
-		{"untyped and declared long waits for bytes", facts{responseFields: responseFields{declared: 5000}, status: 200, offered: true}, nil, wait, ReasonNone, needBytes},
+		{"untyped waits for the end", facts{responseFields: responseFields{declared: -1}, status: 200, offered: true}, nil, wait, reasonNone, needEnd},
+		{"untyped and declared long waits for bytes", facts{responseFields: responseFields{declared: 5000}, status: 200, offered: true}, nil, wait, reasonNone, needBytes},
 		{"untyped and empty at the end", facts{responseFields: responseFields{declared: -1}, status: 200, event: atEnd, offered: true}, nil, sendPlain, ReasonContentType, 0},
 		{"range request", facts{responseFields: html, status: 200, ranged: true}, nil, sendPlain, ReasonRange, 0},
 		{"client accepts no offer", facts{responseFields: html, status: 200}, nil, sendPlain, ReasonNotAccepted, 0},
 		{"declared too small", facts{responseFields: with(html, func(f *responseFields) { f.declared = 50 }), status: 200, offered: true}, nil, sendPlain, ReasonTooSmall, 0},
 		{"ended too small", facts{responseFields: html, status: 200, buffered: 50, event: atEnd, offered: true}, nil, sendPlain, ReasonTooSmall, 0},
 		{"ended short of its declared length", facts{responseFields: with(html, func(f *responseFields) { f.declared = 500 }), status: 200, buffered: 200, event: atEnd, offered: true}, nil, sendPlain, ReasonLength, 0},
-		{"HEAD judged by its declared length", facts{responseFields: with(html, func(f *responseFields) { f.declared = 500 }), status: 200, event: atEnd, head: true, offered: true}, nil, sendEncoded, ReasonNone, 0},
+		{"HEAD judged by its declared length", facts{responseFields: with(html, func(f *responseFields) { f.declared = 500 }), status: 200, event: atEnd, head: true, offered: true}, nil, sendEncoded, reasonNone, 0},
 		{"HEAD without length or body", facts{responseFields: html, status: 200, event: atEnd, head: true, offered: true}, nil, sendPlain, ReasonTooSmall, 0},
-		{"declared within the buffer waits", facts{responseFields: with(html, func(f *responseFields) { f.declared = 500 }), status: 200, offered: true}, nil, wait, ReasonNone, needEnd},
-		{"declared beyond the buffer streams", facts{responseFields: with(html, func(f *responseFields) { f.declared = 5000 }), status: 200, offered: true}, nil, sendEncoded, ReasonNone, 0},
-		{"unknown length waits", facts{responseFields: html, status: 200, buffered: 50, event: atWrite, offered: true}, nil, wait, ReasonNone, needEnd},
-		{"overflow streams", facts{responseFields: html, status: 200, buffered: 4000, event: atOverflow, offered: true}, nil, sendEncoded, ReasonNone, 0},
-		{"flush streams whatever the size", facts{responseFields: html, status: 200, buffered: 10, event: atFlush, offered: true}, nil, sendEncoded, ReasonNone, 0},
+		{"declared within the buffer waits", facts{responseFields: with(html, func(f *responseFields) { f.declared = 500 }), status: 200, offered: true}, nil, wait, reasonNone, needEnd},
+		{"declared beyond the buffer streams", facts{responseFields: with(html, func(f *responseFields) { f.declared = 5000 }), status: 200, offered: true}, nil, sendEncoded, reasonNone, 0},
+		{"unknown length waits", facts{responseFields: html, status: 200, buffered: 50, event: atWrite, offered: true}, nil, wait, reasonNone, needEnd},
+		{"overflow streams", facts{responseFields: html, status: 200, buffered: 4000, event: atOverflow, offered: true}, nil, sendEncoded, reasonNone, 0},
+		{"flush streams whatever the size", facts{responseFields: html, status: 200, buffered: 10, event: atFlush, offered: true}, nil, sendEncoded, reasonNone, 0},
 		{"ended with one byte", facts{responseFields: html, status: 200, buffered: 1, event: atEnd, offered: true}, noMin, sendPlain, ReasonNoGain, 0},
 		{"HEAD declaring one byte", facts{responseFields: with(html, func(f *responseFields) { f.declared = 1 }), status: 200, event: atEnd, head: true, offered: true}, noMin, sendPlain, ReasonNoGain, 0},
-		{"one byte with trailers streams", facts{responseFields: with(html, func(f *responseFields) { f.trailers = true }), status: 200, buffered: 1, event: atEnd, offered: true}, noMin, sendEncoded, ReasonNone, 0},
+		{"one byte with trailers streams", facts{responseFields: with(html, func(f *responseFields) { f.trailers = true }), status: 200, buffered: 1, event: atEnd, offered: true}, noMin, sendEncoded, reasonNone, 0},
 		{"no encoder to be had", facts{responseFields: html, status: 200, buffered: 500, event: atEnd, offered: true, noEncoder: true}, nil, sendPlain, ReasonNoEncoder, 0},
 		{"encoding no smaller", facts{responseFields: html, status: 200, buffered: 500, event: atEnd, offered: true, noGain: true}, nil, sendPlain, ReasonNoGain, 0},
-		{"ended within the buffer", facts{responseFields: html, status: 200, buffered: 500, event: atEnd, offered: true}, nil, sendEncoded, ReasonNone, 0},
+		{"ended within the buffer", facts{responseFields: html, status: 200, buffered: 500, event: atEnd, offered: true}, nil, sendEncoded, reasonNone, 0},
 	}
 	reached := map[Reason]bool{}
 	for _, tt := range tests {
@@ -68,7 +68,7 @@ func TestDecideNamesEveryReason(t *testing.T) {
 		})
 	}
 	// ReasonTooLarge is the FileServer's.
-	for r := ReasonNone; r < ReasonTooLarge; r++ {
+	for r := reasonNone; r < ReasonTooLarge; r++ {
 		if !reached[r] {
 			t.Errorf("no case reaches reason %q", r)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"log"
 	"math/bits"
 	"net/http"
 	"slices"
@@ -191,7 +192,15 @@ type dictStore struct {
 	learned  []*learnedRoute
 	training *semaphore.Weighted
 	jobs     sync.WaitGroup
-	observe  func(Event)
+	observe  func(LearnedInfo)
+	// logf logs what an operator must hear of once (learned.go).
+	logf func(format string, args ...any)
+	// offers are the Middleware's offers without a dictionary: a learned
+	// route measures its streamed deltas against them (learned.go).
+	offers []offer
+	// pollEvery is the least time between two reads of a learned route's
+	// pointer in the fleet's store (shared_learned.go).
+	pollEvery time.Duration
 
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
@@ -242,10 +251,34 @@ func dcbTableBytes(n int) int64 {
 	return handle + 2<<bucketBits + 4<<slotBits + 4*int64(n-7)
 }
 
+// registrableSaid is registrable for a handler's response, which gets no
+// Cache-Control from squeeze: one whose caching headers say nothing
+// (neither Cache-Control nor Expires) still carries Use-As-Dictionary, as
+// documented (DictionaryCacheControl): the handler is to give it the
+// freshness a browser needs, and squeeze cannot tell whether it may.
+func (s *dictStore) registrableSaid(h http.Header) bool {
+	if !hasField(h, "Cache-Control") && !hasField(h, "Expires") {
+		return true
+	}
+	return s.registrable(h, "")
+}
+
 // standaloneDictionary is a dictionary of WithDictionary and what serves it.
 type standaloneDictionary struct {
 	d                        *dictionary
 	etag, useAs, contentType string
+	s                        *dictStore // for its reports
+}
+
+// registrable reports whether a response with header h, given fresh as
+// its Cache-Control when it has none, is one a browser registers as a
+// dictionary (dictionaryRegistrable), counting it when it is not.
+func (s *dictStore) registrable(h http.Header, fresh string) bool {
+	if dictionaryRegistrable(h, fresh) {
+		return true
+	}
+	s.report(LearnedInfo{Step: learnedUnregistrable})
+	return false
 }
 
 // newDictStore builds the store from the configuration. It returns nil when
@@ -268,7 +301,9 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		known:      map[uint64]weak.Pointer[dictionary]{},
 		knownSeed:  maphash.MakeSeed(),
 		training:   semaphore.NewWeighted(1),
-		observe:    c.observe,
+		observe:    c.observer.Learned,
+		logf:       log.Printf,
+		pollEvery:  learnedPollEvery,
 	}
 	for _, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))
@@ -283,6 +318,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 			etag:        `"` + base64.RawURLEncoding.EncodeToString(d.hash[:]) + `"`,
 			useAs:       useAsDictionary(sd.match),
 			contentType: http.DetectContentType(sd.data),
+			s:           s,
 		}
 		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
 		s.standaloneMatch = append(s.standaloneMatch, sd.match)
@@ -680,6 +716,13 @@ const captureChunk = 32 << 10
 // or a same-site CORS request (RFC 9842 §9: see deltaSite); at the verdict,
 // deltaAllowed may still refuse it for what the response's header says.
 func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) {
+	if s.shared != nil {
+		// Every response may link a learned dictionary: the fleet's
+		// newest is looked for now and then (shared_learned.go).
+		for _, lr := range s.learned {
+			lr.maybePoll(r.Context())
+		}
+	}
 	path := r.URL.EscapedPath()
 	o, pattern, varies := s.begin(r, path, ranged)
 	var hook responseHook
@@ -689,6 +732,9 @@ func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) 
 		hook = s.linkHook
 	}
 	if lr := s.learnedFor(path); lr != nil {
+		if o != nil && lr.stopped.Load() && lr.holds(o.dict) {
+			o = nil // the route's deltas fell below their floor (learned.go)
+		}
 		hook = lr.follow(hook, r, o)
 	}
 	return o, hook
@@ -852,8 +898,10 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // committed makes the header edits of dictionaries on a path that matches
 // a pattern: Vary, Use-As-Dictionary on a body to remember (a GET or HEAD
 // 200 of an eligible type, not encoded by the handler, not a range, without
-// a Use-As-Dictionary of the handler's own, and public: see
-// publicResponse), and the Link to standalone dictionaries on text/html.
+// a Use-As-Dictionary of the handler's own, public (see publicResponse),
+// and with caching headers that let a browser register it: see
+// dictionaryRegistrable), and the Link to standalone dictionaries on
+// text/html.
 // It asks for the body of a GET to remember.
 func (d *dictResponse) committed(h http.Header, f facts) bool {
 	s := d.s
@@ -862,7 +910,7 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
 			f.eligible && !f.encoded && !f.ranged && !f.secret && len(h["Use-As-Dictionary"]) == 0 &&
-			publicResponse(d.req.Header, h) {
+			publicResponse(d.req.Header, h) && s.registrableSaid(h) {
 			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
@@ -962,15 +1010,26 @@ func (l *dictLinks) ended(responseEnd) {}
 // ServeHTTP answers a GET or HEAD for a WithDictionary path, through
 // the middleware like any response, with the dictionary's strong ETag and
 // Use-As-Dictionary, and "public, " dictionaryCacheControl unless the
-// handler in front set a Cache-Control (dictionaryHeaders).
+// handler in front set a Cache-Control (dictionaryHeaders); one that keeps
+// a browser from registering it drops Use-As-Dictionary, counted.
 func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Content-Type"] = []string{sd.contentType}
+	// Bytes learned from responses, or chosen by the operator, are no
+	// page: a browser must not sniff them into one (a learned dictionary
+	// holds text of HTML responses).
+	h["X-Content-Type-Options"] = []string{"nosniff"}
 	h["Etag"] = []string{sd.etag}
 	// The same bytes for every client, chosen by the operator or learned
 	// from public responses only: a shared cache may keep them, and a
 	// browser that sends a cookie still stores them.
-	dictionaryHeaders(h, false, sd.useAs, "public, "+dictionaryCacheControl, nil)
+	useAs := sd.useAs
+	if !sd.s.registrable(h, "public, "+dictionaryCacheControl) {
+		// The handler in front set caching headers no browser keeps a
+		// dictionary under: it goes out as bytes, counted.
+		useAs = ""
+	}
+	dictionaryHeaders(h, false, useAs, "public, "+dictionaryCacheControl, nil)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(sd.d.data))
 }
 
@@ -983,7 +1042,7 @@ func (s *dictStore) standaloneFor(r *http.Request) http.Handler {
 	if sd := s.standalone[r.URL.Path]; sd != nil {
 		return sd
 	}
-	return s.learnedServer(r.URL.Path)
+	return s.learnedServer(r.Context(), r.URL.Path)
 }
 
 // --- options ----------------------------------------------------------------
@@ -1000,21 +1059,15 @@ type standaloneConfig struct {
 // "/static/app.*.js" or "/api/*"; the other special characters of
 // URLPattern ( "(){}:\?+#" ) are errors.
 //
-// A GET 200 response to a matching path, of a content type
-// [WithContentTypes] allows, carries Use-As-Dictionary: match="<pattern>",
-// and its plain body is remembered (see [WithDictionaryStoreSize]), unless
-// it may not be shared beyond its client: Cache-Control private or
-// no-store, Set-Cookie, Vary: *, or an answer to a request with
-// Authorization or Cookie without Cache-Control: public. Such a response
-// is not sent as a delta against a remembered dictionary either, only
-// against one of [WithDictionary]. A later
-// request whose path matches the same pattern, naming that body in
-// Available-Dictionary and [DCZ] or [DCB] in Accept-Encoding, gets the
-// response as a delta against it when it comes from the same origin, or
-// from another origin of the same site in CORS mode and the response's
-// Access-Control-Allow-Origin names that origin or is "*" (a script on a
-// static subdomain loaded with crossorigin); never from another site. Every response to a
-// matching path carries Vary: Accept-Encoding, Available-Dictionary, Sec-Fetch-Site.
+// A public GET 200 response to a matching path, of a type
+// [WithContentTypes] allows, carries Use-As-Dictionary and is remembered
+// (see [WithDictionaryStoreSize]); a private one (Cache-Control private or
+// no-store, Set-Cookie, Vary: *, or credentials without Cache-Control:
+// public) is neither remembered nor sent as a delta against a remembered
+// dictionary. A later request naming that body in Available-Dictionary and
+// [DCZ] or [DCB] in Accept-Encoding gets a delta, from the same origin or,
+// in CORS mode, one the response's Access-Control-Allow-Origin allows;
+// never from another site. Details: docs/reference.md ("Dictionaries").
 //
 // Calls add up: two calls match the patterns of both (a pattern an earlier
 // call gave counts once); within one call a pattern listed twice is an
@@ -1048,16 +1101,10 @@ func WithDictionaryMatch(patterns ...string) Option {
 // positive. Dictionaries of [WithDictionary], and the state built for them,
 // do not count.
 //
-// The budget counts all the store holds for a remembered dictionary: its
-// bytes (the capacity kept), 1 KiB for its entry and offers, and, from the
-// first dcb request against it, the tables go-brrr prepares for it, charged
-// before they are built: 4 bytes per dictionary byte plus 256 KiB of hash
-// heads (more past 2 MiB; about 265 KiB for a 2 KiB dictionary, 4.3 MiB for
-// 1 MiB). When they do not fit, even alone, the client gets dcz if it named
-// it, else no delta. Beyond the budget squeeze holds only the encoders, in
-// use by responses or idle in a dictionary's pool until two garbage
-// collections pass, and the tables of a dictionary evicted while a response
-// was using them, until it ends (see docs/internals.md#the-dictionary-store).
+// The budget counts all the store holds for a remembered dictionary, the
+// dcb tables built for it included (charged before they are built; when
+// they do not fit, the client gets dcz or no delta); docs/internals.md
+// ("The dictionary store") says what else is held beyond it.
 func WithDictionaryStoreSize(n int64) Option {
 	return func(c *config) error {
 		if n <= 0 {

@@ -3,6 +3,7 @@ package squeeze
 import (
 	"net/http"
 	"strings"
+	"time"
 )
 
 // dictionaryCacheControl is the Cache-Control a file marked
@@ -33,7 +34,10 @@ const dictionaryCacheControl = "max-age=86400"
 //     dictionary): Use-As-Dictionary, and, unless fresh is "" (a file:
 //     dictionaryCacheControl; a WithDictionary or learned dictionary, the
 //     same bytes for every client: "public, " before it), fresh as the
-//     Cache-Control a browser needs to keep it, unless the handler set one;
+//     Cache-Control a browser needs to keep it, unless the handler set one.
+//     The caller passes a useAs only for a response a browser can register
+//     (dictionaryRegistrable, through dictStore.registrable, which counts
+//     the others);
 //   - links, the Link values to the standalone dictionaries, added to a
 //     text/html response (the caller passes nil for any other).
 func dictionaryHeaders(h http.Header, varies bool, useAs, fresh string, links []string) {
@@ -54,6 +58,71 @@ func dictionaryHeaders(h http.Header, varies bool, useAs, fresh string, links []
 		v := h["Link"]
 		h["Link"] = append(v[:len(v):len(v)], links...)
 	}
+}
+
+// dictionaryRegistrable reports whether a browser stores a response with
+// header h as a dictionary, fresh being the Cache-Control it gets when it
+// has none ("" for none): RFC 9842 section 2.2.1 has the client keep one
+// only while its response is fresh, and Chromium, the one client that
+// does, registers none whose Cache-Control says no-cache, no-store or
+// must-revalidate, nor one without freshness: a max-age above zero, a
+// stale-while-revalidate above zero, or, without max-age, an Expires
+// later than its Date (or now). s-maxage, for shared caches, does not
+// count. A Use-As-Dictionary the client ignores only costs a remembered
+// body and misleads whoever reads the header, so none is sent.
+func dictionaryRegistrable(h http.Header, fresh string) bool {
+	if !hasField(h, "Cache-Control") {
+		if fresh == "" {
+			return expiresLater(h)
+		}
+		h = http.Header{"Cache-Control": {fresh}}
+	}
+	blocked, maxAge, hasMaxAge, swr := false, int64(0), false, int64(0)
+	eachCacheDirective(h, func(name, value string) {
+		switch {
+		case equalFold(name, "no-cache"), equalFold(name, "no-store"), equalFold(name, "must-revalidate"):
+			blocked = true
+		case equalFold(name, "max-age"):
+			n, ok := deltaSeconds(value)
+			if !ok {
+				blocked = true // an invalid max-age is stale (RFC 9111 §4.2.1)
+			}
+			maxAge, hasMaxAge = n, true
+		case equalFold(name, "stale-while-revalidate"):
+			if n, ok := deltaSeconds(value); ok {
+				swr = n
+			}
+		}
+	})
+	switch {
+	case blocked:
+		return false
+	case maxAge > 0 || swr > 0:
+		return true
+	case hasMaxAge:
+		return false
+	}
+	return expiresLater(h)
+}
+
+// expiresLater reports whether h has one Expires later than its Date, or
+// than now without one.
+func expiresLater(h http.Header) bool {
+	v := h.Values("Expires")
+	if len(v) != 1 {
+		return false
+	}
+	exp, err := http.ParseTime(v[0])
+	if err != nil {
+		return false
+	}
+	now := time.Now()
+	if d := h.Values("Date"); len(d) == 1 {
+		if t, err := http.ParseTime(d[0]); err == nil {
+			now = t
+		}
+	}
+	return exp.After(now)
 }
 
 // dictVary is the Vary of a response on a dictionary path: whether it is a

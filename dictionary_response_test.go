@@ -489,9 +489,9 @@ func TestDictionaryConcurrentDeltas(t *testing.T) {
 
 func TestObserverReportsDictionaryDeltas(t *testing.T) {
 	v1, v2 := versions(16 << 10)
-	var events []squeeze.Event
+	var events []squeeze.ResponseInfo
 	h := newMiddleware(t, squeeze.WithDictionaryMatch("/js/app.*.js"),
-		squeeze.WithObserver(func(e squeeze.Event) { events = append(events, e) }),
+		squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) { events = append(events, e) }}),
 	).Handler(scripts(map[string][]byte{"/js/app.v1.js": v1, "/js/app.v2.js": v2}))
 	serveAt(h, "/js/app.v1.js", chromeAE)
 	rec := serveAt(h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(v1))

@@ -134,17 +134,18 @@ func ExampleMiddleware_Handler() {
 	// /logo.png: 200, Content-Encoding "", plain length 4096
 }
 
-// An observer sees every response once it is complete: the coding sent,
+// An observer's Response hook sees every response once it is complete: the coding sent,
 // or why none was, and the bytes before and after.
 func ExampleWithObserver() {
-	logEvent := func(e squeeze.Event) {
-		if e.Coding != "" {
-			fmt.Printf("%s: %d bytes encoded as %s, smaller: %v\n", e.Kind, e.In, e.Coding, e.Out < e.In)
-		} else {
-			fmt.Printf("%s: %d bytes sent plain: %s\n", e.Kind, e.In, e.Skipped)
-		}
-	}
-	m := squeeze.MustNew(squeeze.WithObserver(logEvent))
+	m := squeeze.MustNew(squeeze.WithObserver(squeeze.Observer{
+		Response: func(e squeeze.ResponseInfo) {
+			if e.Coding != "" {
+				fmt.Printf("response: %d bytes encoded as %s, smaller: %v\n", e.In, e.Coding, e.Out < e.In)
+			} else {
+				fmt.Printf("response: %d bytes sent plain: %s\n", e.In, e.Skipped)
+			}
+		},
+	}))
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, strings.Repeat("squeeze ", int(r.ContentLength)))
@@ -169,7 +170,7 @@ func ExampleCounters() {
 	//		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	//		counters.WritePrometheus(w)
 	//	})
-	m := squeeze.MustNew(squeeze.WithObserver(counters.Observe))
+	m := squeeze.MustNew(squeeze.WithObserver(counters.Observer()))
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, strings.Repeat("<p>squeeze</p>\n", int(r.ContentLength)))

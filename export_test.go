@@ -86,6 +86,17 @@ func WaitLearned(m *Middleware) {
 	}
 }
 
+// SetLearnedLog sets the log of m's learned dictionaries.
+func SetLearnedLog(m *Middleware, logf func(format string, args ...any)) {
+	m.dicts.logf = logf
+}
+
+// SetLearnedPollEvery sets the least time between two reads of a learned
+// route's pointer in m's shared store.
+func SetLearnedPollEvery(m *Middleware, d time.Duration) {
+	m.dicts.pollEvery = d
+}
+
 // SetSharedStoreLog replaces the logger of m's shared store's failures.
 func SetSharedStoreLog(m *Middleware, logf func(format string, args ...any)) {
 	m.shared.errLog.logf = logf

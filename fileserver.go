@@ -26,80 +26,29 @@ import (
 // its encoded responses carry their Content-Encoding). Mount it with
 // [http.StripPrefix] as one mounts http.FileServer.
 //
-// Only GET and HEAD are answered (405 otherwise). For each file it picks a
-// representation by the same negotiation as [Middleware.Handler]:
-//
-//   - A sibling named after the file with ".br", ".zst" or ".gz" (such as
-//     the command squeeze precompress writes) is sent byte for byte when the
-//     client accepts its coding and the Middleware offers it. A sibling is
-//     decoded once and compared with the file (by SHA-256); one that does
-//     not decode to it is never served, and is logged once. A sibling whose
-//     file is missing is served all the same, and decoded for clients that
-//     accept none of the codings; decoded, it is served whole to a request
-//     for several ranges, so that no request decodes it more than once.
-//   - Otherwise a file of a type [WithContentTypes] allows, at least
-//     [WithMinSize] long and no longer than its store keeps in one entry,
-//     is encoded on first use at the Middleware's level and kept (up to
-//     64 MiB, least recently used first, with files
-//     up to a quarter of it; with [WithCache], in the Cache, with files up
-//     to an eighth of it less an entry's bookkeeping); a better encoding
-//     at the coding's best level replaces it in the background. A longer
-//     file is sent from its siblings or unencoded: no request encodes, and
-//     no upgrade re-encodes, what the store cannot keep. Concurrent
-//     requests for one representation share one encoding. What an
-//     encoding holds as it runs, an upgrade's encoder included, is counted
-//     in the store's budget; when it has no room, the file goes out
-//     unencoded ([ReasonNoRoom]).
-//   - With [WithDictionaryMatch], every file whose URL path matches a
-//     pattern is a dictionary for the others on that pattern: a client
-//     naming one in Available-Dictionary gets the file as a dcz or dcb
-//     delta, computed once and kept. Such a file goes out with
-//     Cache-Control: max-age=86400 (a day) unless the handler in front
-//     of the file server set a Cache-Control: a browser keeps a dictionary
-//     only while it is fresh. A response the handler in front made
-//     private (Cache-Control private or no-store, Set-Cookie), or one to a
-//     request with Authorization or Cookie unless the handler in front
-//     set Cache-Control: public, is neither a dictionary nor a delta, and
-//     none of its encodings is written to a [WithSharedStore].
-//
-// A file that may be encoded, has a sibling or is a dictionary is hashed
-// once per version (concurrent requests sharing one read), and its
-// responses carry a strong ETag made from the SHA-256 of the plain
-// bytes, suffixed per coding as the Middleware suffixes ("abc" and
-// "abc-br"). Any other file (a video, an archive, a script too long to
-// encode) is served as [http.FileServer] serves it, without an ETag and
-// without being read beyond what the request asks for. Every response
-// carries Content-Length, Vary: Accept-Encoding (and
-// Available-Dictionary where a dictionary pattern applies), Last-Modified
-// when fsys knows the modification time, and a Content-Type from the
-// extension, else sniffed, as [http.ServeContent] does. Conditional
-// requests get 304 or 412 and HEAD the header of the GET, through
-// http.ServeContent. Range requests are answered from the plain bytes
-// (206, multipart ranges, 416), never encoded.
+// Only GET and HEAD are answered (405 otherwise). For each file it
+// negotiates as [Middleware.Handler] does and sends a checked
+// precompressed sibling (".br", ".zst", ".gz"; one that does not decode to
+// the file is never served), else an encoding made once and kept within a
+// counted budget (64 MiB, or the [WithCache]'s), else the file unencoded
+// ([ReasonNoRoom] when the budget had no room); with [WithDictionaryMatch],
+// a dcz or dcb delta against a matching file the client names. A response
+// the handler in front made private, or that answers credentials, is
+// neither a dictionary nor a delta nor written to a [WithSharedStore].
+// Responses carry a strong ETag from the plain bytes' SHA-256 (suffixed per
+// coding), Content-Length and Vary; conditional, HEAD and Range requests
+// are answered as [http.ServeContent] answers them, ranges never encoded.
 //
 // A directory is served as its index.html, else 404: there are no
-// listings; a directory's path without the final slash is redirected to
-// it. A path with an element starting with a dot (/.env, /.git/config)
-// gets 404 unless [FileServerDotfiles] allows it. Paths with ".."
-// elements get 400; a NUL, a backslash or an encoded
-// slash (%2F) gets 404. An [os.DirFS] tree is opened as an [os.Root], so
-// no symbolic link leads out of it. Only fsys that is itself an os.DirFS
-// is recognised: one wrapped, fs.Sub(os.DirFS(dir), "static") among them,
-// follows symbolic links wherever they lead. Pass os.DirFS of the
-// subdirectory, or for other file systems that follow links
-// (*os.Root).FS.
+// listings. A path with an element starting with a dot gets 404 unless
+// [FileServerDotfiles] allows it; ".." gets 400; a NUL, a backslash or
+// %2F gets 404. An [os.DirFS] tree is opened as an [os.Root], so no
+// symbolic link leads out of it; a wrapped one (fs.Sub of it) follows
+// links wherever they lead.
 //
-// The file server hashes a file once per version, and tells versions
-// apart by size, modification time and, on Unix systems, device, inode and
-// change time. Where fsys tells nothing more than size and modification time
-// (embed.FS, fstest.MapFS, Windows), a file replaced by one of the same size
-// and modification time keeps the old hash: its ETag and stored encodings.
-//
-// Encoding at the best level runs on at most one goroutine per file
-// server, started for one representation and ending with it; a request
-// that finds it busy does not wait or queue, and a later request for the
-// same representation tries again. An idle file server runs nothing, so
-// it needs no Close.
+// Where fsys tells only size and modification time (embed.FS, Windows), a
+// file replaced by one of the same size and time keeps its old hash. The
+// details are in docs/reference.md ("Static files").
 func (m *Middleware) FileServer(fsys fs.FS, opts ...FileServerOption) http.Handler {
 	if m.buffers == nil {
 		m = defaultMiddleware()

@@ -48,17 +48,17 @@ func TestFileServerEncodesNoMoreThanItsStoreKeeps(t *testing.T) {
 	}{
 		// The cache keeps entries of up to an eighth of its 4 MiB, and
 		// has room for the encoders' memory, which encodings claim too.
-		{"file the cache keeps", 16 << 10, 3, true, squeeze.ReasonNone},             // hash, encode, upgrade
+		{"file the cache keeps", 16 << 10, 3, true, squeeze.Reason(0)},              // hash, encode, upgrade
 		{"file the cache cannot keep", 768 << 10, 6, false, squeeze.ReasonTooLarge}, // each body
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			js := textBody(31, tc.size)
 			var read atomic.Int64
 			fsys := readCountingFS{FS: fstest.MapFS{"app.js": {Data: js, ModTime: fsModTime}}, n: &read}
-			var events []squeeze.Event
+			var events []squeeze.ResponseInfo
 			var mu sync.Mutex
 			m := newMiddleware(t, squeeze.WithEncodings(squeeze.Gzip), squeeze.WithCache(newCache(t, 4<<20)),
-				squeeze.WithObserver(func(e squeeze.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }))
+				squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) { mu.Lock(); events = append(events, e); mu.Unlock() }}))
 			h, _ := fileServer(t, m, fsys)
 			for i := range 6 {
 				w := fsGet(h, "GET", "/app.js", "Accept-Encoding", "gzip")

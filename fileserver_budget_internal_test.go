@@ -65,14 +65,14 @@ func TestFileServerEncodingsInFlightStayWithinTheStoreBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &gatedFS{fsys: fsys}
 			var encoded, noRoom atomic.Int64
-			h := tc.serve(t, g, WithObserver(func(e Event) {
+			h := tc.serve(t, g, WithObserver(Observer{Response: func(e ResponseInfo) {
 				switch {
 				case e.Coding == Gzip:
 					encoded.Add(1)
 				case e.Skipped == ReasonNoRoom:
 					noRoom.Add(1)
 				}
-			}))
+			}}))
 			// Hash every file first (a plain GET of a file that may be
 			// encoded hashes it), so that only the requests measured read.
 			getAll(t, h, files, "")

@@ -29,7 +29,7 @@ type fileRequest struct {
 	// prefix was stripped: dictionary patterns apply to it.
 	upath string
 	meta  *fileMeta
-	ev    Event
+	ev    ResponseInfo
 	// public is set when the response may be shared beyond its client
 	// (publicResponse), as serveFile finds it.
 	public bool
@@ -44,7 +44,6 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	fr := &fileRequest{s: s, r: r, w: &fileWriter{ResponseWriter: w}}
 	if s.m.observe != nil {
-		fr.ev.Kind = ResponseEvent
 		defer fr.report()
 	}
 	w = fr.w
@@ -337,7 +336,7 @@ func (fr *fileRequest) fileHeader(f fs.File, meta *fileMeta, eligible bool, dict
 		return
 	}
 	useAs := ""
-	if dictPattern > 0 && eligible && fr.public {
+	if dictPattern > 0 && eligible && fr.public && d.registrable(h, dictionaryCacheControl) {
 		useAs = d.useAs[dictPattern-1]
 		if fr.r.Method == http.MethodGet && meta.etag != "" {
 			fr.rememberFileDictionary(f, d.patterns[dictPattern-1])
@@ -492,7 +491,7 @@ func (fr *fileRequest) conditionalTags(meta *fileMeta, coding string) {
 	}
 }
 
-// report sends the request's Event to the observer. A response with any
+// report sends the request's ResponseInfo to the observer. A response with any
 // status but 200 is not the file (a 304 or 206 of it, or the file server's
 // own answer): its reason is the verdict on what went out, as the
 // Middleware's Handler would give it.
@@ -508,7 +507,7 @@ func (fr *fileRequest) report() {
 		e.In = e.Out
 	}
 	if e.Coding != "" {
-		e.Skipped = ReasonNone
+		e.Skipped = reasonNone
 	}
 	fr.s.m.observe(e)
 }

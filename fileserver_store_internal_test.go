@@ -96,14 +96,14 @@ func TestFileServerDeltaReservesItsEncoderAtTheMiddlewaresLevel(t *testing.T) {
 		accept, coding string
 		skipped        Reason
 	}{
-		{3, "dcz, br", DCZ, ReasonNone},
-		{19, "dcz, br", Brotli, ReasonNone},
+		{3, "dcz, br", DCZ, reasonNone},
+		{19, "dcz, br", Brotli, reasonNone},
 		{19, "dcz", "", ReasonNoRoom},
 	} {
 		t.Run("zstd "+strconv.Itoa(tc.level)+" "+tc.accept, func(t *testing.T) {
 			var skipped atomic.Value
 			m, err := New(WithDictionaryMatch("/app.*.js"), WithLevel(Zstd, tc.level),
-				WithObserver(func(e Event) { skipped.Store(e.Skipped) }))
+				WithObserver(Observer{Response: func(e ResponseInfo) { skipped.Store(e.Skipped) }}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -590,12 +590,12 @@ func TestFileServerReportsEvents(t *testing.T) {
 	js := textBody(15, 20000)
 	files := map[string][]byte{"app.js": js, "app.js.gz": encodeAt(t, "gzip", 1, js), "img.png": randomBody(1, 5000)}
 	var mu sync.Mutex
-	var events []squeeze.Event
-	m := newMiddleware(t, squeeze.WithObserver(func(e squeeze.Event) {
+	var events []squeeze.ResponseInfo
+	m := newMiddleware(t, squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()
-	}))
+	}}))
 	h, _ := fileServer(t, m, fstest.MapFS{
 		"app.js": {Data: files["app.js"]}, "app.js.gz": {Data: files["app.js.gz"]}, "img.png": {Data: files["img.png"]},
 	})
@@ -605,9 +605,9 @@ func TestFileServerReportsEvents(t *testing.T) {
 		skipped    squeeze.Reason
 		cached     bool
 	}{
-		{"/app.js", "br", "br", squeeze.ReasonNone, false},
-		{"/app.js", "br", "br", squeeze.ReasonNone, true},
-		{"/app.js", "gzip", "gzip", squeeze.ReasonNone, true},
+		{"/app.js", "br", "br", squeeze.Reason(0), false},
+		{"/app.js", "br", "br", squeeze.Reason(0), true},
+		{"/app.js", "gzip", "gzip", squeeze.Reason(0), true},
 		{"/app.js", "", "", squeeze.ReasonNotAccepted, false},
 		{"/img.png", "br", "", squeeze.ReasonContentType, false},
 		{"/missing", "br", "", squeeze.ReasonTooSmall, false}, // its 19-byte text
@@ -652,7 +652,7 @@ func TestFileServerReportsTheReasonsTheMiddlewareWould(t *testing.T) {
 		hdr                    []string
 		want                   squeeze.Reason
 	}{
-		{"encoded", "GET", "/app.js", "br", nil, squeeze.ReasonNone},
+		{"encoded", "GET", "/app.js", "br", nil, squeeze.Reason(0)},
 		{"image", "GET", "/img.png", "br", nil, squeeze.ReasonContentType},
 		{"image, HEAD", "HEAD", "/img.png", "br", nil, squeeze.ReasonContentType},
 		{"too small", "GET", "/tiny.js", "br", nil, squeeze.ReasonTooSmall},
@@ -670,7 +670,7 @@ func TestFileServerReportsTheReasonsTheMiddlewareWould(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got events
-			m := newMiddleware(t, squeeze.WithObserver(got.observe))
+			m := newMiddleware(t, squeeze.WithObserver(squeeze.Observer{Response: got.observe}))
 			fsrv, _ := fileServer(t, m, fsys)
 			for _, h := range []struct {
 				name string
@@ -681,7 +681,7 @@ func TestFileServerReportsTheReasonsTheMiddlewareWould(t *testing.T) {
 			} {
 				rec := serveMethod(h.h, tc.method, tc.path, tc.ae, tc.hdr...)
 				e := got.only(t)
-				if e.Skipped != tc.want || (e.Coding != "") != (tc.want == squeeze.ReasonNone) {
+				if e.Skipped != tc.want || (e.Coding != "") != (tc.want == squeeze.Reason(0)) {
 					t.Errorf("%s: %d, event %+v; want Skipped %v", h.name, rec.Code, e, tc.want)
 				}
 			}
@@ -712,17 +712,17 @@ func TestFileServerReasonsOfItsOwn(t *testing.T) {
 		coding         string
 		want           squeeze.Reason
 	}{
-		{"sibling", "/app.js", "gzip", nil, "gzip", squeeze.ReasonNone},
-		{"small file's sibling", "/tiny.js", "gzip", nil, "gzip", squeeze.ReasonNone},
+		{"sibling", "/app.js", "gzip", nil, "gzip", squeeze.Reason(0)},
+		{"small file's sibling", "/tiny.js", "gzip", nil, "gzip", squeeze.Reason(0)},
 		{"small file's sibling not accepted", "/tiny.js", "br", nil, "", squeeze.ReasonNotAccepted},
-		{"untyped file's sibling", "/data.bin", "gzip", nil, "gzip", squeeze.ReasonNone},
+		{"untyped file's sibling", "/data.bin", "gzip", nil, "gzip", squeeze.Reason(0)},
 		{"untyped file's sibling not accepted", "/data.bin", "br", nil, "", squeeze.ReasonNotAccepted},
 		// A range is answered from the plain file: its siblings are not looked at.
 		{"untyped file with siblings, ranged", "/data.bin", "gzip", []string{"Range", "bytes=0-9", "If-Range", `"other"`}, "", squeeze.ReasonContentType},
 		{"longer than the store keeps", "/big.js", "br", nil, "", squeeze.ReasonTooLarge},
 		{"longer than the store keeps, client accepts nothing", "/big.js", "", nil, "", squeeze.ReasonNotAccepted},
 		{"a store that keeps nothing", "/lib.js?tiny", "br", nil, "", squeeze.ReasonTooLarge},
-		{"orphan's sibling", "/gone.js", "gzip", nil, "gzip", squeeze.ReasonNone},
+		{"orphan's sibling", "/gone.js", "gzip", nil, "gzip", squeeze.Reason(0)},
 		{"orphan decoded", "/gone.js", "br", nil, "", squeeze.ReasonNotAccepted},
 		{"orphan decoded for a range ignored", "/gone.js", "gzip", []string{"Range", "bytes=0-9", "If-Range", `"other"`}, "", squeeze.ReasonRange},
 		{"method not allowed", "/app.js", "br", []string{"X-Method", "POST"}, "", squeeze.ReasonTooSmall},
@@ -737,7 +737,7 @@ func TestFileServerReasonsOfItsOwn(t *testing.T) {
 				// bookkeeping.
 				tc.path, c = strings.TrimSuffix(tc.path, "?tiny"), newCache(t, 1000)
 			}
-			m := newMiddleware(t, squeeze.WithObserver(got.observe), squeeze.WithCache(c))
+			m := newMiddleware(t, squeeze.WithObserver(squeeze.Observer{Response: got.observe}), squeeze.WithCache(c))
 			fsrv, _ := fileServer(t, m, fsys)
 			method := "GET"
 			if len(tc.hdr) == 2 && tc.hdr[0] == "X-Method" {

@@ -2,11 +2,13 @@ package squeeze
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,6 +70,26 @@ const learnedMinSamples = 4
 // measure the dictionary on a response it was not trained on.
 const learnedRoundSamples = learnedMinSamples + 1
 
+// The guard of streamed deltas. A whole delta goes out only if it is
+// smaller than the coding it replaces (sendWhole); a streamed one goes
+// out before that can be known, so a route measures its streamed deltas:
+// the first learnedProbeFirst after its deltas start, then one in
+// learnedProbeEvery, each encoded again without the dictionary once it has
+// gone out. Once learnedProbeMin are measured and the deltas saved less
+// than learnedDeltaFloor of what the coding they replace took, the route
+// sends no delta until a new dictionary, or a round that measures the live
+// one saving at least the floor on the route's samples (measured). A
+// route of user content poisoned so that every page goes out larger as a
+// delta so costs a few responses of a few dozen bytes per round.
+const (
+	learnedProbeFirst = 8
+	learnedProbeEvery = 16
+	learnedProbeMin   = 3
+	learnedDeltaFloor = 0.02
+	// learnedProbeDecay is the count at which the tally is halved.
+	learnedProbeDecay = 32
+)
+
 // learnedMaxAge is how long a client may keep a learned dictionary fresh
 // (its Cache-Control max-age): a superseded dictionary stays served, and
 // answered, while a client announced it within this time.
@@ -84,6 +106,10 @@ type learnedConfig struct {
 	interval    time.Duration
 	keep        int
 	path        string
+	// credentials are the canonical names of the request header fields
+	// that carry credentials besides Cookie and Authorization
+	// (LearnedCredentialHeaders).
+	credentials []string
 }
 
 // LearnedOption configures one [WithLearnedDictionary] route.
@@ -166,9 +192,11 @@ func LearnedRetrainBelow(saving float64) LearnedOption {
 }
 
 // LearnedInterval sets the least time between two rounds of the route:
-// after one, no response is sampled until it has passed, and with a
-// SharedStore a replica looks for the fleet's newer dictionary at most
-// this often. The default is 10 minutes; d must not be
+// after one, no response is sampled until it has passed. (With a
+// SharedStore a replica looks for the fleet's newer dictionary at each
+// round and, within a request, at most once a second, so that every
+// replica links and serves a dictionary one published from its next
+// request.) The default is 10 minutes; d must not be
 // negative.
 func LearnedInterval(d time.Duration) LearnedOption {
 	return func(c *learnedConfig) error {
@@ -206,14 +234,45 @@ func LearnedPath(prefix string) LearnedOption {
 	}
 }
 
+// LearnedCredentialHeaders names request header fields that carry
+// credentials, besides Cookie, Authorization and Proxy-Authorization,
+// which always count: X-Api-Key, say. A response to a request carrying one
+// is sampled only if it says Cache-Control: public (see
+// [WithLearnedDictionary]). Names are matched under any case; each must
+// be a valid field name. Calls add up.
+func LearnedCredentialHeaders(names ...string) LearnedOption {
+	return func(c *learnedConfig) error {
+		for _, n := range names {
+			if !isToken(n) {
+				return fmt.Errorf("LearnedCredentialHeaders(%q): %q is not a header field name", names, n)
+			}
+			k := http.CanonicalHeaderKey(n)
+			if !slices.Contains(c.credentials, k) {
+				c.credentials = append(c.credentials, k)
+			}
+		}
+		return nil
+	}
+}
+
 // WithLearnedDictionary turns on dictionaries learned from traffic for the
 // paths matching pattern (a pattern as in [WithDictionaryMatch]).
 //
-// squeeze samples the public responses to GET requests on the route (200,
-// of a type [WithContentTypes] allows, not encoded by the handler): never
-// one marked private or no-store, one that sets a cookie, nor the answer
-// to a request with Authorization or Cookie unless it says
-// Cache-Control: public. Once it holds enough, it trains a dictionary in
+// A learned dictionary is published to everyone: any client may fetch it,
+// and every page links it. So squeeze samples only the responses to GET
+// requests on the route (200, of a type [WithContentTypes] allows, not
+// encoded by the handler) that say they may be shared with anyone:
+// Cache-Control: public, or a max-age or s-maxage (above zero) answering
+// a request with no query string and no credentials of any kind (Cookie,
+// Authorization, Proxy-Authorization, and the fields of
+// [LearnedCredentialHeaders]). Never one marked private or no-store, one
+// that sets a cookie, one that says nothing of sharing, nor one reached
+// by a URL with a query string (a share or reset link is a secret)
+// unless public. Each response refused is counted by reason (see
+// "skipped_private" and those after it) and the first of each
+// reason on a route is logged, with how far the route is from its next
+// round: a route whose visitors carry a session cookie learns nothing
+// until its responses say public. Once it holds enough, it trains a dictionary in
 // the background, one training at a time per Middleware, within the
 // budgets the options set, and serves it at its own URL (see
 // [LearnedPath]) with Use-As-Dictionary naming pattern and an id, a
@@ -287,6 +346,11 @@ type learnedRoute struct {
 	// nextPoll is when the next may start (unix nanoseconds).
 	polling  atomic.Bool
 	nextPoll atomic.Int64
+	// unshared is the route's dictionary the fleet's store did not take,
+	// to be shared again; sharing is set while it is written
+	// (shared_learned.go).
+	unshared atomic.Pointer[learnedDict]
+	sharing  atomic.Bool
 
 	mu      sync.Mutex
 	samples [][]byte // guarded by mu
@@ -302,6 +366,27 @@ type learnedRoute struct {
 	// measured (math.Float64bits), 0 until measured: it estimates what
 	// deltas save.
 	saved atomic.Uint64
+
+	// pending is len(samples), for the reports of samples refused; logged
+	// has a bit per sampleRefusal logged once already.
+	pending atomic.Int64
+	logged  atomic.Uint32
+
+	// The guard of streamed deltas (probeStream): stopped is set while
+	// the route sends no deltas; probes counts the deltas that may stream
+	// since the route's deltas last (re)started; probing is set while one
+	// is measured. The tally, guarded by mu, sums what the probes found,
+	// halved as it grows so that the newest weigh most.
+	stopped atomic.Bool
+	probes  atomic.Int64
+	probing atomic.Bool
+	tally   streamTally
+}
+
+// streamTally sums what probes of a route's streamed deltas found.
+type streamTally struct {
+	count                  int
+	plain, delta, replaced int64
 }
 
 const (
@@ -364,8 +449,9 @@ func (s *dictStore) lookupLearned(hash [32]byte) *dictionary {
 }
 
 // learnedServer returns the handler of the learned dictionary served at
-// path, or nil.
-func (s *dictStore) learnedServer(path string) http.Handler {
+// path, or nil: one of a route's live dictionaries, or, with a
+// SharedStore, one another replica linked (serveFromFleet), within ctx.
+func (s *dictStore) learnedServer(ctx context.Context, path string) http.Handler {
 	for _, r := range s.learned {
 		if !strings.HasPrefix(path, r.cfg.path) {
 			continue
@@ -373,6 +459,11 @@ func (s *dictStore) learnedServer(path string) http.Handler {
 		for _, ld := range r.live.Load().dicts {
 			if ld.path == path {
 				return ld.sd
+			}
+		}
+		if s.shared != nil {
+			if h := r.serveFromFleet(ctx, path); h != nil {
+				return h
 			}
 		}
 	}
@@ -438,6 +529,7 @@ func (r *learnedRoute) newLearnedDict(data []byte, gen uint64) *learnedDict {
 			etag:        `"` + name + `"`,
 			useAs:       useAsDictionary(r.cfg.pattern) + ", id=" + id,
 			contentType: "text/plain; charset=utf-8", // compressed on the way, as text
+			s:           r.s,
 		},
 		path: r.cfg.path + name,
 		gen:  gen,
@@ -471,12 +563,68 @@ func (r *learnedRoute) publish(ld *learnedDict) bool {
 		}
 	}
 	r.live.Store(&learnedSet{dicts: next, link: "<" + ld.path + `>; rel="compression-dictionary"`})
+	r.restartDeltas()
 	return true
 }
 
-// measured records what a round found.
+// restartDeltas (re)starts the route's deltas with a fresh tally of
+// probes. Callers hold r.mu.
+func (r *learnedRoute) restartDeltas() {
+	r.tally = streamTally{}
+	r.probes.Store(0)
+	r.stopped.Store(false)
+}
+
+// measured records what a round found: what deltas save, and, when the
+// live dictionary saves at least the floor on the round's samples, the
+// restart of deltas the guard stopped (probeStream).
 func (r *learnedRoute) measured(m learnedMeasure) {
 	r.saved.Store(math.Float64bits(m.savedPerByte))
+	if m.ratio > 0 && 1-m.ratio >= learnedDeltaFloor && r.stopped.Load() {
+		r.mu.Lock()
+		r.restartDeltas()
+		r.mu.Unlock()
+	}
+}
+
+// wantsProbe reports whether a delta on the route that may stream is to be
+// measured (see learnedProbeFirst), claiming the route's one probe.
+func (r *learnedRoute) wantsProbe() bool {
+	n := r.probes.Add(1)
+	return (n <= learnedProbeFirst || n%learnedProbeEvery == 0) && r.probing.CompareAndSwap(false, true)
+}
+
+// probeStream measures a streamed delta in coding of body that went out
+// in sent bytes against the coding it replaced, and stops the route's
+// deltas when the tally's saving falls below the floor. It releases the
+// route's probe.
+func (r *learnedRoute) probeStream(coding string, body []byte, sent int64) {
+	defer r.probing.Store(false)
+	replaced, ok := r.s.encodedLen(coding, body)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	t := &r.tally
+	t.count++
+	t.plain += int64(len(body))
+	t.delta += sent
+	t.replaced += replaced
+	stop := t.count >= learnedProbeMin && float64(t.replaced-t.delta) < learnedDeltaFloor*float64(t.replaced)
+	last := *t
+	if t.count >= learnedProbeDecay {
+		*t = streamTally{count: t.count / 2, plain: t.plain / 2, delta: t.delta / 2, replaced: t.replaced / 2}
+	}
+	if stop {
+		*t = streamTally{}
+	}
+	r.mu.Unlock()
+	if !stop || !r.stopped.CompareAndSwap(false, true) {
+		return
+	}
+	r.s.report(LearnedInfo{Step: learnedDeltasStopped, Plain: last.plain, Saved: last.replaced - last.delta})
+	r.s.logf("squeeze: learned dictionary %q: %d streamed deltas went out in %d bytes where the coding they replace took %d: below the floor of %.0f%% saved, the route sends no deltas until its next dictionary or a round that measures its dictionary saving",
+		r.cfg.pattern, last.count, last.delta, last.replaced, 100*learnedDeltaFloor)
 }
 
 // savedPerByte returns the bytes a delta saved per plain byte, as
@@ -528,6 +676,7 @@ func (r *learnedRoute) addSample(body []byte, n int64) {
 	}
 	r.samples = append(r.samples, body)
 	r.sampled += n
+	r.pending.Store(int64(len(r.samples)))
 	full := len(r.samples) >= r.cfg.samples ||
 		len(r.samples) >= learnedRoundSamples && r.held.Load() > r.cfg.budget-r.maxSample()
 	var round [][]byte
@@ -535,6 +684,7 @@ func (r *learnedRoute) addSample(body []byte, n int64) {
 	if full {
 		round, cost = r.samples, r.sampled
 		r.samples, r.sampled = nil, 0
+		r.pending.Store(0)
 		r.state.Store(learnedRound)
 	}
 	r.mu.Unlock()
@@ -557,20 +707,18 @@ type learnedResponse struct {
 	delta string
 	h     http.Header
 	// innerWants is what inner's committed answered; sampling is set
-	// while the body is sampled, whose reserved bytes are reserved; n
-	// counts the plain bytes of a possible delta.
-	innerWants, sampling bool
-	body                 []byte
-	reserved, n          int64
+	// while the body is sampled and probing while it is collected to
+	// measure a streamed delta (probeStream), its reserved bytes reserved
+	// of the route's sample budget; n counts the plain bytes of a
+	// possible delta.
+	innerWants, sampling, probing bool
+	body                          []byte
+	reserved, n                   int64
 }
 
 // follow returns the hook of the response to req on the route, wrapping
-// inner (nil for none), which may go out in offer o; with a SharedStore it
-// looks for the fleet's newer dictionary now and then.
+// inner (nil for none), which may go out in offer o.
 func (r *learnedRoute) follow(inner responseHook, req *http.Request, o *offer) responseHook {
-	if r.s.shared != nil {
-		r.maybePoll()
-	}
 	l := &learnedResponse{inner: inner, r: r, req: req}
 	if o != nil && o.dict != nil && r.holds(o.dict) {
 		l.delta = o.coding
@@ -582,7 +730,9 @@ func (r *learnedRoute) follow(inner responseHook, req *http.Request, o *offer) r
 // edits, and starts sampling a body squeeze may learn from: a GET 200 of
 // an eligible type, not encoded by the handler nor a range nor one of the
 // learned dictionaries (a pattern may cover their path), that
-// publicResponse allows to be shared, while the route collects.
+// learnedSampleable says may be shared with anyone, while the route
+// collects. A response refused for its type or what it says of sharing
+// is reported (refused).
 func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	if l.inner != nil {
 		l.innerWants = l.inner.committed(h, f)
@@ -595,9 +745,9 @@ func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	}
 	dictionaryHeaders(h, true, "", "", links)
 	r := l.r
-	if l.req.Method == http.MethodGet && f.status == http.StatusOK && f.eligible && !f.encoded && !f.ranged && !f.secret &&
+	if l.req.Method == http.MethodGet && f.status == http.StatusOK && !f.encoded && !f.ranged && !f.secret &&
 		f.declared <= r.maxSample() && !strings.HasPrefix(l.req.URL.Path, r.cfg.path) && // not a dictionary itself
-		r.collecting() && publicResponse(l.req.Header, h) {
+		r.collecting() && r.sampleable(l.req, h, f) {
 		l.sampling = true
 		if f.declared > 0 {
 			if !r.reserve(f.declared) {
@@ -610,8 +760,70 @@ func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	}
 	if l.delta != "" {
 		l.h = h
+		// A body that ended within the buffer goes out whole, a delta
+		// only if it is the smaller (sendWhole); one that may stream is
+		// probed now and then.
+		if f.event != atEnd && r.wantsProbe() {
+			l.probing = true
+			if !l.sampling && f.declared > 0 {
+				if f.declared > r.maxSample() || !r.reserve(f.declared) {
+					l.probing = false
+					r.probing.Store(false)
+				} else {
+					l.reserved = f.declared
+					l.body = make([]byte, 0, f.declared)
+				}
+			}
+		}
 	}
-	return l.innerWants || l.sampling || l.delta != ""
+	return l.innerWants || l.sampling || l.probing || l.delta != ""
+}
+
+// sampleable reports whether the response to req, whose header is h, may
+// be sampled (learnedSampleable), reporting why not when it may not.
+func (r *learnedRoute) sampleable(req *http.Request, h http.Header, f facts) bool {
+	why := sampleType
+	if f.eligible {
+		why = learnedSampleable(req, h, r.cfg.credentials)
+	}
+	if why == sampleOK {
+		return true
+	}
+	r.refused(why, req)
+	return false
+}
+
+// refusalResults maps a sampleRefusal to what it is reported as.
+var refusalResults = [...]string{
+	samplePrivate:     learnedSkippedPrivate,
+	sampleUnmarked:    learnedSkippedUnmarked,
+	sampleCredentials: learnedSkippedCredentials,
+	sampleQuery:       learnedSkippedQuery,
+	sampleType:        learnedSkippedType,
+}
+
+// refusalWords says in a log line why a response was not sampled.
+var refusalWords = [...]string{
+	samplePrivate:     "it is private (Cache-Control private or no-store, Set-Cookie, or Vary: *)",
+	sampleUnmarked:    "it says nothing of sharing (neither Cache-Control public nor a max-age or s-maxage)",
+	sampleCredentials: "its request carried credentials (Cookie, Authorization or a LearnedCredentialHeaders field) and it does not say Cache-Control public",
+	sampleQuery:       "its request had a query string, which may be a secret, and it does not say Cache-Control public",
+	sampleType:        "squeeze does not compress its content type",
+}
+
+// refused reports a response to req the route did not sample, for why,
+// with the samples the route holds toward its next round, and logs the
+// first of each reason on the route. The log names the path alone: a
+// query string may be a secret.
+func (r *learnedRoute) refused(why sampleRefusal, req *http.Request) {
+	held, need := r.pending.Load(), int64(r.cfg.samples)
+	r.s.report(LearnedInfo{Step: refusalResults[why], Samples: held, Size: need})
+	bit := uint32(1) << why
+	if old := r.logged.Load(); old&bit != 0 || !r.logged.CompareAndSwap(old, old|bit) {
+		return
+	}
+	r.s.logf("squeeze: learned dictionary %q: a response to %s was not sampled: %s; the route holds %d of the %d samples of its next round (logged once per route and reason; the counters count every one)",
+		r.cfg.pattern, req.URL.EscapedPath(), refusalWords[why], held, need)
 }
 
 // plain passes p on to the inner hook while it wants it, counts it for a
@@ -622,24 +834,28 @@ func (l *learnedResponse) plain(p []byte) bool {
 		l.innerWants = l.inner.plain(p)
 	}
 	l.n += int64(len(p))
-	if l.sampling {
+	if l.sampling || l.probing {
 		need := int64(len(l.body) + len(p))
 		if grow := need - l.reserved; grow > 0 {
 			if need > l.r.maxSample() || !l.r.reserve(grow) {
-				l.stopSampling()
+				l.stopCollecting()
 				return l.innerWants || l.delta != ""
 			}
 			l.reserved = need
 		}
 		l.body = append(l.body, p...)
 	}
-	return l.innerWants || l.sampling || l.delta != ""
+	return l.innerWants || l.sampling || l.probing || l.delta != ""
 }
 
-// stopSampling drops the body collected and its reservation.
-func (l *learnedResponse) stopSampling() {
+// stopCollecting drops the body collected and its reservation, and the
+// route's probe if this response held it.
+func (l *learnedResponse) stopCollecting() {
 	l.r.release(l.reserved)
-	l.sampling, l.body, l.reserved = false, nil, 0
+	if l.probing {
+		l.r.probing.Store(false)
+	}
+	l.sampling, l.probing, l.body, l.reserved = false, false, nil, 0
 }
 
 func (l *learnedResponse) flushed() {
@@ -659,11 +875,21 @@ func (l *learnedResponse) ended(end responseEnd) {
 	if end.wentWhole {
 		l.n = int64(len(end.whole))
 	}
-	if l.delta != "" && end.completed && !end.lengthMismatch && headerHasToken(l.h["Content-Encoding"], l.delta) {
+	wentDelta := l.delta != "" && end.completed && !end.lengthMismatch && headerHasToken(l.h["Content-Encoding"], l.delta)
+	if wentDelta {
 		r.s.reportDelta(r, l.n)
 	}
 	l.h = nil
+	if l.probing {
+		if wentDelta && !end.wentWhole && end.closed && int64(len(l.body)) == l.n {
+			r.probeStream(l.delta, l.body, end.sent) // releases the probe
+		} else {
+			r.probing.Store(false)
+		}
+		l.probing = false
+	}
 	if !l.sampling {
+		l.stopCollecting()
 		return
 	}
 	body, owned := l.body, true
@@ -673,7 +899,7 @@ func (l *learnedResponse) ended(end responseEnd) {
 	n := int64(len(body))
 	if !end.completed || end.lengthMismatch || end.secret || n == 0 || end.declared >= 0 && n != end.declared ||
 		n > r.maxSample() || n > l.reserved && !r.reserve(n-l.reserved) {
-		l.stopSampling()
+		l.stopCollecting()
 		return
 	}
 	l.reserved = max(l.reserved, n)
@@ -682,4 +908,45 @@ func (l *learnedResponse) ended(end responseEnd) {
 	}
 	r.addSample(body, l.reserved)
 	l.body, l.sampling, l.reserved = nil, false, 0
+}
+
+// encodedLen returns the length of body encoded in the coding a delta in
+// coding replaces: the same codec without the dictionary (zstd for dcz, br
+// for dcb) when the Middleware offers it, else its first offer, from the
+// Middleware's pools. ok is false when there is none or it failed.
+func (s *dictStore) encodedLen(coding string, body []byte) (n int64, ok bool) {
+	var fb *offer
+	for i := range s.offers {
+		if s.offers[i].coding == deltaCodec(coding) {
+			fb = &s.offers[i]
+			break
+		}
+	}
+	if fb == nil && len(s.offers) > 0 {
+		fb = &s.offers[0]
+	}
+	if fb == nil {
+		return 0, false
+	}
+	var c byteCount
+	e, err := fb.encoders.Get(&c)
+	if err != nil {
+		return 0, false
+	}
+	defer fb.encoders.Put(e)
+	if _, err := e.Write(body); err != nil {
+		return 0, false
+	}
+	if err := e.Close(); err != nil {
+		return 0, false
+	}
+	return int64(c), true
+}
+
+// byteCount is an io.Writer that counts what is written to it.
+type byteCount int64
+
+func (c *byteCount) Write(p []byte) (int, error) {
+	*c += byteCount(len(p))
+	return len(p), nil
 }

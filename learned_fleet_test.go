@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func learnedReplicas(t *testing.T, store *memStore, n int) ([]*squeeze.Middlewar
 	for range n {
 		c := new(squeeze.Counters)
 		m := newMiddleware(t, squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)),
-			squeeze.WithObserver(c.Observe),
+			squeeze.WithObserver(c.Observer()),
 			squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
 		ms, hs, cs = append(ms, m), append(hs, m.Handler(searchHandler("shop"))), append(cs, c)
 	}
@@ -165,5 +166,94 @@ func TestLearnedDictionaryIsRetrainedWhenItSavesTooLittle(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLearnedDictionaryIsServedByEveryReplicaFromItsNextRequest: once one
+// replica publishes, a replica that never sampled links the dictionary
+// from its next response, and serves it at the URL another replica
+// linked, fetched by hash from the store and verified, even when it read
+// the fleet's pointer a moment before the publish (it 404ed until it had
+// sampled a round of its own).
+func TestLearnedDictionaryIsServedByEveryReplicaFromItsNextRequest(t *testing.T) {
+	store := newMemStore()
+	ms, hs, _ := learnedReplicas(t, store, 4)
+	serveAt(hs[3], "/search/999", "br") // replica 3 reads the pointer now: none yet
+	squeeze.WaitLearned(ms[3])
+	for i := range 8 {
+		serveAt(hs[0], fmt.Sprintf("/search/%d", i), "br")
+	}
+	squeeze.WaitLearned(ms[0])
+	url, dict, useAs := learnedOf(hs[0])
+	if dict == nil {
+		t.Fatal("replica 0 trained no dictionary")
+	}
+	// Replica 1's first response links it.
+	if got := learnedLink(serveAt(hs[1], "/search/1000", "br").Header()); got != url {
+		t.Errorf("replica 1's first response links %q, want %q, replica 0's", got, url)
+	}
+	// Replica 2's first request is for the dictionary itself; replica 3
+	// read the pointer before the publish, so asks the store by hash.
+	for _, i := range []int{2, 3} {
+		rec := serveAt(hs[i], url, "")
+		if rec.Code != http.StatusOK || !bytes.Equal(rec.Body.Bytes(), dict) || rec.Header().Get("Use-As-Dictionary") != useAs ||
+			!strings.Contains(rec.Header().Get("Cache-Control"), "max-age=") {
+			t.Errorf("replica %d answers %s with %d, %d bytes, Use-As-Dictionary %q, Cache-Control %q; want replica 0's dictionary",
+				i, url, rec.Code, rec.Body.Len(), rec.Header().Get("Use-As-Dictionary"), rec.Header().Get("Cache-Control"))
+		}
+	}
+	// A made-up hash on the path is the handler's to answer.
+	if rec := serveAt(hs[3], squeeze.DefaultLearnedPath+strings.Repeat("A", 43), ""); rec.Header().Get("Use-As-Dictionary") != "" {
+		t.Errorf("a learned path naming no dictionary answered with a dictionary")
+	}
+	// Each replica sends deltas against it.
+	for i, h := range hs {
+		rec := serveAt(h, "/search/77", "dcz, br", "Available-Dictionary", availableFor(dict))
+		if ce := rec.Header().Get("Content-Encoding"); ce != squeeze.DCZ {
+			t.Errorf("replica %d sent %q to a client holding the fleet's dictionary, want dcz", i, ce)
+		}
+	}
+}
+
+// TestLearnedDictionaryTheStoreRefusedIsPublishedAgain: a store that
+// refuses the trained dictionary's writes leaves the other replicas
+// without it; the replica that trained it counts the failure, logs it
+// once, and writes it again at its next poll, after which every replica
+// links it.
+func TestLearnedDictionaryTheStoreRefusedIsPublishedAgain(t *testing.T) {
+	store := newMemStore()
+	ms, hs, cs := learnedReplicas(t, store, 2)
+	var mu sync.Mutex
+	var logs []string
+	for _, m := range ms {
+		squeeze.SetLearnedPollEvery(m, 0)
+		squeeze.SetLearnedLog(m, func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			logs = append(logs, fmt.Sprintf(format, args...))
+		})
+	}
+	store.failSets.Store(1)
+	for i := range 8 {
+		serveAt(hs[0], fmt.Sprintf("/search/%d", i), "br")
+	}
+	squeeze.WaitLearned(ms[0])
+	url, _, _ := learnedOf(hs[0])
+	squeeze.WaitLearned(ms[0])
+	if url == "" {
+		t.Fatal("replica 0 trained no dictionary")
+	}
+	if !strings.Contains(cs[0].String(), `"publish_failed":1`) {
+		t.Errorf("the failed publish is not counted: %s", cs[0].String())
+	}
+	serveAt(hs[0], "/search/1001", "br") // the next poll writes it again
+	squeeze.WaitLearned(ms[0])
+	if got := learnedLink(serveAt(hs[1], "/search/1002", "br").Header()); got != url {
+		t.Errorf("replica 1 links %q after replica 0 wrote it again, want %q", got, url)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs) != 1 || !strings.Contains(logs[0], "did not take") {
+		t.Errorf("log lines %q, want one saying the store did not take the dictionary", logs)
 	}
 }

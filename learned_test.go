@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/squeezehttp/squeeze"
@@ -84,7 +85,7 @@ func trainSearch(t *testing.T, m *squeeze.Middleware, h http.Handler, first, n i
 
 func TestLearnedDictionaryMakesLaterPagesDeltas(t *testing.T) {
 	var counters squeeze.Counters
-	m := newMiddleware(t, squeeze.WithObserver(counters.Observe),
+	m := newMiddleware(t, squeeze.WithObserver(counters.Observer()),
 		squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
 	h := m.Handler(searchHandler("shop"))
 	if rec := serveAt(h, "/search/0", "br"); learnedLink(rec.Header()) != "" {
@@ -134,38 +135,53 @@ func TestLearnedDictionaryMakesLaterPagesDeltas(t *testing.T) {
 }
 
 // TestLearnedDictionaryNeverHoldsPrivateResponses sends, for each way a
-// response may be private, pages carrying a secret that way, among fewer
-// public pages, and checks that the dictionary trained holds none of the
-// secret.
+// response may not be meant for everyone, pages carrying a secret that
+// way, among fewer public pages, and checks that the dictionary trained
+// holds none of the secret: a learned dictionary is published to
+// everyone. The private pages have paths of their own (/search/p...), so
+// that only what the case names tells them apart.
 func TestLearnedDictionaryNeverHoldsPrivateResponses(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		resp    map[string]string // response header fields of the private pages
+		resp    map[string]string // response header fields of the private pages; "" deletes
 		request []string          // request header fields of the private pages
+		query   string            // the query string of the private pages
+		opts    []squeeze.LearnedOption
 	}{
-		{"Cache-Control: private", map[string]string{"Cache-Control": "private, max-age=60"}, nil},
-		{"Cache-Control: no-store", map[string]string{"Cache-Control": "no-store"}, nil},
-		{"Set-Cookie", map[string]string{"Set-Cookie": "session=abc"}, nil},
-		{"Vary: *", map[string]string{"Vary": "*"}, nil},
-		{"Authorization", nil, []string{"Authorization", "Bearer token"}},
-		{"Cookie", nil, []string{"Cookie", "session=abc"}},
-		{"Authorization, s-maxage", map[string]string{"Cache-Control": "s-maxage=60, must-revalidate"}, []string{"Authorization", "Basic dXNlcjpwdw=="}},
-		{"cookie in lower case", nil, []string{"cookie", "session=abc"}},
+		{"Cache-Control: private", map[string]string{"Cache-Control": "private, max-age=60"}, nil, "", nil},
+		{"Cache-Control: no-store", map[string]string{"Cache-Control": "no-store"}, nil, "", nil},
+		{"Set-Cookie", map[string]string{"Set-Cookie": "session=abc"}, nil, "", nil},
+		{"Vary: *", map[string]string{"Vary": "*"}, nil, "", nil},
+		{"Authorization", map[string]string{"Cache-Control": ""}, []string{"Authorization", "Bearer token"}, "", nil},
+		{"Cookie", map[string]string{"Cache-Control": ""}, []string{"Cookie", "session=abc"}, "", nil},
+		{"Authorization, s-maxage", map[string]string{"Cache-Control": "s-maxage=60, must-revalidate"}, []string{"Authorization", "Basic dXNlcjpwdw=="}, "", nil},
+		{"cookie in lower case", map[string]string{"Cache-Control": ""}, []string{"cookie", "session=abc"}, "", nil},
+		{"Cookie, max-age", map[string]string{"Cache-Control": "max-age=60"}, []string{"Cookie", "session=abc"}, "", nil},
+		{"a capability URL saying nothing", map[string]string{"Cache-Control": ""}, nil, "?key=k7Qx", nil},
+		{"a capability URL with a max-age", map[string]string{"Cache-Control": "max-age=60"}, nil, "?key=k7Qx", nil},
+		{"a response saying nothing", map[string]string{"Cache-Control": ""}, nil, "", nil},
+		{"max-age=0", map[string]string{"Cache-Control": "max-age=0"}, nil, "", nil},
+		{"X-Api-Key named, max-age", map[string]string{"Cache-Control": "max-age=60"}, []string{"x-api-key", "k7Qx"}, "",
+			[]squeeze.LearnedOption{squeeze.LearnedCredentialHeaders("X-Api-Key")}},
+		{"Proxy-Authorization, max-age", map[string]string{"Cache-Control": "max-age=60"}, []string{"Proxy-Authorization", "Basic dXNlcjpwdw=="}, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const secret = "SECRET-MARKER-7f3a9c-"
-			m := newMiddleware(t, squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
+			opts := append([]squeeze.LearnedOption{squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)}, tc.opts...)
+			m := newMiddleware(t, squeeze.WithLearnedDictionary("/search/*", opts...))
+			squeeze.SetLearnedLog(m, func(string, ...any) {})
 			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				private := r.URL.Query().Get("private") != ""
+				private := strings.HasPrefix(r.URL.Path, "/search/p")
 				w.Header().Set("Content-Type", "text/html")
 				w.Header().Set("Cache-Control", "public, max-age=60")
 				body := searchPage("shop", len(r.URL.Path))
 				if private {
 					for k, v := range tc.resp {
-						w.Header().Set(k, v)
-					}
-					if tc.resp["Cache-Control"] == "" && tc.resp["Vary"] == "" {
-						w.Header().Del("Cache-Control")
+						if v == "" {
+							w.Header().Del(k)
+						} else {
+							w.Header().Set(k, v)
+						}
 					}
 					// The secret, repeated, makes up most of the page.
 					body = append(bytes.Repeat([]byte(secret+"account 4411 balance 1024; "), 200), body...)
@@ -173,7 +189,7 @@ func TestLearnedDictionaryNeverHoldsPrivateResponses(t *testing.T) {
 				_, _ = w.Write(body)
 			}))
 			for i := range 24 {
-				req := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/search/%d?private=1", i), nil)
+				req := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/search/p%d%s", i, tc.query), nil)
 				for k := 0; k+1 < len(tc.request); k += 2 {
 					req.Header[tc.request[k]] = []string{tc.request[k+1]}
 				}
@@ -190,6 +206,36 @@ func TestLearnedDictionaryNeverHoldsPrivateResponses(t *testing.T) {
 			dict := serveAt(h, url, "").Body.Bytes()
 			if bytes.Contains(dict, []byte(secret)) || bytes.Contains(dict, []byte("balance 1024")) {
 				t.Fatalf("the learned dictionary holds the private pages' secret")
+			}
+		})
+	}
+}
+
+// TestLearnedDictionarySamplesWhatSaysItIsForEveryone: a public response
+// is sampled whatever its request carried, a query string and a cookie
+// included, and a max-age one to a plain request.
+func TestLearnedDictionarySamplesWhatSaysItIsForEveryone(t *testing.T) {
+	for _, tc := range []struct {
+		name, cacheControl, query string
+		request                   []string
+	}{
+		{"public, with a query and a cookie", "public", "?q=1", []string{"Cookie", "theme=dark"}},
+		{"max-age, plain request", "max-age=60", "", nil},
+		{"s-maxage, plain request", "s-maxage=60", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMiddleware(t, squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
+			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.Header().Set("Cache-Control", tc.cacheControl)
+				_, _ = w.Write(searchPage("shop", len(r.URL.Path)))
+			}))
+			for i := range 8 {
+				serveAt(h, fmt.Sprintf("/search/%d%s", i, tc.query), "br", tc.request...)
+			}
+			squeeze.WaitLearned(m)
+			if learnedLink(serveAt(h, "/search/1", "br").Header()) == "" {
+				t.Fatal("no dictionary was trained on 8 pages that may be shared with anyone")
 			}
 		})
 	}
@@ -232,6 +278,7 @@ func TestLearnedDictionaryGivesPrivateResponsesNoDelta(t *testing.T) {
 	m := newMiddleware(t, squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Cache-Control", "max-age=60")
 		if r.URL.Query().Get("private") != "" {
 			w.Header().Set("Cache-Control", "private")
 		}
@@ -255,6 +302,190 @@ func TestLearnedDictionaryGivesPrivateResponsesNoDelta(t *testing.T) {
 		hdr := append([]string{"Available-Dictionary", availableFor(dict)}, tc.hdr...)
 		if ce := serveAt(h, tc.path, "dcz, zstd", hdr...).Header().Get("Content-Encoding"); ce != tc.want {
 			t.Errorf("%s %q: Content-Encoding %q, want %q", tc.path, tc.hdr, ce, tc.want)
+		}
+	}
+}
+
+// TestLearnedRouteCountsAndLogsWhyItRefusesSamples: a route whose
+// responses are refused counts each by reason and logs the first of each
+// reason once, with how far the route is from its next round, and never
+// the query string, which may be a secret. A route whose visitors all
+// carry a session cookie is the case a newcomer met: it trained nothing
+// and said nothing.
+func TestLearnedRouteCountsAndLogsWhyItRefusesSamples(t *testing.T) {
+	var counters squeeze.Counters
+	m := newMiddleware(t, squeeze.WithObserver(counters.Observer()),
+		squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
+	var mu sync.Mutex
+	var logs []string
+	squeeze.SetLearnedLog(m, func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logs = append(logs, fmt.Sprintf(format, args...))
+	})
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/search/private"):
+			w.Header().Set("Cache-Control", "private, max-age=60")
+		case strings.HasPrefix(r.URL.Path, "/search/silent"):
+		case strings.HasPrefix(r.URL.Path, "/search/image"):
+			w.Header().Set("Content-Type", "image/png")
+			w.Header().Set("Cache-Control", "max-age=60")
+		default:
+			w.Header().Set("Cache-Control", "max-age=60")
+		}
+		_, _ = w.Write(searchPage("shop", len(r.URL.Path)))
+	}))
+	for i := range 3 {
+		serveAt(h, fmt.Sprintf("/search/%d", i), "br") // sampled
+	}
+	for i := range 5 {
+		serveAt(h, fmt.Sprintf("/search/c%d", i), "br", "Cookie", "session=s3cr3t")
+		serveAt(h, fmt.Sprintf("/search/q%d?token=t0ps3cr3t", i), "br")
+		serveAt(h, fmt.Sprintf("/search/private%d", i), "br")
+		serveAt(h, fmt.Sprintf("/search/silent%d", i), "br")
+		serveAt(h, fmt.Sprintf("/search/image%d", i), "br")
+	}
+	squeeze.WaitLearned(m)
+	s := counters.String()
+	for _, want := range []string{`"skipped_credentials":5`, `"skipped_query":5`, `"skipped_private":5`, `"skipped_unmarked":5`, `"skipped_type":5`, `"trained":0`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("counters lack %s: %s", want, s)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs) != 5 {
+		t.Fatalf("%d log lines for 25 samples refused for 5 reasons, want one per reason:\n%s", len(logs), strings.Join(logs, "\n"))
+	}
+	for _, want := range []string{"credentials", "query string", "private", "says nothing of sharing", "content type"} {
+		found := false
+		for _, l := range logs {
+			found = found || strings.Contains(l, want) && strings.Contains(l, `"/search/*"`) && strings.Contains(l, "holds 3 of the 8 samples")
+		}
+		if !found {
+			t.Errorf("no log line names the route, %q and the 3 of 8 samples held:\n%s", want, strings.Join(logs, "\n"))
+		}
+	}
+	for _, l := range logs {
+		if strings.Contains(l, "t0ps3cr3t") || strings.Contains(l, "s3cr3t") {
+			t.Errorf("a log line holds a secret of the request: %s", l)
+		}
+	}
+}
+
+// userPage returns a page of user content on the search route that shares
+// nothing with the route's template: random words a dictionary of the
+// route cannot hold.
+func userPage(i int) []byte {
+	var b bytes.Buffer
+	x := uint64(i)*0x9e3779b97f4a7c15 + 1
+	for b.Len() < 6000 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		const letters = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		for range 8 {
+			b.WriteByte(letters[x%uint64(len(letters))])
+			x /= uint64(len(letters))
+		}
+		b.WriteByte(' ')
+	}
+	return b.Bytes()
+}
+
+// TestLearnedRouteStopsStreamedDeltasLargerThanTheCodingTheyReplace
+// poisons a route of user content so that its streamed pages share
+// nothing with the learned dictionary: a delta of each then went out
+// larger than the zstd it replaced, 10 of 10. The route measures its
+// streamed deltas and stops sending them once they save less than the
+// floor: at most learnedProbeMin go out larger, the stop is counted, and
+// the next dictionary starts deltas again.
+func TestLearnedRouteStopsStreamedDeltasLargerThanTheCodingTheyReplace(t *testing.T) {
+	var counters squeeze.Counters
+	m := newMiddleware(t, squeeze.WithObserver(counters.Observer()),
+		squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0), squeeze.LearnedRetrainBelow(0.95)))
+	squeeze.SetLearnedLog(m, func(string, ...any) {})
+	search := searchHandler("shop")
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/search/u") {
+			search(w, r)
+			return
+		}
+		var i int
+		fmt.Sscanf(r.URL.Path, "/search/u%d", &i)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		// Public, so it may go out as a delta; not sampled (its query
+		// string), so no round starts meanwhile.
+		w.Header().Set("Cache-Control", "max-age=60")
+		page := userPage(i)
+		_, _ = w.Write(page[:100])
+		w.(http.Flusher).Flush() // streamed
+		_, _ = w.Write(page[100:])
+	}))
+	trainSearch(t, m, h, 0, 8)
+	_, dict, _ := learnedOf(h)
+	if dict == nil {
+		t.Fatal("no dictionary was trained")
+	}
+	larger, deltas := 0, 0
+	for i := range 10 {
+		path := fmt.Sprintf("/search/u%d?by=user", i)
+		rec := serveAt(h, path, "dcz, zstd", "Available-Dictionary", availableFor(dict))
+		plain := serveAt(h, path, "zstd")
+		if plain.Header().Get("Content-Encoding") != squeeze.Zstd {
+			t.Fatalf("%s without the dictionary went out as %q", path, plain.Header().Get("Content-Encoding"))
+		}
+		if rec.Header().Get("Content-Encoding") == squeeze.DCZ {
+			deltas++
+			if got, err := testtool.DecodeDictionary(squeeze.DCZ, rec.Body.Bytes(), dict); err != nil || !bytes.Equal(got, userPage(i)) {
+				t.Fatalf("%s as dcz does not decode to the page: %v", path, err)
+			}
+			if rec.Body.Len() > plain.Body.Len() {
+				larger++
+			}
+		}
+	}
+	t.Logf("%d of 10 streamed pages went out as dcz, %d larger than zstd", deltas, larger)
+	if larger > 3 {
+		t.Errorf("%d of 10 streamed pages went out as a delta larger than the zstd it replaced; want at most 3, the probes", larger)
+	}
+	if !strings.Contains(counters.String(), `"deltas_stopped":1`) {
+		t.Errorf("the stop is not counted: %s", counters.String())
+	}
+	// The template pages get no delta either while the route is stopped,
+	// and get them again after its next round, which trains a dictionary
+	// (the saving is below LearnedRetrainBelow).
+	if ce := serveAt(h, "/search/300", "dcz, zstd", "Available-Dictionary", availableFor(dict)).Header().Get("Content-Encoding"); ce != squeeze.Zstd {
+		t.Errorf("a page of the stopped route went out as %q, want zstd", ce)
+	}
+	trainSearch(t, m, h, 400, 8)
+	_, next, _ := learnedOf(h)
+	if next == nil || bytes.Equal(next, dict) {
+		t.Fatal("no new dictionary was trained")
+	}
+	if ce := serveAt(h, "/search/301", "dcz, zstd", "Available-Dictionary", availableFor(next)).Header().Get("Content-Encoding"); ce != squeeze.DCZ {
+		t.Errorf("a page went out as %q against the route's next dictionary, want dcz", ce)
+	}
+}
+
+// TestDictionaryResponsesForbidSniffing: a learned dictionary holds text
+// of HTML responses, and a WithDictionary one whatever the operator gave:
+// served as text, neither may be sniffed into a page.
+func TestDictionaryResponsesForbidSniffing(t *testing.T) {
+	m := newMiddleware(t, squeeze.WithDictionary("/dict/site", "/app/*", []byte("<html><script>alert(1)</script>")),
+		squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
+	h := m.Handler(searchHandler("shop"))
+	trainSearch(t, m, h, 0, 8)
+	url, _, _ := learnedOf(h)
+	if url == "" {
+		t.Fatal("no dictionary was trained")
+	}
+	for _, path := range []string{url, "/dict/site"} {
+		rec := serveAt(h, path, "br")
+		if rec.Code != http.StatusOK || rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: %d, X-Content-Type-Options %q, want nosniff", path, rec.Code, rec.Header().Get("X-Content-Type-Options"))
 		}
 	}
 }

@@ -74,13 +74,13 @@ func (r *learnedRoute) round(samples [][]byte, cost int64) {
 func (r *learnedRoute) train(samples [][]byte) {
 	s := r.s
 	if !s.training.TryAcquire(1) {
-		s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedRefused})
+		s.report(LearnedInfo{Step: learnedRefused})
 		return
 	}
 	defer s.training.Release(1)
 	input, held := r.trainingInput(samples)
 	if len(input) < learnedMinSamples || len(held) == 0 {
-		s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedRefused})
+		s.report(LearnedInfo{Step: learnedRefused})
 		return
 	}
 	r.mu.Lock()
@@ -112,7 +112,7 @@ func (r *learnedRoute) train(samples [][]byte) {
 	for _, b := range input {
 		in += int64(len(b))
 	}
-	s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedTrained, In: in, Out: int64(len(data)), Elapsed: elapsed})
+	s.report(LearnedInfo{Step: learnedTrained, Samples: in, Size: int64(len(data)), Elapsed: elapsed})
 	if s.shared != nil {
 		r.share(ld)
 	}
@@ -192,11 +192,11 @@ func (s *dictStore) reportDelta(r *learnedRoute, plain int64) {
 	if s.observe == nil || per <= 0 || plain <= 0 {
 		return
 	}
-	s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedDelta, In: plain, Out: int64(float64(plain) * per)})
+	s.report(LearnedInfo{Step: learnedDelta, Plain: plain, Saved: int64(float64(plain) * per)})
 }
 
 // report sends e to the observer, if any.
-func (s *dictStore) report(e Event) {
+func (s *dictStore) report(e LearnedInfo) {
 	if s.observe != nil {
 		s.observe(e)
 	}

@@ -81,11 +81,11 @@ func TestLearnedTrainingStaysWithinItsMemoryBudget(t *testing.T) {
 // training and checks that a route's training is refused and counted.
 func TestLearnedTrainingIsRefusedWhileAnotherRuns(t *testing.T) {
 	var refused int
-	m, err := New(WithLearnedDictionary("/p/*"), WithObserver(func(e Event) {
-		if e.Kind == LearnedDictionaryEvent && e.Learned == LearnedRefused {
+	m, err := New(WithLearnedDictionary("/p/*"), WithObserver(Observer{Learned: func(e LearnedInfo) {
+		if e.Step == learnedRefused {
 			refused++
 		}
-	}))
+	}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,13 +163,13 @@ func TestLengthHidingPadsCacheHitsAsFreshAndStoresUnpadded(t *testing.T) {
 				t.Fatal(err)
 			}
 			var hits, misses int
-			observe := squeeze.WithObserver(func(e squeeze.Event) {
+			observe := squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) {
 				if e.Cached {
 					hits++
 				} else {
 					misses++
 				}
-			})
+			}})
 			hiding := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c), squeeze.WithLengthHiding(hidingMax), observe).Handler(pageOf(body, false))
 			plain := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c)).Handler(pageOf(body, false))
 			fresh := serve(hiding, http.MethodGet, coding).Body.Bytes()
@@ -310,11 +310,11 @@ func TestLengthHidingPadsStreamHitsAsFresh(t *testing.T) {
 			}
 			hits := 0
 			h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithCache(c, squeeze.CacheTrustedETags()),
-				squeeze.WithLengthHiding(hidingMax), squeeze.WithObserver(func(e squeeze.Event) {
+				squeeze.WithLengthHiding(hidingMax), squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) {
 					if e.Cached {
 						hits++
 					}
-				})).Handler(handler)
+				}})).Handler(handler)
 			fresh := serve(h, http.MethodGet, coding).Body.Bytes()
 			hit := serve(h, http.MethodGet, coding)
 			if hits != 1 {

@@ -23,12 +23,12 @@ type Middleware struct {
 	buffers   *pool.Buffers
 	types     []typePattern
 	decoding  *decode.Decoders // nil: request decoding off
-	// reportDecoded sends each decoded request body's Event to observe;
+	// reportDecoded sends each decoded request body to Observer.RequestBody;
 	// nil without an observer.
 	reportDecoded func(decode.Stats)
 	// dicts is nil unless dictionaries are configured (dictionary.go).
 	dicts   *dictStore
-	observe func(Event) // WithObserver; nil when unset
+	observe func(ResponseInfo) // Observer.Response; nil when unset
 	// cache, if any, keeps encoded bodies (cache.go).
 	cache *Cache
 	// trustETags serves streams from the cache by their ETags
@@ -66,9 +66,9 @@ func New(opts ...Option) (*Middleware, error) {
 	m := &Middleware{
 		minSize: c.minSize,
 		types:   compileTypesExcept(c.contentTypes, c.exceptTypes),
-		observe: c.observe,
+		observe: c.observer.Response,
 		cache:   c.cache,
-		shared:  newShared(&c, c.observe),
+		shared:  newShared(&c, c.observer.SharedStore),
 	}
 	if err := checkWriteBudget(&c); err != nil {
 		return nil, err
@@ -96,6 +96,9 @@ func New(opts ...Option) (*Middleware, error) {
 	var err error
 	if m.dicts, err = newDictStore(&c, levelOf(&c, Zstd), levelOf(&c, Brotli)); err != nil {
 		return nil, err
+	}
+	if m.dicts != nil {
+		m.dicts.offers = m.offers
 	}
 	if m.dicts != nil && m.shared != nil {
 		m.dicts.shared = m.shared

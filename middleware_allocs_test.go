@@ -79,16 +79,16 @@ func TestSteadyStateAllocations(t *testing.T) {
 		_, _ = w.Write(page)
 	})
 	for _, coding := range allCodings {
-		// With an observer the response costs no more: the Event goes by
+		// With an observer the response costs no more: the ResponseInfo goes by
 		// value, the wire bytes are counted in the per-response writer and
-		// Counters.Observe adds atomics.
+		// the Counters' hooks add atomics.
 		var counters squeeze.Counters
 		for _, obs := range []struct {
 			name string
 			opts []squeeze.Option
 		}{
 			{"no observer", nil},
-			{"Counters", []squeeze.Option{squeeze.WithObserver(counters.Observe)}},
+			{"Counters", []squeeze.Option{squeeze.WithObserver(counters.Observer())}},
 		} {
 			t.Run(coding+"/"+obs.name, func(t *testing.T) {
 				h := newMiddleware(t, append(obs.opts, squeeze.WithEncodings(coding))...).Handler(next)

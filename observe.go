@@ -5,183 +5,130 @@ import (
 	"time"
 )
 
-// This file holds what squeeze tells about its work: the Event an observer
-// receives and the reporter that sends it. Counters (counters.go)
-// aggregates events.
+// This file holds what squeeze tells about its work: the Observer's hooks,
+// the struct each receives, and the reporter that calls the response hook.
+// Counters (counters.go) aggregates what the hooks receive.
 
-// EventKind tells what an [Event] describes.
-type EventKind uint8
-
-const (
-	// ResponseEvent describes a response body squeeze sent, encoded or not.
-	ResponseEvent EventKind = iota
-	// RequestBodyEvent describes a request body squeeze decoded.
-	RequestBodyEvent
-	// SharedStoreEvent describes one call to the store of
-	// [WithSharedStore], one call skipped, or a change of its breaker:
-	// see [Event].Shared.
-	SharedStoreEvent
-	// LearnedDictionaryEvent describes the work of a learned dictionary
-	// ([WithLearnedDictionary]): see [Event].Learned.
-	LearnedDictionaryEvent
-)
-
-// String returns "response", "request_body", "shared_store" or
-// "learned_dictionary".
-func (k EventKind) String() string {
-	switch k {
-	case ResponseEvent:
-		return "response"
-	case RequestBodyEvent:
-		return "request_body"
-	case SharedStoreEvent:
-		return "shared_store"
-	case LearnedDictionaryEvent:
-		return "learned_dictionary"
-	}
-	return "EventKind(" + strconv.Itoa(int(k)) + ")"
+// Observer holds the hooks [WithObserver] calls, one per kind of work, as
+// [net/http/httptrace.ClientTrace] does: any may be nil, costing nothing.
+// Hooks run on the goroutine doing the work, must be safe for concurrent
+// use and quick. [Counters.Observer] returns hooks that feed a Counters.
+type Observer struct {
+	// Response is called once per response squeeze handled, when it is
+	// complete (not for upgrades, hijacked connections, or the 413 and
+	// 415 answers to bodies squeeze cannot decode).
+	Response func(ResponseInfo)
+	// RequestBody is called per request body decoded, when it is closed
+	// or the handler returns.
+	RequestBody func(RequestBodyInfo)
+	// SharedStore is called per call to [WithSharedStore]'s store, call
+	// skipped, and breaker change.
+	SharedStore func(SharedStoreInfo)
+	// Learned is called per step of [WithLearnedDictionary].
+	Learned func(LearnedInfo)
 }
 
-// Event is what squeeze reports to the observer set with [WithObserver],
-// once per response it handled, when the handler has returned, and once per
-// request body it decoded, when the body is closed or the handler returns.
-//
-// For a response, In is what the handler wrote and Out what went to the
-// underlying [http.ResponseWriter]; exactly one of Coding and Skipped is
-// set. For a request body, Out is what was read from the connection and In
-// what the handler read once decoded; Skipped is [ReasonNone]. Either way
-// In counts plain bytes and Out wire bytes.
-//
-// Responses squeeze does not handle send no event: protocol upgrades,
-// hijacked connections, the 413 and 415 answers to request bodies it
-// cannot decode, and responses whose handler panicked before anything was
-// decided.
-type Event struct {
-	// Kind tells a response from a decoded request body.
-	Kind EventKind
-	// Coding is the content coding sent ("zstd", "br", "gzip", ...), or ""
-	// when the response went out unencoded. For a request body it is the
-	// coding decoded, as Content-Encoding named it ("gzip", or "gzip, br"
-	// for stacked codings, in the order applied).
-	Coding string
-	// Skipped says why a response went out unencoded: [ReasonTooSmall],
-	// [ReasonContentType] or another [Reason]. It
-	// is [ReasonNone] for an encoded response and for a request body.
+// ResponseInfo describes a response body squeeze sent, encoded or not:
+// exactly one of Coding and Skipped is set.
+type ResponseInfo struct {
+	// Coding is the content coding sent, "" when none was; Skipped then
+	// says why (it is zero for an encoded response).
+	Coding  string
 	Skipped Reason
-	// In is the number of plain bytes: the body the handler wrote, or the
-	// decoded bytes the handler read from a request body.
-	In int64
-	// Out is the number of bytes on the wire: the body written to the
-	// underlying ResponseWriter, or the encoded bytes read from the
-	// request.
-	Out int64
-	// Elapsed is the time spent encoding or decoding: in the encoder's
-	// Write, Flush and Close calls (for a stream, that includes passing its
-	// output to the connection) or in the decoder's Reads. It is zero for a
-	// response sent unencoded, except for [ReasonNoGain]: the time spent
-	// finding out.
+	// In is the body the handler wrote, Out the bytes written to the
+	// underlying [http.ResponseWriter]. For an unencoded response In is Out.
+	In, Out int64
+	// Elapsed is the time spent encoding (for a stream, writing included);
+	// zero when unencoded, but for [ReasonNoGain] (the time finding out).
 	Elapsed time.Duration
-	// Cached is set when the encoded bytes were not encoded for this
-	// response: they came from the [Cache], or from a [Middleware.FileServer]'s
-	// precompressed sibling file or its store of encoded files. Such a
-	// response is not a skip, so Coding is set and Skipped is ReasonNone.
-	Cached bool
-	// Dictionary is set when the response was encoded with a compression
-	// dictionary (RFC 9842, dcz or dcb; see [WithDictionaryMatch]).
-	Dictionary bool
-	// Shared is the outcome of a [SharedStoreEvent]; In is then the bytes
-	// read from the store, Out those written, and Elapsed the time the
-	// call took. It is zero for the other kinds.
-	Shared SharedResult
-	// SharedError is the kind of a [SharedError]'s failure: "timeout"
-	// (the call reached its deadline, [SharedTimeout]), "refused" (the
-	// connection was refused), "too_large" (the store refused a value or
-	// a reply for its size), "bad_value" (it answered with something that
-	// is not a value) or "other"; Err is the store's error, its cause.
-	// They are "" and nil for every other Event. A [SharedStore] tells the
-	// kinds squeeze cannot see in the standard library's errors by an
-	// error in its chain with a method SharedErrorKind() string returning
-	// "too_large" or "bad_value".
-	SharedError string
-	Err         error
-	// Learned is what a [LearnedDictionaryEvent] reports; In, Out and
-	// Elapsed then mean what its [LearnedResult] says. It is zero
-	// for the other kinds.
-	Learned LearnedResult
+	// Cached: the encoded bytes came from the [Cache], or from a
+	// [Middleware.FileServer]'s sibling or store. Dictionary: they were
+	// encoded against a compression dictionary (dcz or dcb).
+	Cached, Dictionary bool
 }
 
-// LearnedResult is what a [LearnedDictionaryEvent] reports.
-type LearnedResult uint8
+// RequestBodyInfo describes a request body squeeze decoded.
+type RequestBodyInfo struct {
+	// Coding is the coding decoded, as Content-Encoding named it ("gzip",
+	// or "gzip, br" for stacked codings, in the order applied).
+	Coding string
+	// Compressed: the bytes read from the connection; Decoded: read by the handler.
+	Compressed, Decoded int64
+	Elapsed             time.Duration // in the decoder's Reads
+}
 
+// SharedStoreInfo describes a call to [WithSharedStore]'s store.
+type SharedStoreInfo struct {
+	// Result is the call's outcome.
+	Result SharedResult
+	// Read is the bytes read from the store, Written those written.
+	Read, Written int64
+	// ErrorKind is a [SharedError]'s kind ("timeout", "refused",
+	// "too_large", "bad_value", "other"), Err the store's error.
+	ErrorKind string
+	Err       error
+	Elapsed   time.Duration // the call's
+}
+
+// LearnedInfo describes one step of a learned dictionary: Step names it
+// ("trained", "adopted", "refused", "delta", the samples refused by reason,
+// "deltas_stopped", "publish_failed", "unregistrable"), and
+// docs/reference.md ("Observability") says what each sets of Samples, Size,
+// Plain, Saved and Elapsed. New steps may be added; an observer ignores the
+// ones it does not know.
+type LearnedInfo struct {
+	Step                        string
+	Samples, Size, Plain, Saved int64
+	Elapsed                     time.Duration
+}
+
+// The learned steps, as LearnedInfo.Step names them.
 const (
-	// learnedNone is the Learned of an Event of another kind.
-	learnedNone LearnedResult = iota
-	// LearnedTrained: a dictionary was trained and published. In is the
-	// bytes of samples it was trained on, Out its length, Elapsed the
-	// training's time.
-	LearnedTrained
-	// LearnedAdopted: a dictionary another replica trained was taken from
-	// the SharedStore, verified. Out is its length.
-	LearnedAdopted
-	// LearnedRefused: a training was due but refused for its budget:
-	// another training was running, or too few samples fit its memory
-	// budget.
-	LearnedRefused
-	// LearnedDelta: a response went out as a delta against a learned
-	// dictionary. In is its plain bytes, Out the bytes it saved, estimated
-	// from the route's last measured ratio of delta to zstd without the
-	// dictionary.
-	LearnedDelta
-	learnedResultCount
+	learnedTrained = "trained"
+	learnedAdopted = "adopted"
+	learnedRefused = "refused"
+	learnedDelta   = "delta"
+
+	learnedSkippedPrivate     = "skipped_private"
+	learnedSkippedUnmarked    = "skipped_unmarked"
+	learnedSkippedCredentials = "skipped_credentials"
+	learnedSkippedQuery       = "skipped_query"
+	learnedSkippedType        = "skipped_type"
+	learnedDeltasStopped      = "deltas_stopped"
+	learnedPublishFailed      = "publish_failed"
+	learnedUnregistrable      = "unregistrable"
 )
-
-var learnedResultNames = [learnedResultCount]string{"none", "trained", "adopted", "refused", "delta"}
-
-// String returns the result's name: "trained", "adopted", "refused",
-// "delta" or "none".
-func (r LearnedResult) String() string {
-	if r >= learnedResultCount {
-		return "LearnedResult(" + strconv.Itoa(int(r)) + ")"
-	}
-	return learnedResultNames[r]
-}
 
 // SharedResult is the outcome of a call to the store of [WithSharedStore],
-// as a [SharedStoreEvent] reports it.
+// as [SharedStoreInfo] reports it.
 type SharedResult uint8
 
 const (
-	// sharedNone is the Shared of an Event of another kind.
+	// sharedNone is no result.
 	sharedNone SharedResult = iota
-	// SharedHit: a value was read and passed verification.
+	// SharedHit: a value was read and verified.
 	SharedHit
-	// SharedMiss: the store held no value for the key, one over the size
-	// limit, or one sound but not for the reader (a dictionary of another
-	// pattern, or longer than the reader's own limit).
+	// SharedMiss: the store held no value for the key, or none usable
+	// here (over the size limit, or a dictionary of another pattern).
 	SharedMiss
 	// SharedError: the call failed or reached its timeout.
 	SharedError
-	// SharedRejected: a value was read but failed verification (its hash,
-	// its framing or its length); it was dropped. The store
-	// answered: the breaker does not count it as a failure.
+	// SharedRejected: a value was read but failed verification and was
+	// dropped; the breaker does not count it as a failure.
 	SharedRejected
-	// SharedSkipped: no call was made, because the breaker was open, the
-	// reads or values in flight filled their places or budget, the key's
-	// value failed verification within the last minute, or the store held
-	// none for it a moment ago.
+	// SharedSkipped: no call was made (the breaker open, the reads in
+	// flight at their limit, or the key failed or missed just before).
 	SharedSkipped
 	// SharedWritten: a value was written, or a claim won.
 	SharedWritten
 	// SharedClaimLost: a claim found the key taken by another replica.
 	SharedClaimLost
-	// SharedBreakerOpened: calls failed in a row; the store is not asked
-	// for a while.
+	// SharedBreakerOpened: calls failed in a row; s is not asked a while.
 	SharedBreakerOpened
 	// SharedBreakerClosed: a call succeeded after the breaker opened.
 	SharedBreakerClosed
-	// SharedRefused: a write or a claim was not made because this
-	// Middleware's write budget had no room for it
-	// ([SharedWriteBudget]).
+	// SharedRefused: a write or a claim was not made for want of room in
+	// [SharedWriteBudget].
 	SharedRefused
 	// sharedRefreshed ("refreshed", unexported so that the package's
 	// names stay few): the key of a shared dictionary this replica uses
@@ -207,17 +154,11 @@ func (r SharedResult) String() string {
 	return sharedResultNames[r]
 }
 
-// WithObserver sets f to be called with an [Event] for every response
-// squeeze handles, after the handler has returned and the response is
-// complete, and for every request body it decodes, when the body is
-// closed or the handler returns. f runs on the request's goroutine (or on
-// the goroutine that closed the body) and must be safe for concurrent use;
-// it delays the end of the response, so it should be quick. [Counters.Observe]
-// is one such f. A nil f, the default, turns observing off; then squeeze
-// does not read the clock for Elapsed.
-func WithObserver(f func(Event)) Option {
+// WithObserver sets the hooks squeeze calls to report its work; see
+// [Observer]. Without it nothing is reported.
+func WithObserver(o Observer) Option {
 	return func(c *config) error {
-		c.observe = f
+		c.observer = o
 		return nil
 	}
 }
@@ -229,13 +170,13 @@ type reporter struct {
 	byFileServer bool
 }
 
-// send sends the Event of rw's response to the observer.
+// send sends the ResponseInfo of rw's response to the observer.
 func (r *reporter) send(rw *responseWriter) {
 	if r.byFileServer {
 		return
 	}
-	e := Event{Kind: ResponseEvent, Coding: rw.encodedAs(), Skipped: rw.why, Out: rw.sent, Elapsed: rw.elapsed}
-	if e.Coding == "" && e.Skipped == ReasonNone {
+	e := ResponseInfo{Coding: rw.encodedAs(), Skipped: rw.why, Out: rw.sent, Elapsed: rw.elapsed}
+	if e.Coding == "" && e.Skipped == reasonNone {
 		return // never decided: the handler panicked first
 	}
 	e.In = rw.written

@@ -21,20 +21,22 @@ import (
 	"github.com/squeezehttp/squeeze/writers"
 )
 
-// events collects what an observer receives.
+// events collects the responses an observer receives.
 type events struct {
 	mu   sync.Mutex
-	list []squeeze.Event
+	list []squeeze.ResponseInfo
 }
 
-func (e *events) observe(ev squeeze.Event) {
+func (e *events) observer() squeeze.Observer { return squeeze.Observer{Response: e.observe} }
+
+func (e *events) observe(ev squeeze.ResponseInfo) {
 	e.mu.Lock()
 	e.list = append(e.list, ev)
 	e.mu.Unlock()
 }
 
 // take returns the events received so far and forgets them.
-func (e *events) take() []squeeze.Event {
+func (e *events) take() []squeeze.ResponseInfo {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	list := e.list
@@ -44,7 +46,7 @@ func (e *events) take() []squeeze.Event {
 
 // only returns the one event received, failing the test unless there was
 // exactly one.
-func (e *events) only(t *testing.T) squeeze.Event {
+func (e *events) only(t *testing.T) squeeze.ResponseInfo {
 	t.Helper()
 	list := e.take()
 	if len(list) != 1 {
@@ -120,13 +122,13 @@ func TestObserverSaysWhyAResponseWentOutPlain(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got events
-			h := newMiddleware(t, squeeze.WithObserver(got.observe)).Handler(tt.handler)
+			h := newMiddleware(t, squeeze.WithObserver(got.observer())).Handler(tt.handler)
 			rec := serve(h, "GET", tt.ae, tt.hdr...)
 			if ce := rec.Header().Get("Content-Encoding"); ce != "" && tt.want != squeeze.ReasonAlreadyEncoded {
 				t.Fatalf("the response went out with Content-Encoding %q; the case must send it plain", ce)
 			}
 			e := got.only(t)
-			if e.Kind != squeeze.ResponseEvent || e.Coding != "" || e.Skipped != tt.want {
+			if e.Coding != "" || e.Skipped != tt.want {
 				t.Errorf("event %+v; want a response event, no coding, Skipped %v", e, tt.want)
 			}
 			if n := int64(rec.Body.Len()); e.In != n || e.Out != n {
@@ -141,7 +143,7 @@ func TestObserverSaysWhyAResponseWentOutPlain(t *testing.T) {
 	}
 	// ReasonNoEncoder needs an encoder that New's validation lets through
 	// and that then fails: none of squeeze's.
-	for r := squeeze.ReasonNone + 1; r < squeeze.ReasonNoEncoder; r++ {
+	for r := squeeze.Reason(0) + 1; r < squeeze.ReasonNoEncoder; r++ {
 		if !reached[r] {
 			t.Errorf("no case reports Skipped %v", r)
 		}
@@ -177,7 +179,7 @@ func TestObserverCountsThePlainAndWireBytesOfEncodedResponses(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(coding+"/"+tt.name, func(t *testing.T) {
 				var got events
-				h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithObserver(got.observe)).Handler(tt.handler)
+				h := newMiddleware(t, squeeze.WithEncodings(coding), squeeze.WithObserver(got.observer())).Handler(tt.handler)
 				rec := serve(h, tt.method, coding)
 				if ce := rec.Header().Get("Content-Encoding"); ce != coding {
 					t.Fatalf("Content-Encoding %q, want %s", ce, coding)
@@ -186,7 +188,7 @@ func TestObserverCountsThePlainAndWireBytesOfEncodedResponses(t *testing.T) {
 					checkBody(t, rec.Header(), rec.Body.Bytes(), tt.body)
 				}
 				e := got.only(t)
-				if e.Kind != squeeze.ResponseEvent || e.Coding != coding || e.Skipped != squeeze.ReasonNone || e.Cached || e.Dictionary {
+				if e.Coding != coding || e.Skipped != squeeze.Reason(0) || e.Cached || e.Dictionary {
 					t.Errorf("event %+v; want a response event with Coding %s and nothing skipped", e, coding)
 				}
 				if e.In != int64(len(tt.body)) || e.Out != int64(rec.Body.Len()) {
@@ -203,7 +205,7 @@ func TestObserverCountsThePlainAndWireBytesOfEncodedResponses(t *testing.T) {
 func TestObserverCountsPlainBytesSentThroughReadFrom(t *testing.T) {
 	body := randomBody(5, 100<<10)
 	var got events
-	h := newMiddleware(t, squeeze.WithObserver(got.observe)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newMiddleware(t, squeeze.WithObserver(got.observer())).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
 		_, _ = io.Copy(w, onlyReader{bytes.NewReader(body)})
 	}))
@@ -231,7 +233,7 @@ func TestObserverIsNotCalledForWhatSqueezeDoesNotHandle(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got events
-			h := newMiddleware(t, squeeze.WithObserver(got.observe)).Handler(tt.handler)
+			h := newMiddleware(t, squeeze.WithObserver(got.observer())).Handler(tt.handler)
 			r := httptest.NewRequest("POST", "/", strings.NewReader("x"))
 			r.Header.Set("Accept-Encoding", "gzip")
 			for i := 0; i+1 < len(tt.hdr); i += 2 {
@@ -272,7 +274,11 @@ func TestObserverReportsEachDecodedRequestBodyOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got events
-			h := newMiddleware(t, squeeze.WithObserver(got.observe)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var mu sync.Mutex
+			var body []squeeze.RequestBodyInfo
+			obs := got.observer()
+			obs.RequestBody = func(e squeeze.RequestBodyInfo) { mu.Lock(); body = append(body, e); mu.Unlock() }
+			h := newMiddleware(t, squeeze.WithObserver(obs)).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				var err error
 				switch {
 				case tt.read < 0:
@@ -291,11 +297,8 @@ func TestObserverReportsEachDecodedRequestBodyOnce(t *testing.T) {
 			r := httptest.NewRequest("POST", "/", bytes.NewReader(tt.wire))
 			r.Header.Set("Content-Encoding", tt.coding)
 			h.ServeHTTP(httptest.NewRecorder(), r)
-			var body []squeeze.Event
 			for _, e := range got.take() {
-				if e.Kind == squeeze.RequestBodyEvent {
-					body = append(body, e)
-				} else if e.Skipped != squeeze.ReasonStatus {
+				if e.Skipped != squeeze.ReasonStatus {
 					t.Errorf("response event %+v, want Skipped status for the 204", e)
 				}
 			}
@@ -303,11 +306,11 @@ func TestObserverReportsEachDecodedRequestBodyOnce(t *testing.T) {
 				t.Fatalf("%d request body events, want 1: %+v", len(body), body)
 			}
 			e := body[0]
-			if e.Coding != tt.wantCode || e.Skipped != squeeze.ReasonNone || e.In != tt.wantIn {
-				t.Errorf("event %+v; want Coding %q and In %d", e, tt.wantCode, tt.wantIn)
+			if e.Coding != tt.wantCode || e.Decoded != tt.wantIn {
+				t.Errorf("event %+v; want Coding %q and Decoded %d", e, tt.wantCode, tt.wantIn)
 			}
-			if tt.wantOut >= 0 && e.Out != tt.wantOut || tt.wantOut < 0 && (e.Out <= 0 || e.Out > int64(len(tt.wire))) {
-				t.Errorf("event Out %d, want %d of the %d bytes sent", e.Out, tt.wantOut, len(tt.wire))
+			if tt.wantOut >= 0 && e.Compressed != tt.wantOut || tt.wantOut < 0 && (e.Compressed <= 0 || e.Compressed > int64(len(tt.wire))) {
+				t.Errorf("event Compressed %d, want %d of the %d bytes sent", e.Compressed, tt.wantOut, len(tt.wire))
 			}
 			if tt.read != 0 && e.Elapsed <= 0 {
 				t.Errorf("event Elapsed %v, want the time spent decoding", e.Elapsed)
@@ -318,7 +321,7 @@ func TestObserverReportsEachDecodedRequestBodyOnce(t *testing.T) {
 
 func TestReasonNamesAreDistinctMetricLabels(t *testing.T) {
 	seen := map[string]squeeze.Reason{}
-	for r := squeeze.ReasonNone; r < squeeze.ReasonCount; r++ {
+	for r := squeeze.Reason(0); r < squeeze.ReasonCount; r++ {
 		name := r.String()
 		if name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz_") != "" {
 			t.Errorf("Reason(%d).String() = %q, want snake_case", r, name)
@@ -350,7 +353,7 @@ func BenchmarkObserver(b *testing.B) {
 		for _, obs := range []struct {
 			name string
 			opts []squeeze.Option
-		}{{"none", nil}, {"counters", []squeeze.Option{squeeze.WithObserver(counters.Observe)}}} {
+		}{{"none", nil}, {"counters", []squeeze.Option{squeeze.WithObserver(counters.Observer())}}} {
 			b.Run("body="+body.name+"/observer="+obs.name, func(b *testing.B) {
 				h := newMiddleware(b, append(obs.opts, squeeze.WithEncodings(squeeze.Zstd))...).Handler(next)
 				_, serve := reusedWriter(h, request("GET", "zstd"))
@@ -390,7 +393,9 @@ func TestReferenceReasonTableMatchesEveryReason(t *testing.T) {
 		order = append(order, name)
 	}
 	// The Go names, in the order of their values (iota), from the source.
-	goNames := reasonConstNames(t)
+	// The zero Reason, an encoded response's, has no constant: the table
+	// names it Reason(0).
+	goNames := append([]string{"Reason(0)"}, reasonConstNames(t)...)
 	var want []string
 	for r := squeeze.Reason(0); !strings.HasPrefix(r.String(), "Reason("); r++ {
 		if int(r) >= len(goNames) {
@@ -410,7 +415,8 @@ func TestReferenceReasonTableMatchesEveryReason(t *testing.T) {
 }
 
 // reasonConstNames returns the exported constants of type Reason in the
-// order they are declared, which is the order of their values.
+// order they are declared, which is the order of their values (the zero
+// Reason is unexported).
 func reasonConstNames(t *testing.T) []string {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), "decide.go", nil, 0)
@@ -423,9 +429,11 @@ func reasonConstNames(t *testing.T) []string {
 		if !ok || gd.Tok != token.CONST {
 			continue
 		}
+		inReasons := false
 		for _, spec := range gd.Specs {
 			vs := spec.(*ast.ValueSpec)
-			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "Reason" || len(names) > 0 && vs.Type == nil && len(vs.Values) == 0 {
+			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "Reason" || inReasons && vs.Type == nil && len(vs.Values) == 0 {
+				inReasons = true
 				for _, n := range vs.Names {
 					if n.IsExported() {
 						names = append(names, n.Name)
@@ -467,7 +475,7 @@ func TestWrappedFileServerReportsOneEvent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got events
-			m := newMiddleware(t, squeeze.WithObserver(got.observe))
+			m := newMiddleware(t, squeeze.WithObserver(got.observer()))
 			fsrv, _ := fileServer(t, m, fstest.MapFS{"app.js": {Data: js}})
 			path := "/app.js"
 			if tc.name == "under StripPrefix" {
@@ -490,12 +498,12 @@ func (w *unwrappingWriter) Unwrap() http.ResponseWriter { return w.ResponseWrite
 
 // The file server takes every reason a file goes out unencoded from the
 // decision (decide.go), as the Middleware does: no file of it names a
-// Reason but ReasonNone. TestFileServerReportsTheReasonsTheMiddlewareWould
+// Reason but the zero one (unexported). TestFileServerReportsTheReasonsTheMiddlewareWould
 // checks what the reasons are.
 func TestFileServerTakesEveryReasonFromTheDecision(t *testing.T) {
 	reasons := map[string]bool{}
 	for _, name := range reasonConstNames(t) {
-		reasons[name] = name != "ReasonNone"
+		reasons[name] = true
 	}
 	files, err := filepath.Glob("file*.go")
 	if err != nil {

@@ -26,9 +26,8 @@ const (
 	defaultMaxDecompressedSize = 10 << 20
 )
 
-// DefaultEncodings returns the codings offered when [WithEncodings] is not
-// given, in order of preference: zstd, br, gzip. deflate is left out because
-// some clients have historically disagreed on whether it is zlib-wrapped.
+// DefaultEncodings returns the codings offered without [WithEncodings]:
+// zstd, br, gzip, in that order (not deflate, which clients disagree on).
 func DefaultEncodings() []string { return []string{Zstd, Brotli, Gzip} }
 
 // DefaultContentTypes returns the media-type patterns compressed when
@@ -81,7 +80,7 @@ type config struct {
 	maxDecompressedSize int64
 	noRequestDecoding   bool
 	decoderMemory       int64
-	observe             func(Event)
+	observer            Observer
 	cache               *Cache
 	trustETags          bool          // CacheTrustedETags
 	shared              SharedStore   // WithSharedStore
@@ -363,20 +362,10 @@ func WithRequestDecoding(enabled bool) Option {
 // bodies may hold at once, across all requests. The default is
 // 256 MiB; n must be positive.
 //
-// A small body can make a decoder allocate its whole window before any
-// output, and a client that then stalls keeps it allocated; the decoded-size
-// cap does not bound this. So each layer of a request body is charged, when
-// its decoder is taken on the first Read, what that decoder can hold:
-//   - gzip and deflate: 64 KiB (a 32 KiB window and tables);
-//   - zstd: the largest window the decoder has met plus two blocks of
-//     working space and 256 KiB of tables, topped up as each frame's header
-//     arrives and before its first block is decoded; windows over 8 MB are
-//     refused (RFC 9659), so an 8 MB frame costs 8.5 MiB;
-//   - br: twice the window the stream's first byte declares (the ring
-//     buffer grows by doubling) plus 128 KiB. Every window RFC 7932 allows is
-//     accepted, since the brotli tool uses the largest, 16 MiB, for input
-//     from a pipe; such a stream costs 32 MiB of the budget, one at the
-//     lgwin 18 squeeze's encoder uses 640 KiB.
+// Each layer of a request body is charged, when its decoder is taken on
+// the first Read, what that decoder can hold (its window and tables; the
+// table is in docs/reference.md), since a small body can make a decoder
+// allocate its whole window and a stalled client keep it.
 //
 // A charge larger than the whole budget takes all of it. The charge is
 // returned when the body is closed or the handler returns.

@@ -1,6 +1,10 @@
 package squeeze
 
-import "net/http"
+import (
+	"math"
+	"net/http"
+	"strings"
+)
 
 // This file holds the one rule for what squeeze may share beyond the
 // client that asked: a body becomes a dictionary (local or in the fleet's
@@ -38,4 +42,143 @@ func hasCredentials(h http.Header) bool {
 		}
 	}
 	return false
+}
+
+// sampleRefusal says why a response may not become training data for a
+// learned dictionary (learnedSampleable), sampleOK when it may.
+type sampleRefusal uint8
+
+const (
+	sampleOK sampleRefusal = iota
+	// samplePrivate: the response is private, no-store, sets a cookie or
+	// varies on everything (Vary: *).
+	samplePrivate
+	// sampleUnmarked: it says nothing of sharing: neither public nor a
+	// max-age or s-maxage.
+	sampleUnmarked
+	// sampleCredentials: it has a freshness but not public, and the
+	// request carried credentials: Authorization, Cookie, or a header the
+	// operator named (LearnedCredentialHeaders).
+	sampleCredentials
+	// sampleQuery: it has a freshness but not public, and the request had
+	// a query string, which may be a secret (a share or reset link).
+	sampleQuery
+	// sampleType: of a content type squeeze does not compress.
+	sampleType
+)
+
+// learnedSampleable returns whether a response whose header is resp, to
+// req, may be sampled to train a learned dictionary, which is published
+// to everyone, and if not, why: only one that says it may be shared with
+// anyone is. That is stricter than publicResponse, which the fleet's
+// stored encodings and remembered dictionaries follow: those go only to a
+// client that asks for the same URL or names the dictionary by hash,
+// while a learned dictionary is linked from every page. So
+// Cache-Control: public lets a response in whatever its request carried,
+// and a max-age or s-maxage (above zero) does only for a request with no
+// query string (a capability URL such as /docs/7?key=... sends no cookie
+// and often no Cache-Control) and no credentials of any kind: Cookie,
+// Authorization, Proxy-Authorization, and the header names of creds. A
+// response that says nothing of sharing is never sampled. creds are
+// canonical header names.
+func learnedSampleable(req *http.Request, resp http.Header, creds []string) sampleRefusal {
+	cf := readCacheFields(resp)
+	if cf.never {
+		return samplePrivate
+	}
+	if cf.public {
+		return sampleOK
+	}
+	if !sharedFreshness(resp) {
+		return sampleUnmarked
+	}
+	if hasCredentials(req.Header) || len(req.Header["Proxy-Authorization"]) > 0 || hasAnyField(req.Header, creds) {
+		return sampleCredentials
+	}
+	if req.URL.RawQuery != "" || req.URL.ForceQuery || strings.Contains(req.RequestURI, "?") {
+		return sampleQuery
+	}
+	return sampleOK
+}
+
+// sharedFreshness reports whether the Cache-Control of h gives a shared
+// cache a freshness: max-age or s-maxage above zero.
+func sharedFreshness(h http.Header) bool {
+	fresh := false
+	eachCacheDirective(h, func(name, value string) {
+		if equalFold(name, "max-age") || equalFold(name, "s-maxage") {
+			if n, ok := deltaSeconds(value); ok && n > 0 {
+				fresh = true
+			}
+		}
+	})
+	return fresh
+}
+
+// hasAnyField reports whether h has a value for any of names (canonical),
+// under any case of the name.
+func hasAnyField(h http.Header, names []string) bool {
+	for _, name := range names {
+		if len(h[name]) > 0 {
+			return true
+		}
+	}
+	if len(names) == 0 {
+		return false
+	}
+	for k, v := range h {
+		if len(v) == 0 {
+			continue
+		}
+		for _, name := range names {
+			if equalFold(k, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// eachCacheDirective calls f with the name and value (unquoted, "" for
+// none) of each directive of the Cache-Control fields of h, under any
+// case of the field name.
+func eachCacheDirective(h http.Header, f func(name, value string)) {
+	for k, lines := range h {
+		if cacheFieldName(k) != "Cache-Control" {
+			continue
+		}
+		for _, line := range lines {
+			for line != "" {
+				var d string
+				d, line = nextElement(line)
+				name, value, _ := strings.Cut(d, "=")
+				value = trimOWS(value)
+				if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
+					value = value[1 : len(value)-1]
+				}
+				f(trimOWS(name), value)
+			}
+		}
+	}
+}
+
+// deltaSeconds parses a delta-seconds value (RFC 9111 §1.2.2): digits, a
+// value too large for an int64 read as the largest.
+func deltaSeconds(v string) (int64, bool) {
+	if v == "" {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if n > (math.MaxInt64-9)/10 {
+			n = math.MaxInt64
+			continue
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }

@@ -51,12 +51,12 @@ func newDecoding(c *config) (*decode.Decoders, func(decode.Stats), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	observe := c.observe
+	observe := c.observer.RequestBody
 	if observe == nil {
 		return d, nil, nil
 	}
 	return d, func(st decode.Stats) {
-		observe(Event{Kind: RequestBodyEvent, Coding: st.Coding, In: st.Decoded, Out: st.Compressed, Elapsed: st.Elapsed})
+		observe(RequestBodyInfo{Coding: st.Coding, Decoded: st.Decoded, Compressed: st.Compressed, Elapsed: st.Elapsed})
 	}, nil
 }
 

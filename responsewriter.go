@@ -238,6 +238,9 @@ type responseEnd struct {
 	// lengthMismatch is set when the body did not match its declared
 	// length (ReasonLength).
 	lengthMismatch bool
+	// sent is the body bytes the underlying writer took: the encoded
+	// bytes of an encoded response.
+	sent int64
 	// secret is set when the handler marked a secret (secret.go): no hook
 	// may keep the body, as a dictionary, a stored encoding or a sample.
 	secret bool
@@ -268,6 +271,7 @@ func (rw *responseWriter) end(completed bool) responseEnd {
 		wentWhole:      rw.state == stateSent,
 		closed:         rw.closed,
 		lengthMismatch: rw.why == ReasonLength,
+		sent:           rw.sent,
 		secret:         rw.marks() != nil,
 	}
 	if e.wentWhole {
@@ -1008,7 +1012,7 @@ func (rw *responseWriter) keepBuffer(b *[]byte) {
 
 // wire is the response writer seen as the destination of the body bytes
 // sent: encoders and the plain path write through it, and it counts what
-// the underlying writer took in sent, for [Event].Out. A conversion of the
+// the underlying writer took in sent, for [ResponseInfo].Out. A conversion of the
 // per-response writer, it costs neither an allocation nor a field.
 type wire responseWriter
 

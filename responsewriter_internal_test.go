@@ -22,8 +22,8 @@ func TestNoEncoderSendsThePlainBody(t *testing.T) {
 		n    int
 	}{{"whole", 8 << 10}, {"stream", len(body)}} {
 		t.Run(tt.name, func(t *testing.T) {
-			var events []Event
-			m := MustNew(WithEncodings(Gzip), WithObserver(func(e Event) { events = append(events, e) }))
+			var events []ResponseInfo
+			m := MustNew(WithEncodings(Gzip), WithObserver(Observer{Response: func(e ResponseInfo) { events = append(events, e) }}))
 			built := 0
 			encoders, err := pool.NewEncodersFunc(Gzip, func() (writers.Encoder, error) {
 				if built++; built > 1 {

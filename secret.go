@@ -28,13 +28,8 @@ import (
 )
 
 // ErrSecretNotIsolated is returned by [WriteSecret] and [TemplateSecret]
-// when the response is already going out in a way that cannot isolate a
-// secret: in br (or a dcz or dcb delta), as a dictionary
-// (Use-As-Dictionary), or from the Cache. Nothing of the secret was
-// written. It happens only when the first secret is marked after the
-// response committed to its coding, which it does once more than
-// [WithBufferSize] bytes were written, or at a Flush: mark the secret
-// (TemplateSecret, or WriteSecret) before writing that much.
+// when the response already committed to a coding or a way that cannot
+// isolate a secret (see WriteSecret); nothing of the secret was written.
 var ErrSecretNotIsolated = errors.New("squeeze: the response is already going out in a coding or a way that cannot isolate a secret (br, a delta, a dictionary or a stored encoding): mark the secret before the response's first flush or its first buffer-full of body")
 
 // ErrInvalidSecret is matched by the error [TemplateSecret] returns for a
@@ -71,20 +66,13 @@ type secretMarker interface {
 }
 
 // WriteSecret writes secret to w as Write would, but compressed in a
-// context of its own: nothing the response holds before or after it can be
-// matched against it, and it is matched against nothing, so an attacker
-// who gets other bytes of the response reflected (BREACH) learns nothing
-// of it from compressed lengths, at any number of requests. It finds
-// squeeze's writer behind w through [SecretWriter] or Unwrap; when squeeze
-// is not in the chain, it writes secret plainly with w.Write.
-//
-// The response is then encoded only in a coding that can isolate the
-// secret (zstd, gzip or deflate, as the client accepts), never in br, as
-// a delta (dcz, dcb), as a dictionary or from the Cache, and it is neither
-// stored nor learned from. Marking a secret before the response commits to
-// its coding (before [WithBufferSize] bytes or a Flush) lets squeeze choose
-// so; after it committed to one that cannot, WriteSecret writes nothing
-// and returns [ErrSecretNotIsolated].
+// context of its own: nothing else in the response is matched against it,
+// nor it against anything, so reflected bytes (BREACH) learn nothing of it
+// from lengths. Without squeeze behind w ([SecretWriter] or Unwrap), it is
+// w.Write. The response then goes out only in zstd, gzip or deflate, never
+// as br, a delta, a dictionary or a stored encoding; marked after the
+// response committed to another coding, it returns [ErrSecretNotIsolated]
+// and writes nothing. See docs/reference.md, "Secrets compressed alone".
 func WriteSecret(w http.ResponseWriter, secret []byte) (int, error) {
 	for u := w; u != nil; {
 		switch t := u.(type) {
@@ -99,22 +87,13 @@ func WriteSecret(w http.ResponseWriter, secret []byte) (int, error) {
 	return w.Write(secret)
 }
 
-// TemplateSecret marks secret as a secret of the response w, and returns it
-// to be printed: every occurrence of it in the body written from then on
-// is compressed in a context of its own, as [WriteSecret] writes one. It is
-// meant for html/template, as a function the template calls with the
-// response writer and the secret from the data it executes with (a
-// template is parsed once and executed per request, so the writer comes
-// with the data: `{{secret .W .CSRF}}` with "secret" bound to
-// TemplateSecret in the template's FuncMap). It works whether the template
-// executes straight into w or into a buffer copied to w after.
-//
-// The secret must be 8 to 1024 bytes of letters, digits, '-', '_', '.' and
-// '~' (hex, or base64 in its URL alphabet: base64.RawURLEncoding), which
-// html/template prints unchanged in HTML, attributes, URLs, CSS and
-// JavaScript strings, so that it is found in the body; otherwise the error
-// matches [ErrInvalidSecret] and the template's execution stops. After the
-// response committed to a coding that cannot isolate it, the error is
+// TemplateSecret marks secret as a secret of the response w and returns
+// it: every occurrence of it in the body written from then on is isolated
+// as [WriteSecret] isolates one. It is an html/template function taking the
+// writer from the data (`{{secret .W .CSRF}}`), safe for a template shared
+// by concurrent requests. The secret must be 8 to 1024 bytes of letters,
+// digits and '-', '_', '.', '~' (hex or base64.RawURLEncoding), else the
+// error matches [ErrInvalidSecret]; see WriteSecret for
 // [ErrSecretNotIsolated]. Without squeeze in the chain, it returns secret.
 func TemplateSecret(w http.ResponseWriter, secret string) (string, error) {
 	if err := validMarkedSecret(secret); err != nil {

@@ -54,7 +54,7 @@ type shared struct {
 	store    SharedStore
 	timeout  time.Duration
 	maxValue int
-	observe  func(Event) // nil: no observer
+	observe  func(SharedStoreInfo) // nil: no observer
 
 	// inflight holds the bytes of the values being read or written: a
 	// read reserves its limit before the call, a write its value's length
@@ -197,7 +197,7 @@ const (
 )
 
 // newShared returns the wrapper of c's store, or nil without one.
-func newShared(c *config, observe func(Event)) *shared {
+func newShared(c *config, observe func(SharedStoreInfo)) *shared {
 	if c.shared == nil {
 		return nil
 	}
@@ -238,10 +238,10 @@ func newShared(c *config, observe func(Event)) *shared {
 	return s
 }
 
-// report sends a SharedStoreEvent to the observer, if any.
+// report sends a SharedStoreInfo to the observer, if any.
 func (s *shared) report(r SharedResult, in, out int64, elapsed time.Duration) {
 	if s.observe != nil {
-		s.observe(Event{Kind: SharedStoreEvent, Shared: r, In: in, Out: out, Elapsed: elapsed})
+		s.observe(SharedStoreInfo{Result: r, Read: in, Written: out, Elapsed: elapsed})
 	}
 }
 

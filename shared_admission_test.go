@@ -50,7 +50,7 @@ func TestSharedStoreWritesOnlyEarnedDictionariesWithinTheBudget(t *testing.T) {
 	v1, _ := versions(8 << 10)
 	counters := &squeeze.Counters{}
 	m := newMiddleware(t, squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second), squeeze.SharedMaxValue(64<<10), squeeze.SharedWriteBudget(budget, 1<<20)),
-		squeeze.WithObserver(counters.Observe))
+		squeeze.WithObserver(counters.Observer()))
 	// The script, with the query echoed in front: each query a body.
 	body := func(q string) []byte { return append([]byte("/* "+q+" */\n"), v1...) }
 	h := m.Handler(bodyOf(func(_, q string) []byte { return body(q) }))

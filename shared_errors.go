@@ -12,13 +12,13 @@ import (
 
 // This file holds what squeeze says of a SharedStore's failures: each
 // error is given a kind (sharedErrorKind), counted with it (the observer's
-// SharedStoreEvent carries the kind and the error), and logged with its
+// SharedStoreInfo carries the kind and the error), and logged with its
 // cause once per kind and minute (sharedErrorLog), so that an operator
 // reads why the fleet stopped sharing without a line per request.
 
 // sharedErrorKind is the kind of failure of a call to the store of
-// WithSharedStore: the observer's SharedStoreEvent names it
-// (Event.SharedError), Counters counts each (errors_by_kind). Deadlines
+// WithSharedStore: the observer's SharedStoreInfo names it
+// (SharedStoreInfo.ErrorKind), Counters counts each (errors_by_kind). Deadlines
 // and refused connections are told from the standard library's errors
 // (context.DeadlineExceeded, a net.Error whose Timeout is true,
 // syscall.ECONNREFUSED); a store tells the kinds squeeze cannot see by an
@@ -121,6 +121,6 @@ func (s *shared) fail(op, key string, err error, elapsed time.Duration) {
 	kind := kindOf(err)
 	s.errLog.failed(kind, op, key, err)
 	if s.observe != nil {
-		s.observe(Event{Kind: SharedStoreEvent, Shared: SharedError, SharedError: kind.String(), Err: err, Elapsed: elapsed})
+		s.observe(SharedStoreInfo{Result: SharedError, ErrorKind: kind.String(), Err: err, Elapsed: elapsed})
 	}
 }

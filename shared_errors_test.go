@@ -81,18 +81,19 @@ func TestSharedStoreFailuresAreCountedAndLoggedByKind(t *testing.T) {
 	} {
 		t.Run(tc.kind+"/"+tc.cause, func(t *testing.T) {
 			var mu sync.Mutex
-			var events []squeeze.Event
+			var events []squeeze.SharedStoreInfo
 			counters := &squeeze.Counters{}
+			obs := counters.Observer()
+			count := obs.SharedStore
+			obs.SharedStore = func(e squeeze.SharedStoreInfo) {
+				count(e)
+				mu.Lock()
+				events = append(events, e)
+				mu.Unlock()
+			}
 			m := newMiddleware(t, squeeze.WithDictionaryMatch(fleetPattern),
 				squeeze.WithSharedStore(newFailingStore(tc.err), squeeze.SharedTimeout(20*time.Millisecond)),
-				squeeze.WithObserver(func(e squeeze.Event) {
-					counters.Observe(e)
-					if e.Kind == squeeze.SharedStoreEvent {
-						mu.Lock()
-						events = append(events, e)
-						mu.Unlock()
-					}
-				}))
+				squeeze.WithObserver(obs))
 			logs := &logLines{}
 			squeeze.SetSharedStoreLog(m, logs.logf)
 			squeeze.SetSharedBreakerCooldown(m, time.Millisecond)
@@ -107,15 +108,15 @@ func TestSharedStoreFailuresAreCountedAndLoggedByKind(t *testing.T) {
 			mu.Lock()
 			failed := 0
 			for _, e := range events {
-				if e.Shared != squeeze.SharedError {
-					if e.SharedError != "" || e.Err != nil {
-						t.Errorf("a %v event carries the error %v (%v)", e.Shared, e.SharedError, e.Err)
+				if e.Result != squeeze.SharedError {
+					if e.ErrorKind != "" || e.Err != nil {
+						t.Errorf("a %v event carries the error %v (%v)", e.Result, e.ErrorKind, e.Err)
 					}
 					continue
 				}
 				failed++
-				if e.SharedError != tc.kind || e.Err == nil || !strings.Contains(e.Err.Error(), tc.cause) {
-					t.Errorf("an error event of kind %v, cause %v; want %v, %q", e.SharedError, e.Err, tc.kind, tc.cause)
+				if e.ErrorKind != tc.kind || e.Err == nil || !strings.Contains(e.Err.Error(), tc.cause) {
+					t.Errorf("an error event of kind %v, cause %v; want %v, %q", e.ErrorKind, e.Err, tc.kind, tc.cause)
 				}
 			}
 			mu.Unlock()

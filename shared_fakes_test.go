@@ -41,6 +41,9 @@ type memStore struct {
 	// reading counts the Gets in flight, peak the most at once.
 	latency       time.Duration
 	reading, peak atomic.Int64
+	// failSets is how many of the next Sets fail (a store that refuses
+	// writes for a while).
+	failSets atomic.Int64
 }
 
 var _ squeeze.SharedStoreSizer = (*memStore)(nil)
@@ -115,6 +118,10 @@ func (s *memStore) Set(ctx context.Context, key string, value []byte, _ time.Dur
 	if err := s.wait(ctx, false); err != nil {
 		return err
 	}
+	if s.failSets.Add(-1) >= 0 {
+		return errStoreDown
+	}
+	s.failSets.Store(max(s.failSets.Load(), 0))
 	s.mu.Lock()
 	s.values[key] = append([]byte(nil), value...)
 	s.mu.Unlock()

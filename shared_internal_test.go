@@ -45,7 +45,7 @@ func (s *claimStore) Claim(_ context.Context, key string, value []byte, _ time.D
 func TestSharedClaimIsWonOnceAndNeverPastTheLimit(t *testing.T) {
 	store := &claimStore{values: map[string][]byte{}}
 	var events []SharedResult
-	s := newShared(&config{shared: store, sharedMaxValue: 1 << 10}, func(e Event) { events = append(events, e.Shared) })
+	s := newShared(&config{shared: store, sharedMaxValue: 1 << 10}, func(e SharedStoreInfo) { events = append(events, e.Result) })
 	ctx := context.Background()
 	if s.claim(ctx, "k", []byte("a"), time.Minute) != claimWon {
 		t.Fatal("the first claim lost")
@@ -119,7 +119,7 @@ func TestSharedBreakerLetsOneProbeThrough(t *testing.T) {
 func TestSharedRejectedKeyIsAskedAgainAfterAWrite(t *testing.T) {
 	store := &claimStore{values: map[string][]byte{"k": []byte("bad")}}
 	var events []SharedResult
-	s := newShared(&config{shared: store}, func(e Event) { events = append(events, e.Shared) })
+	s := newShared(&config{shared: store}, func(e SharedStoreInfo) { events = append(events, e.Result) })
 	good := func(v []byte) (any, sharedVerdict) {
 		if string(v) != "good" {
 			return nil, sharedBad
@@ -200,9 +200,9 @@ func TestSharedFetchesInFlightAreBounded(t *testing.T) {
 	store := &gatedStore{claimStore: claimStore{values: map[string][]byte{}}, gate: make(chan struct{}), calls: make(chan struct{}, 100)}
 	var mu sync.Mutex
 	counts := map[SharedResult]int{}
-	s := newShared(&config{shared: store, sharedMaxValue: 1 << 10, sharedTimeout: 5 * time.Second}, func(e Event) {
+	s := newShared(&config{shared: store, sharedMaxValue: 1 << 10, sharedTimeout: 5 * time.Second}, func(e SharedStoreInfo) {
 		mu.Lock()
-		counts[e.Shared]++
+		counts[e.Result]++
 		mu.Unlock()
 	})
 	accept := func(v []byte) (any, sharedVerdict) { return v, sharedTaken }

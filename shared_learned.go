@@ -3,7 +3,9 @@ package squeeze
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
+	"net/http"
 	"strconv"
 	"time"
 )
@@ -13,14 +15,20 @@ import (
 // dictionary: the one that wins the claim of its generation. It writes the
 // dictionary under its hash, as shared_dict.go frames one, then the
 // route's pointer, which names the newest generation and its hash. Every
-// replica reads the pointer at each round and at most once per interval,
-// and takes a newer dictionary by its hash, verified: its bytes must hash
-// to the pointer's hash, its pattern must be the route's and its length
-// within the route's dictionary size. So every replica serves the same
-// bytes at the same URL with the same id. A client naming a dictionary of
-// the route this replica lacks gets it fetched by hash, verified alike,
-// into the budgeted store of remembered dictionaries: what a client names
-// never changes what the route publishes.
+// replica reads the pointer at each round and, on a request to the route
+// or to its dictionaries' path, at most once per learnedPollEvery, within
+// that request: so the request that reads a newer pointer already links
+// the dictionary it names. It takes a newer dictionary by its hash,
+// verified: its bytes must hash to the pointer's hash, its pattern must be
+// the route's and its length within the route's dictionary size. So every
+// replica serves the same bytes at the same URL with the same id. A client
+// naming a dictionary of the route this replica lacks, in
+// Available-Dictionary or by asking for its URL (which another replica
+// linked), gets it fetched by hash, verified alike, into the budgeted
+// store of remembered dictionaries: what a client names never changes
+// what the route publishes. A publish the store does not take (the
+// dictionary or the pointer) is counted, logged once, and tried again at
+// the route's next poll.
 
 // sharedLearnedMagic starts every pointer value.
 const sharedLearnedMagic = "sqzl1"
@@ -34,6 +42,10 @@ const sharedLearnedLen = len(sharedLearnedMagic) + 8 + 32
 // holding it delays the next only so long.
 const learnedClaimLifetime = 10 * time.Minute
 
+// learnedPollEvery is the least time between two reads of a route's
+// pointer by one replica, besides those of its rounds.
+const learnedPollEvery = time.Second
+
 // pointerKey is the key of the route's pointer.
 func (r *learnedRoute) pointerKey() string { return "learned:" + r.key }
 
@@ -45,11 +57,33 @@ func (r *learnedRoute) claim(gen uint64) claimOutcome {
 
 // share writes ld, just trained, to the store under its hash, then the
 // route's pointer to it, within the replica's write budget
-// (shared_admission.go).
+// (shared_admission.go). When the store does not take either, ld is kept
+// to be shared again at the route's next poll (retryShare), the failure is
+// counted, and the first of ld's is logged.
 func (r *learnedRoute) share(ld *learnedDict) {
+	if !r.sharing.CompareAndSwap(false, true) {
+		r.unshared.CompareAndSwap(nil, ld) // the one sharing now tries it next
+		return
+	}
+	defer r.sharing.Store(false)
+	if r.write(ld) {
+		r.unshared.CompareAndSwap(ld, nil)
+		return
+	}
+	r.s.report(LearnedInfo{Step: learnedPublishFailed, Size: int64(len(ld.sd.d.data))})
+	if r.unshared.Swap(ld) != ld {
+		r.s.logf("squeeze: learned dictionary %q: the shared store did not take the dictionary %s (generation %d); the other replicas cannot serve it until it does, and it is tried again at each poll (every %v at most)",
+			r.cfg.pattern, ld.path, ld.gen, r.s.pollEvery)
+	}
+}
+
+// write writes ld to the store under its hash, then the route's pointer
+// to it, each within the replica's write budget; it reports whether the
+// store took both.
+func (r *learnedRoute) write(ld *learnedDict) bool {
 	sh, d := r.s.shared, ld.sd.d
 	if len(d.pattern) > 0xffff {
-		return
+		return true // no value can frame it: nothing to try again
 	}
 	value := sharedDictValue(d)
 	v := make([]byte, 0, sharedLearnedLen)
@@ -58,26 +92,38 @@ func (r *learnedRoute) share(ld *learnedDict) {
 	v = append(v, d.hash[:]...)
 	// Each write comes out of the replica's write budget; the pointer is
 	// written only once the dictionary is.
-	if !sh.admit(len(value)) || !sh.set(context.Background(), sharedDictKey(d.hash), value, 0) {
-		return
-	}
-	if sh.admit(len(v)) {
-		sh.set(context.Background(), r.pointerKey(), v, 0)
-	}
+	return sh.admit(len(value)) && sh.set(context.Background(), sharedDictKey(d.hash), value, 0) &&
+		sh.admit(len(v)) && sh.set(context.Background(), r.pointerKey(), v, 0)
 }
 
-// maybePoll starts a look for the fleet's newer dictionary, unless one
-// runs or the last began within the route's interval.
-func (r *learnedRoute) maybePoll() {
+// retryShare shares again, in the background, the route's dictionary the
+// store did not take, while it is still the route's newest.
+func (r *learnedRoute) retryShare() {
+	ld := r.unshared.Load()
+	if ld == nil {
+		return
+	}
+	if r.newest() != ld {
+		r.unshared.CompareAndSwap(ld, nil) // superseded: the fleet has a newer one
+		return
+	}
+	r.s.startJob(func() { r.share(ld) })
+}
+
+// maybePoll reads the fleet's pointer within the request whose context is
+// ctx, taking the newer dictionary it names, unless another request is
+// reading it or the last read began within learnedPollEvery (or the
+// route's interval, if shorter); first it
+// starts sharing again a dictionary the store did not take.
+func (r *learnedRoute) maybePoll(ctx context.Context) {
 	now := time.Now().UnixNano()
 	if now < r.nextPoll.Load() || !r.polling.CompareAndSwap(false, true) {
 		return
 	}
-	r.nextPoll.Store(now + int64(r.cfg.interval))
-	r.s.startJob(func() {
-		defer r.polling.Store(false)
-		r.poll()
-	})
+	defer r.polling.Store(false)
+	r.nextPoll.Store(now + int64(min(r.s.pollEvery, r.cfg.interval)))
+	r.retryShare()
+	r.pollCtx(ctx)
 }
 
 // learnedPointer is a parsed pointer value.
@@ -89,9 +135,12 @@ type learnedPointer struct {
 // poll reads the route's pointer and, when it names a generation newer
 // than the route's newest dictionary, takes that dictionary from the
 // store, verified, and publishes it.
-func (r *learnedRoute) poll() {
+func (r *learnedRoute) poll() { r.pollCtx(context.Background()) }
+
+// pollCtx is poll within ctx.
+func (r *learnedRoute) pollCtx(ctx context.Context) {
 	sh := r.s.shared
-	v, ok := sh.get(context.Background(), r.pointerKey(), sharedLearnedLen, func(value []byte) (any, sharedVerdict) {
+	v, ok := sh.get(ctx, r.pointerKey(), sharedLearnedLen, func(value []byte) (any, sharedVerdict) {
 		if len(value) != sharedLearnedLen || string(value[:len(sharedLearnedMagic)]) != sharedLearnedMagic {
 			return nil, sharedBad
 		}
@@ -109,12 +158,12 @@ func (r *learnedRoute) poll() {
 	if !behind {
 		return
 	}
-	d := r.fetch(context.Background(), p.hash, false)
+	d := r.fetch(ctx, p.hash, false)
 	if d == nil {
 		return
 	}
 	if r.publish(r.newLearnedDict(d.data, p.gen)) {
-		r.s.report(Event{Kind: LearnedDictionaryEvent, Learned: LearnedAdopted, Out: int64(len(d.data))})
+		r.s.report(LearnedInfo{Step: learnedAdopted, Size: int64(len(d.data))})
 	}
 }
 
@@ -166,4 +215,35 @@ func (r *learnedRoute) fetchForClient(ctx context.Context, hash [32]byte) *dicti
 		return nil
 	}
 	return r.s.insert(d, int64(cap(d.data))+dictEntryBytes, 0)
+}
+
+// serveFromFleet returns the handler of the route's dictionary at path
+// (under the route's path) that another replica linked and this one does
+// not hold live: after a poll, which may make it live, the dictionary
+// remembered or fetched by the hash the path names, verified, or nil.
+// It is served, not published: a client asking for a URL never changes
+// what the route links.
+func (r *learnedRoute) serveFromFleet(ctx context.Context, path string) http.Handler {
+	name := path[len(r.cfg.path):]
+	var hash [32]byte
+	if len(name) != base64.RawURLEncoding.EncodedLen(len(hash)) {
+		return nil
+	}
+	if n, err := base64.RawURLEncoding.Decode(hash[:], []byte(name)); err != nil || n != len(hash) {
+		return nil
+	}
+	r.maybePoll(ctx)
+	for _, ld := range r.live.Load().dicts {
+		if ld.path == path {
+			return ld.sd
+		}
+	}
+	d := r.s.lookup(hash)
+	if d == nil || !d.learned || d.pattern != r.cfg.pattern {
+		d = r.fetchForClient(ctx, hash)
+	}
+	if d == nil || !d.learned || d.pattern != r.cfg.pattern {
+		return nil
+	}
+	return r.newLearnedDict(d.data, 0).sd
 }

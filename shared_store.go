@@ -95,61 +95,25 @@ const maxSharedTimeout = 10 * time.Second
 // fleet through s, such as Redis through the module
 // github.com/squeezehttp/squeeze/redisstore:
 //
-//   - A body remembered as a dictionary ([WithDictionaryMatch]), and a
-//     [Middleware.FileServer] file used as one, is written to s under its
-//     SHA-256, with the pattern it was stored under, once it has earned
-//     it: a body sent in a public response that a client named in
-//     Available-Dictionary or that was sent twice
-//     ([SharedAdmitAfter]), one sent in a public response to a request
-//     naming those very bytes or to a URL where clients named a
-//     dictionary this replica sent (a resource that changes, written at
-//     its first send), a file once sent in a public response. A replica
-//     that uses a dictionary the store holds keeps its key fresh (at
-//     most every 2 seconds), so a store that evicts the least recently
-//     used keeps it under a flood of writes. A replica asked for a
-//     delta against a dictionary it does not hold fetches it from s,
-//     checks its SHA-256 and that its pattern is one of this Middleware's
-//     own WithDictionaryMatch patterns matching the request's path, keeps it
-//     in its own dictionary store (counted against
-//     [WithDictionaryStoreSize]) and sends the delta. So a client gets
-//     deltas from every replica, whichever remembered its dictionary, and
-//     across a deploy that replaced them all.
-//   - A best-level encoding that a [Cache]'s upgrade or a FileServer's
-//     makes, of a plain coding or a delta, is written to s under the
-//     SHA-256 of the plain body, the coding, the level and the
-//     dictionary's SHA-256, once it went out in a public response (and,
-//     for a Cache's entry, after three hits). Before it upgrades, a
-//     replica looks there; it
-//     keeps what it finds only after decoding it once and checking the
-//     SHA-256 of the result. On a miss it claims the work, so that each
-//     encoding is made once per fleet; a claim its owner never fulfils
-//     expires after a minute.
+//   - A dictionary ([WithDictionaryMatch], or a [Middleware.FileServer]
+//     file used as one) that has earned it (named by a client, or sent
+//     [SharedAdmitAfter] times, in public responses) is written under its
+//     SHA-256; a replica asked for a delta against one it lacks fetches and
+//     verifies it (its hash, and a pattern of its own matching the path);
+//     a replica using one keeps its key fresh (at most every 2 seconds).
+//   - A best-level encoding a [Cache]'s or a FileServer's upgrade makes is
+//     written once public (a Cache's after three hits); another replica
+//     keeps it only after decoding it and checking the result's SHA-256,
+//     and claims the work on a miss, so each encoding is made once per fleet.
 //
-// Nothing private is written: a response that is private, no-store, sets
-// a cookie or answers Authorization or Cookie without Cache-Control:
-// public is no dictionary and its encodings stay local. Each Middleware
-// writes at most [SharedWriteBudget] a minute, claims included.
-//
-// Local stores stay in front: s is asked only on a local miss, at most
-// once at a time per key per Middleware, and every call ends at the per-call
-// timeout ([SharedTimeout]). Writes are made in the background and
-// never delay a response. After 5 calls in a row fail (an error or a
-// timeout), s is not asked for 2 seconds; then one call probes it.
-// Meanwhile, responses are what they would be without s: local deltas or
-// the plain codings. A value that fails verification is never served nor
-// kept, and its key is not asked for again for a minute; it is counted
-// (SharedRejected), not charged to the breaker, so neither a bad value nor
-// a request naming a good one on a path its pattern does not match stops
-// the sharing. A key the store lacks is not asked for again for a second.
-// At most 16 reads are in flight, only 4 of them for keys not asked for
-// before, so that requests naming random hashes cost few reads and leave
-// room for a client that names its dictionary again. Values over
-// [SharedMaxValue] are neither written nor read; values being
-// read or written hold at most 8 times that limit at once, a read holding
-// the limit, or with a [SharedStoreSizer] the value's own length, and a
-// call that would go beyond it is skipped. The
-// observer ([WithObserver], [Counters]) receives a [SharedStoreEvent] for
-// each call and breaker change.
+// Nothing private is written. Each Middleware writes at most
+// [SharedWriteBudget] a minute. Local stores stay in front: s is asked only
+// on a local miss, once at a time per key, within [SharedTimeout]; writes
+// never delay a response; a breaker stops asking after failures in a row,
+// and values over [SharedMaxValue] are neither written nor read. A bad
+// store costs a fallback to what squeeze does without it, never a wrong
+// byte. The observer's SharedStore hook reports each call
+// ([SharedStoreInfo]). The bounds are in docs/reference.md.
 //
 // opts tune the sharing. A nil s is an error.
 func WithSharedStore(s SharedStore, opts ...SharedOption) Option {

@@ -50,7 +50,7 @@ func TestSharedDictionaryNamedOnLearnedPathStillServesDelta(t *testing.T) {
 				store = plainStore{mem}
 			}
 			r := &replica{counters: &squeeze.Counters{}}
-			r.m = newMiddleware(t, squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observe),
+			r.m = newMiddleware(t, squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observer()),
 				squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)),
 				squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedDictionarySize(64<<10)))
 			srv, c := startServer(t, protocols[0], r.m.Handler(http.HandlerFunc(mux)), false)
@@ -107,7 +107,7 @@ func TestLearnedDictionaryNamedOnDictionaryMatchPathIsStillAdopted(t *testing.T)
 
 	counters := &squeeze.Counters{}
 	b := newMiddleware(t, squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)),
-		squeeze.WithObserver(counters.Observe), squeeze.WithDictionaryMatch("/search/1*"),
+		squeeze.WithObserver(counters.Observer()), squeeze.WithDictionaryMatch("/search/1*"),
 		squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
 	hb := b.Handler(searchHandler("shop"))
 	srv, c := startServer(t, protocols[0], hb, false)

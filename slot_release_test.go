@@ -35,11 +35,9 @@ func TestPanicInFinishReleasesTheSlot(t *testing.T) {
 		m    *squeeze.Middleware
 		w    func() http.ResponseWriter
 	}{
-		{"observer panics", newMiddleware(t, squeeze.WithObserver(func(e squeeze.Event) {
-			if e.Kind == squeeze.ResponseEvent {
-				panic("observer failed")
-			}
-		})), func() http.ResponseWriter { return httptest.NewRecorder() }},
+		{"observer panics", newMiddleware(t, squeeze.WithObserver(squeeze.Observer{Response: func(squeeze.ResponseInfo) {
+			panic("observer failed")
+		}})), func() http.ResponseWriter { return httptest.NewRecorder() }},
 		{"underlying writer aborts", newMiddleware(t),
 			func() http.ResponseWriter { return abortingWriter{httptest.NewRecorder()} }},
 	}

@@ -31,81 +31,23 @@ import (
 // created per request: it holds the decoder pools, the decoder memory
 // budget and the dictionaries. It is safe for concurrent use.
 //
-// # Responses
+// When the caller set no Accept-Encoding, the request is not HEAD and
+// carries no Range, RoundTrip asks for the Encodings and decodes the body
+// (at most two stacked codings), as [http.Transport] does for its gzip:
+// Content-Encoding and Content-Length go and Uncompressed is true. Reading
+// fails past MaxDecompressedSize with an [*http.MaxBytesError], on a bad
+// stream with [ErrInvalidBody], and with [ErrDecoderBusy] when
+// DecoderMemory stays spent for 200 ms. Close bodies: one never closed
+// holds its decoders until the garbage collector finds it.
 //
-// When the caller set no Accept-Encoding, the request is not HEAD and it
-// carries no Range, RoundTrip sends Accept-Encoding with the Encodings and
-// decodes the response body: the response loses Content-Encoding and
-// Content-Length, its ContentLength is -1 and Uncompressed is true, as
-// [http.Transport] does for the gzip it asks for itself. Since the request
-// then carries an Accept-Encoding, an [http.Transport] underneath neither
-// adds gzip nor decodes anything itself. Two stacked codings at most are
-// undone, last applied first; a response with more, or with a coding squeeze
-// does not implement, is returned as it came, Content-Encoding included, as
-// are a caller's requests that set Accept-Encoding, HEAD requests and Range
-// requests.
+// With RequestEncoding set, request bodies of at least RequestMinSize
+// bytes are compressed; the caller's request is never modified.
 //
-// Reading a decoded body fails past MaxDecompressedSize (and when a layer's
-// compressed input exceeds that cap by more than 1/64 and 64 KiB of
-// framing) with an error that speaks of the response body and in which
-// [errors.As] finds an [*http.MaxBytesError], with an error matching
-// [ErrInvalidBody] when the stream is corrupt, truncated, followed by other
-// bytes or declares a window over what the decoder grants (8 MB for zstd),
-// and with [ErrDecoderBusy] when the decoder memory budget (DecoderMemory)
-// stays spent for 200 ms. The decoders come from pools when the body is
-// first read and go back when it is read to its end or closed, whichever
-// comes first; Close never leaks one.
-//
-// A body that is neither read to its end nor closed leaks the connection
-// under it, as with [http.Transport], and keeps its decoders and its share
-// of the memory budget until the garbage collector finds it unreachable: a
-// cleanup ([runtime.AddCleanup]) then closes it, which returns the budget,
-// drops the decoders and closes the connection's body. Close bodies: the
-// cleanup is a safety net that runs at the collector's pace.
-//
-// # Requests
-//
-// With RequestEncoding set, a request body of at least RequestMinSize bytes
-// is compressed on the fly and sent with Content-Encoding. A body of known
-// length up to 64 KiB is compressed before sending, so its Content-Length
-// is exact; a longer one, or one of unknown length (at least RequestMinSize
-// bytes are read first to tell), is streamed with ContentLength -1. GetBody,
-// when the request has one, is wrapped so redirects and retries send the
-// same compressed body. A request that already has a Content-Encoding, or
-// no body, is sent as it is. The caller's request is never modified.
-//
-// # Dictionaries
-//
-// Dictionaries are off unless DictionaryStoreSize is above zero; leave it
-// 0 to keep them off. A stored dictionary identifies the client to its
-// origin much as a cookie does, even with [http.Client.Jar] nil: each
-// request sends the dictionary's hash and echoes its id. A client that must
-// not be recognised across requests keeps dictionaries off, or gives each
-// identity a Transport of its own.
-//
-// With DictionaryStoreSize above zero, a 200 response whose
-// Use-As-Dictionary field is valid (a match pattern, an optional id, type
-// raw) and that is fresh by its Cache-Control max-age or Expires is kept,
-// decoded, as a dictionary for its origin and pattern, for as long as it
-// stays fresh but no longer than DictionaryMaxAge (30 days unless set),
-// once its body has been read to the end. A body longer than a quarter of
-// DictionaryStoreSize is not kept; bodies being read to become dictionaries
-// are counted against DictionaryStoreSize as they arrive, and one that finds
-// no room is simply not kept (its response is read as usual).
-//
-// The origin is the request's scheme and the host it names: Request.Host
-// when set, the URL's host otherwise, in lower case and without the
-// scheme's default port, so a dictionary of one virtual host is never
-// offered to another reached through the same address. The least recently used dictionaries are dropped to stay
-// within DictionaryStoreSize bytes and 64 per origin. A later request that
-// RoundTrip decodes, to the same origin and a path the pattern matches,
-// sends Available-Dictionary (and Dictionary-ID when the dictionary had an
-// id) and adds dcb and dcz to Accept-Encoding; a dcz or dcb response is
-// checked against the dictionary's hash and decoded with it.
-// Patterns are paths with '*' wildcards; other URLPattern syntax is not
-// stored (see the package's README). A pattern is matched in time linear
-// in its length and the path's, outside any lock, and a path longer than
-// 8 KiB matches no pattern.
+// With DictionaryStoreSize above zero, fresh Use-As-Dictionary responses
+// are kept per origin and offered back (RFC 9842). A stored dictionary
+// identifies the client to its origin much as a cookie does: a client
+// that must not be recognised keeps dictionaries off. The details and
+// bounds are in docs/reference.md ("Go clients").
 type Transport struct {
 	// Base carries the requests; nil means [http.DefaultTransport].
 	Base http.RoundTripper
@@ -113,44 +55,31 @@ type Transport struct {
 	// Encodings lists the codings offered in Accept-Encoding, most
 	// preferred first: any of [Zstd], [Brotli], [Gzip] and [Deflate]. nil
 	// means [DefaultEncodings] (zstd, br, gzip); an empty list offers
-	// identity only. Any other coding is an error from RoundTrip matching
-	// [writers.ErrUnknownCoding]; so is a coding listed twice, under one
-	// name or two (x-gzip is gzip), though that matches no sentinel.
+	// identity only. Any other coding, or one listed twice, is an error
+	// from RoundTrip.
 	Encodings []string
 
-	// MaxDecompressedSize caps a decoded response body, in bytes; 0 means
-	// 10 MiB. Negative is an error from RoundTrip.
+	// MaxDecompressedSize caps a decoded body; 0 means 10 MiB, negative errs.
 	MaxDecompressedSize int64
 
-	// DecoderMemory is the memory the response decoders of this Transport
-	// may hold at once, charged as [WithDecoderMemory] describes; 0 means
-	// 256 MiB. Negative is an error from RoundTrip.
+	// DecoderMemory is what its response decoders may hold at once, charged
+	// as [WithDecoderMemory] says; 0 means 256 MiB, negative is an error.
 	DecoderMemory int64
 
 	// RequestEncoding is the coding request bodies are compressed with,
-	// at its default level (see [writers.Levels]); "" sends them as they
-	// are.
+	// at its default level; "" sends them as they are.
 	RequestEncoding string
 
-	// RequestMinSize is the smallest request body, in bytes, that
-	// RequestEncoding applies to.
+	// RequestMinSize is the smallest request body RequestEncoding takes.
 	RequestMinSize int64
 
 	// DictionaryStoreSize is the byte budget of stored dictionaries and of
 	// the bodies being read to become ones; 0 (the default) turns
-	// dictionaries off. A body over a quarter of it is not kept. Each
-	// dictionary is charged its decoded body, its origin, match pattern
-	// and id, and 512 bytes for the store's own records of it; one that
-	// costs more than the budget is not stored. A match pattern over 2048
-	// bytes (as written or resolved against the response's URL) or an id
-	// over 1024 characters is refused, and an origin keeps at most 64
-	// dictionaries, its least recently used dropped for a new one, so a
-	// request looks through at most 64 patterns.
+	// dictionaries off. A body over a quarter of it is not kept.
 	DictionaryStoreSize int64
 
 	// DictionaryMaxAge is the longest a dictionary is kept, however long
-	// its response stays fresh; 0 means 30 days.
-	// Negative is an error from RoundTrip.
+	// its response stays fresh; 0 means 30 days, negative is an error.
 	DictionaryMaxAge time.Duration
 
 	once  sync.Once

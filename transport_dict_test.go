@@ -189,11 +189,11 @@ func TestTransportPollsSqueezeWithDictionaries(t *testing.T) {
 	for _, coding := range []string{squeeze.DCZ, squeeze.DCB} {
 		t.Run(coding, func(t *testing.T) {
 			var mu sync.Mutex
-			var events []squeeze.Event
+			var events []squeeze.ResponseInfo
 			n := 0
 			m := newMiddleware(t, squeeze.WithDictionaryMatch("/api/*"),
 				squeeze.WithEncodings(coding, squeeze.Zstd, squeeze.Brotli, squeeze.Gzip),
-				squeeze.WithObserver(func(e squeeze.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }))
+				squeeze.WithObserver(squeeze.Observer{Response: func(e squeeze.ResponseInfo) { mu.Lock(); events = append(events, e); mu.Unlock() }}))
 			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
 				n++

@@ -320,7 +320,7 @@ func serveAt(depth int, h http.Handler, w http.ResponseWriter, r *http.Request) 
 // html-2K and html-16K, with squeeze observed by squeeze.Counters and not
 // observed at all: the difference in x-floor is what observing costs a
 // response (counting wire bytes, reading the clock around the encoder, and
-// the atomics of Counters.Observe). observer=counters-vs-none pairs the two
+// the atomics of the Counters' hooks). observer=counters-vs-none pairs the two
 // squeezes directly.
 func BenchmarkObserverVersusFloor(b *testing.B) {
 	c := loadCorpus(b)
@@ -330,7 +330,7 @@ func BenchmarkObserverVersusFloor(b *testing.B) {
 			b.Fatal(err)
 		}
 		var counters squeeze.Counters
-		observed, err := Squeeze(coding, squeeze.WithObserver(counters.Observe))
+		observed, err := Squeeze(coding, squeeze.WithObserver(counters.Observer()))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -290,7 +290,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return errors.Join(err, h.Cleanup())
 		}
 		h.registry = reg
-		opts = append(opts, squeeze.WithObserver(counters.Observe))
+		opts = append(opts, squeeze.WithObserver(counters.Observer()))
 	}
 	if h.Redis != nil {
 		ro, err := h.Redis.options()

@@ -11,11 +11,21 @@
 // handler through c.Bind, which calls every read error 400), a body that is
 // not valid for its Content-Encoding 400, and a decoder memory budget that
 // stays spent 503 with Retry-After.
+//
+// The squeeze handler is built once, when [Middleware] is called: echo
+// applies the middlewares of e.Use on every request, and a handler built
+// there would cost its allocations on every request too. What a request
+// needs (its echo.Context, the rest of the chain) reaches that handler
+// through a pooled writer over echo's, so the adapter allocates nothing per
+// request beyond what squeeze and echo do.
 package squeezeecho
 
 import (
+	"bufio"
 	"errors"
+	"net"
 	"net/http"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -33,28 +43,100 @@ import (
 // still see it, and echo's DefaultHTTPErrorHandler does nothing more for a
 // response that is already committed.
 func Middleware(m *squeeze.Middleware) echo.MiddlewareFunc {
+	a := &adapter{calls: sync.Pool{New: func() any { return new(call) }}}
+	a.h = m.Handler(http.HandlerFunc(serve))
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			outer, req := c.Response(), c.Request()
-			var err error
-			m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				// The handler writes to squeeze's writer through a Response
-				// of its own, and the one outside records what squeeze
-				// sends on (status, size on the wire) for the middlewares
-				// outside.
-				c.SetRequest(r)
-				c.SetResponse(echo.NewResponse(w, c.Echo()))
-				if err = next(c); err != nil {
-					err = statusOf(c, err)
-					c.Error(err)
-				}
-			})).ServeHTTP(outer, req)
-			c.SetRequest(req)
-			c.SetResponse(outer)
-			return err
+		return func(c echo.Context) error { return a.run(c, next) }
+	}
+}
+
+// adapter is one [Middleware]: the squeeze handler, built once, and the
+// calls it reuses.
+type adapter struct {
+	h     http.Handler
+	calls sync.Pool // of *call
+}
+
+// run serves c through squeeze: the squeeze handler gets a call, a writer
+// over c's Response that carries c and next to serve.
+func (a *adapter) run(c echo.Context, next echo.HandlerFunc) error {
+	k := a.calls.Get().(*call)
+	outer, req := c.Response(), c.Request()
+	k.outer, k.c, k.next = outer, c, next
+	a.h.ServeHTTP(k, req)
+	err := k.err
+	c.SetRequest(req)
+	c.SetResponse(outer)
+	// A call whose chain panicked is not put back: c may still hold its
+	// Response.
+	*k = call{}
+	a.calls.Put(k)
+	return err
+}
+
+// serve is the handler behind squeeze: it runs the rest of the echo chain
+// with squeeze's request and writer, and hands an error to c.Error while
+// squeeze still holds the response.
+func serve(w http.ResponseWriter, r *http.Request) {
+	k := callOf(w)
+	c := k.c
+	// The handler writes to squeeze's writer through a Response of its
+	// own, and the one outside records what squeeze sends on (status,
+	// size on the wire) for the middlewares outside.
+	k.inner = *echo.NewResponse(w, c.Echo())
+	c.SetRequest(r)
+	c.SetResponse(&k.inner)
+	if err := k.next(c); err != nil {
+		err = statusOf(c, err)
+		c.Error(err)
+		k.err = err
+	}
+}
+
+// call is one request in the adapter: the writer squeeze writes to, over
+// echo's Response, and what serve needs to run the rest of the chain.
+type call struct {
+	outer *echo.Response
+	c     echo.Context
+	next  echo.HandlerFunc
+	err   error         // what the chain returned, as c.Error got it
+	inner echo.Response // the Response the chain writes to, over squeeze's writer
+}
+
+// callOf finds the call under squeeze's writer w (or w itself, which
+// squeeze hands on as it is for a protocol upgrade), following Unwrap.
+func callOf(w http.ResponseWriter) *call {
+	for {
+		switch t := w.(type) {
+		case *call:
+			return t
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			// Only the adapter's squeeze handler calls serve, with the
+			// writer run gave it.
+			panic("squeezeecho: the handler behind squeeze got a writer not over the adapter's")
 		}
 	}
 }
+
+// Header returns the header of echo's Response.
+func (k *call) Header() http.Header { return k.outer.Header() }
+
+// WriteHeader is echo's Response's.
+func (k *call) WriteHeader(code int) { k.outer.WriteHeader(code) }
+
+// Write is echo's Response's.
+func (k *call) Write(b []byte) (int, error) { return k.outer.Write(b) }
+
+// Flush is echo's Response's.
+func (k *call) Flush() { k.outer.Flush() }
+
+// Hijack is echo's Response's.
+func (k *call) Hijack() (net.Conn, *bufio.ReadWriter, error) { return k.outer.Hijack() }
+
+// Unwrap returns echo's Response, for [http.ResponseController].
+func (k *call) Unwrap() http.ResponseWriter { return k.outer }
 
 // statusOf returns err as the [echo.HTTPError] its status calls for when
 // it comes from squeeze's decoding of the request body, wrapped or not

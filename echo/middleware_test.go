@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -167,5 +168,30 @@ func TestMiddlewareFlushesEachEvent(t *testing.T) {
 				t.Errorf("the middleware outside saw status %d, want 200", got)
 			}
 		})
+	}
+}
+
+// A request to switch protocols, which squeeze hands on with the writer it
+// got, reaches the chain and its answer, as do the requests squeeze
+// encodes, through the same Middleware.
+func TestMiddlewareServesUpgradeRequests(t *testing.T) {
+	e := echo.New()
+	e.Use(squeezeecho.Middleware(nil))
+	e.GET("/ws", func(c echo.Context) error {
+		return c.String(http.StatusTeapot, strings.Repeat("not a websocket; ", 200))
+	})
+	for _, upgrade := range []bool{true, false} {
+		req := httptest.NewRequest(http.MethodGet, "/ws", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		if upgrade {
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "websocket")
+		}
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, req)
+		want := map[bool]string{true: "", false: squeeze.Gzip}[upgrade]
+		if rec.Code != http.StatusTeapot || rec.Header().Get("Content-Encoding") != want {
+			t.Errorf("upgrade %v: %d with Content-Encoding %q, want 418 with %q", upgrade, rec.Code, rec.Header().Get("Content-Encoding"), want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -33,9 +34,19 @@ import (
 var static embed.FS
 
 // routeStatic mounts the static files on mux exactly as the README's
-// "Static files" section shows (readme_test.go holds the two together).
-func routeStatic(mux *http.ServeMux, m *squeeze.Middleware) {
+// "Static files" section shows (readme_test.go holds the two together):
+// the embedded ones, or with dir those of a deploy directory. os.OpenRoot
+// keeps every path inside dir: a symbolic link that leads out of it is
+// refused, where fs.Sub(os.DirFS(...)) would follow it.
+func routeStatic(mux *http.ServeMux, m *squeeze.Middleware, dir string) error {
 	sub, _ := fs.Sub(static, "static")
+	if dir != "" {
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return err
+		}
+		sub = root.FS()
+	}
 	files := http.StripPrefix("/static/", m.FileServer(sub))
 	mux.Handle("/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The same bytes for every user: public, so that they stay
@@ -43,6 +54,7 @@ func routeStatic(mux *http.ServeMux, m *squeeze.Middleware) {
 		w.Header().Set("Cache-Control", "public, max-age=86400")
 		files.ServeHTTP(w, r)
 	}))
+	return nil
 }
 
 // maxUpload caps every upload, compressed or not. squeeze enforces it on the
@@ -51,8 +63,9 @@ const maxUpload = 10 << 20 // squeeze's WithMaxDecompressedSize default
 
 // newRouter returns the demo's routes behind squeeze, and behind them a
 // recorder of the coding each response used. tick is the interval between
-// server-sent events.
-func newRouter(tick time.Duration) (http.Handler, error) {
+// server-sent events; staticDir, if not "", a deploy directory /static/
+// serves instead of the embedded files.
+func newRouter(tick time.Duration, staticDir string) (http.Handler, error) {
 	// counters aggregates what squeeze reports of every response and
 	// decoded upload, for /debug/counters, /metrics and the page's chart.
 	counters := new(squeeze.Counters)
@@ -65,7 +78,7 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 		return nil, err
 	}
 	compress, err := squeeze.New(append(dictionaryOptions(), squeeze.WithMaxDecompressedSize(maxUpload),
-		squeeze.WithObserver(counters.Observe), squeeze.WithCache(cache))...)
+		squeeze.WithObserver(counters.Observer()), squeeze.WithCache(cache))...)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +109,9 @@ func newRouter(tick time.Duration) (http.Handler, error) {
 	// sets a cookie on every path, and an answer to a request with Cookie
 	// becomes a dictionary only when it says so.
 	files := http.NewServeMux()
-	routeStatic(files, compress)
+	if err := routeStatic(files, compress, staticDir); err != nil {
+		return nil, err
+	}
 	r.Handle("/static/*", files)
 	r.Get("/api/products", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -28,7 +28,7 @@ const waitLimit = 30 * time.Second
 // duration of the test. tick is the interval between server-sent events.
 func startServer(t *testing.T, tick time.Duration) *httptest.Server {
 	t.Helper()
-	h, err := newRouter(tick)
+	h, err := newRouter(tick, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestRunPrintsAddressAndShutsDownOnCancel(t *testing.T) {
 	defer cancel()
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, ln, time.Hour, &out) }()
+	go func() { done <- run(ctx, ln, time.Hour, "", &out) }()
 
 	// An open event stream must not hold shutdown up: run's shutdown
 	// fails after 5 s if a handler is still running.

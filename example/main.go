@@ -34,6 +34,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
 	tick := flag.Duration("tick", time.Second, "interval between server-sent events")
+	staticDir := flag.String("static", "", "a deploy directory to serve at /static/ instead of the embedded files")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -44,15 +45,15 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := run(ctx, ln, *tick, os.Stdout); err != nil {
+	if err := run(ctx, ln, *tick, *staticDir, os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }
 
 // run serves the demo on ln until ctx is done, then shuts down: open event
 // streams end at once and other requests get a few seconds to finish.
-func run(ctx context.Context, ln net.Listener, tick time.Duration, out io.Writer) error {
-	handler, err := newRouter(tick)
+func run(ctx context.Context, ln net.Listener, tick time.Duration, staticDir string, out io.Writer) error {
+	handler, err := newRouter(tick, staticDir)
 	if err != nil {
 		return errors.Join(err, ln.Close())
 	}

@@ -20,6 +20,7 @@ var readmeImports = map[string]string{
 	"log":        "log",
 	"expvar":     "expvar",
 	"fs":         "io/fs",
+	"os":         "os",
 	"embed":      "embed",
 	"json":       "encoding/json",
 	"fmt":        "fmt",

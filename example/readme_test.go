@@ -118,7 +118,7 @@ func TestReadmeCommandsRunAgainstTheDemo(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, ln, 10*time.Millisecond, &out) }()
+	go func() { done <- run(ctx, ln, 10*time.Millisecond, "", &out) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

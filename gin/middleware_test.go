@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -117,5 +118,31 @@ func TestMiddlewareStreamsEachEvent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A request to switch protocols, which squeeze hands on with the writer it
+// got, reaches the handlers and their answer, as do the requests squeeze
+// encodes, through the same Middleware.
+func TestMiddlewareServesUpgradeRequests(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	r := gin.New()
+	r.Use(squeezegin.Middleware(nil))
+	r.GET("/ws", func(c *gin.Context) {
+		c.String(http.StatusTeapot, strings.Repeat("not a websocket; ", 200))
+	})
+	for _, upgrade := range []bool{true, false} {
+		req := httptest.NewRequest(http.MethodGet, "/ws", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		if upgrade {
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "websocket")
+		}
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		want := map[bool]string{true: "", false: squeeze.Gzip}[upgrade]
+		if rec.Code != http.StatusTeapot || rec.Header().Get("Content-Encoding") != want {
+			t.Errorf("upgrade %v: %d with Content-Encoding %q, want 418 with %q", upgrade, rec.Code, rec.Header().Get("Content-Encoding"), want)
+		}
 	}
 }

@@ -28,10 +28,10 @@ type responseWriter struct {
 // errHijackAfterBody is Hijack's error once the body has begun, as gin's.
 var errHijackAfterBody = errors.New("squeezegin: Hijack after the response body was written")
 
-// newResponseWriter returns the writer over squeeze's w, starting from the
-// status gin's engine writer holds (gin presets 404 and 405 there).
-func newResponseWriter(w http.ResponseWriter, engine gin.ResponseWriter) *responseWriter {
-	return &responseWriter{w: w, engine: engine, status: engine.Status(), size: -1}
+// reset makes rw the writer over squeeze's w, starting from the status
+// gin's engine writer holds (gin presets 404 and 405 there).
+func (rw *responseWriter) reset(w http.ResponseWriter, engine gin.ResponseWriter) {
+	*rw = responseWriter{w: w, engine: engine, status: engine.Status(), size: -1}
 }
 
 // Header returns squeeze's header map, the response's.

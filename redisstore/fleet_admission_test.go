@@ -89,7 +89,7 @@ func TestFleetNeverWritesAPrivateResponse(t *testing.T) {
 			t.Run(tc.name+"/"+p.Name, func(t *testing.T) {
 				prefix := fmt.Sprintf("private-%s-%d:", strings.ReplaceAll(tc.name, " ", "-"), p.Major)
 				r := &fleetReplica{counters: &squeeze.Counters{}}
-				m := squeeze.MustNew(squeeze.WithDictionaryMatch("/app/*"), squeeze.WithObserver(r.counters.Observe),
+				m := squeeze.MustNew(squeeze.WithDictionaryMatch("/app/*"), squeeze.WithObserver(r.counters.Observer()),
 					squeeze.WithSharedStore(newStore(t, srv, true, redisstore.WithPrefix(prefix)), squeeze.SharedTimeout(5*time.Second)))
 				h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Type", "text/html")
@@ -124,7 +124,7 @@ func TestFleetNeverWritesAPrivateResponse(t *testing.T) {
 func floodReplica(t *testing.T, store squeeze.SharedStore, files [][]byte, opts ...squeeze.SharedOption) (*fleetReplica, *http.Client) {
 	t.Helper()
 	r := &fleetReplica{counters: &squeeze.Counters{}}
-	m := squeeze.MustNew(squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observe),
+	m := squeeze.MustNew(squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observer()),
 		squeeze.WithSharedStore(store, append([]squeeze.SharedOption{squeeze.SharedTimeout(5 * time.Second)}, opts...)...))
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var v int

@@ -70,7 +70,7 @@ func startListFleet(t *testing.T, stores []squeeze.SharedStore) *listFleet {
 	var targets []*url.URL
 	for _, store := range stores {
 		r := &fleetReplica{counters: &squeeze.Counters{}}
-		opts := []squeeze.Option{squeeze.WithDictionaryMatch(listPattern), squeeze.WithObserver(r.counters.Observe)}
+		opts := []squeeze.Option{squeeze.WithDictionaryMatch(listPattern), squeeze.WithObserver(r.counters.Observer())}
 		if store != nil {
 			opts = append(opts, squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)))
 		}

@@ -55,7 +55,7 @@ type fleetReplica struct {
 func startReplica(t *testing.T, store squeeze.SharedStore, files [][]byte, opts ...squeeze.Option) *fleetReplica {
 	t.Helper()
 	r := &fleetReplica{counters: &squeeze.Counters{}}
-	all := []squeeze.Option{squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observe)}
+	all := []squeeze.Option{squeeze.WithDictionaryMatch(fleetPattern), squeeze.WithObserver(r.counters.Observer())}
 	if store != nil {
 		// A timeout no loaded machine (or -race) reaches, unless the
 		// test sets its own: these tests pin what is shared, not when.

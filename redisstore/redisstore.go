@@ -106,7 +106,7 @@ const (
 var ErrTooManyAbandoned error = &kindError{msg: "redisstore: too many commands still running past their timeout", err: context.DeadlineExceeded}
 
 // kindError is an error of this package that tells squeeze its kind
-// (squeeze's Event.SharedError) by its SharedErrorKind method, or by the
+// (squeeze's SharedStoreInfo.ErrorKind) by its SharedErrorKind method, or by the
 // error it wraps.
 type kindError struct {
 	msg  string
