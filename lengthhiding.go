@@ -29,24 +29,18 @@ import (
 // maxLengthHiding is the largest n WithLengthHiding takes.
 const maxLengthHiding = 4096
 
-// WithLengthHiding pads every encoded response with 1 to n bytes that
-// every decoder skips, against BREACH-style attacks, which recover a
-// secret in a page (a CSRF token) that also reflects attacker input, from
-// how the compressed length changes with the attacker's guesses. The
-// amount comes from a keyed hash of all of the plain body under a secret
-// that [New] draws at random, so the same content always gets the same
-// padding: repeating a request does not average it away, while each guess
-// gets an unrelated amount. A stream (a body over [WithBufferSize], or
-// one flushed) is hashed as it passes and padded at its end. A whole gzip
-// body carries the padding in its header, a gzip stream in empty deflate
-// blocks before its last block (8 bytes more), zstd and dcz in a skippable
-// frame (7 more), br and dcb in metadata meta-blocks; hits from the
-// [Cache] are padded as fresh encodings are, and what is stored stays
-// unpadded. n must be 1 to 4096; deflate cannot be offered with it. It
-// costs n/2 bytes a response on average; br and dcb responses bypass the
-// Cache. Padding multiplies the requests an attack needs (128 to 256 times
-// for n = 32, measured) without stopping it: marking the secret, or
-// masking it per response, is the fix (docs/reference.md).
+// WithLengthHiding pads every encoded response with 1 to n bytes that every
+// decoder skips, against BREACH-style attacks, which recover a secret in a
+// page that also reflects attacker input from how the compressed length
+// changes with the guesses. The amount comes from a keyed hash of all of the
+// plain body (a secret New draws at random), so repeating a request does not
+// average it away while each guess gets an unrelated amount; a stream is
+// hashed as it passes and padded at its end. n must be 1 to 4096; deflate
+// cannot be offered with it. It costs n/2 bytes a response on average; br
+// and dcb responses bypass the Cache. Padding multiplies the requests an
+// attack needs (128 to 256 times for n = 32, measured) without stopping
+// it: [WriteSecret] is the fix. docs/reference.md says where each coding
+// carries the padding.
 func WithLengthHiding(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > maxLengthHiding {
