@@ -192,6 +192,12 @@ func TestSharedDictionaryFileServerDeltaAcrossDeploy(t *testing.T) {
 				if len(raw) > 1000 {
 					t.Errorf("v2 as a delta is %d bytes", len(raw))
 				}
+				// The replicas' background work (best-level upgrades and
+				// their writes to the store) ends with the subtest.
+				squeeze.WaitFileServer(oldFS)
+				squeeze.WaitFileServer(newFS)
+				squeeze.WaitSharedStore(oldRep)
+				squeeze.WaitSharedStore(newRep)
 			})
 		})
 	}
