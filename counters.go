@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,15 +29,10 @@ type Counters struct {
 	shared        [sharedResultCount]atomic.Int64
 	sharedRead    atomic.Int64
 	sharedWritten atomic.Int64
-	breakerOpen   atomic.Int64 // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
-	learned       struct {
-		trained, adopted, refused, deltas                   atomic.Int64
-		skippedPrivate, skippedUnmarked, skippedCredentials atomic.Int64
-		skippedQuery, skippedType, deltasStopped            atomic.Int64
-		publishFailed, unregistrable                        atomic.Int64
-	}
-	sharedErrors [sharedErrorKindCount]atomic.Int64
-	learnedSaved atomic.Int64
+	breakerOpen   atomic.Int64                    // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
+	learned       [len(learnedSteps)]atomic.Int64 // by learnedSteps
+	sharedErrors  [sharedErrorKindCount]atomic.Int64
+	learnedSaved  atomic.Int64
 }
 
 // codingCounters are the counters of one content coding.
@@ -87,36 +83,31 @@ func (c *Counters) requestBody(e RequestBodyInfo) {
 	c.decompressor[codingIndex(e.Coding)].add(e.Decoded, e.Compressed, e.Elapsed, false, false)
 }
 
+// learnedSteps are the steps Counters counts, in the order of its learned
+// array.
+var learnedSteps = [...]string{
+	learnedTrained, learnedAdopted, learnedRefused, learnedDelta,
+	learnedSkippedPrivate, learnedSkippedUnmarked, learnedSkippedCredentials,
+	learnedSkippedQuery, learnedSkippedType, learnedDeltasStopped,
+	learnedPublishFailed, learnedUnregistrable,
+}
+
 // learnedStep counts a learned dictionary's step; unknown steps are
 // ignored.
 func (c *Counters) learnedStep(e LearnedInfo) {
-	switch e.Step {
-	case learnedTrained:
-		c.learned.trained.Add(1)
-	case learnedAdopted:
-		c.learned.adopted.Add(1)
-	case learnedRefused:
-		c.learned.refused.Add(1)
-	case learnedDelta:
-		c.learned.deltas.Add(1)
-		c.learnedSaved.Add(e.Saved)
-	case learnedSkippedPrivate:
-		c.learned.skippedPrivate.Add(1)
-	case learnedSkippedUnmarked:
-		c.learned.skippedUnmarked.Add(1)
-	case learnedSkippedCredentials:
-		c.learned.skippedCredentials.Add(1)
-	case learnedSkippedQuery:
-		c.learned.skippedQuery.Add(1)
-	case learnedSkippedType:
-		c.learned.skippedType.Add(1)
-	case learnedDeltasStopped:
-		c.learned.deltasStopped.Add(1)
-	case learnedPublishFailed:
-		c.learned.publishFailed.Add(1)
-	case learnedUnregistrable:
-		c.learned.unregistrable.Add(1)
+	i := slices.Index(learnedSteps[:], e.Step)
+	if i < 0 {
+		return
 	}
+	c.learned[i].Add(1)
+	if e.Step == learnedDelta {
+		c.learnedSaved.Add(e.Saved)
+	}
+}
+
+// learnedCount returns the count of step, one of learnedSteps.
+func (c *Counters) learnedCount(step string) int64 {
+	return c.learned[slices.Index(learnedSteps[:], step)].Load()
 }
 
 // sharedStore counts a shared-store call.
@@ -293,20 +284,20 @@ func (c *Counters) stats() counterStats {
 		s.SharedStore.ErrorsByKind[k.String()] = c.sharedErrors[k].Load()
 	}
 	s.LearnedDictionary = learnedStats{
-		Trained:       c.learned.trained.Load(),
-		Adopted:       c.learned.adopted.Load(),
-		RefusedBudget: c.learned.refused.Load(),
-		Deltas:        c.learned.deltas.Load(),
+		Trained:       c.learnedCount(learnedTrained),
+		Adopted:       c.learnedCount(learnedAdopted),
+		RefusedBudget: c.learnedCount(learnedRefused),
+		Deltas:        c.learnedCount(learnedDelta),
 		BytesSaved:    c.learnedSaved.Load(),
 
-		SkippedPrivate:     c.learned.skippedPrivate.Load(),
-		SkippedUnmarked:    c.learned.skippedUnmarked.Load(),
-		SkippedCredentials: c.learned.skippedCredentials.Load(),
-		SkippedQuery:       c.learned.skippedQuery.Load(),
-		SkippedType:        c.learned.skippedType.Load(),
-		DeltasStopped:      c.learned.deltasStopped.Load(),
-		PublishFailed:      c.learned.publishFailed.Load(),
-		Unregistrable:      c.learned.unregistrable.Load(),
+		SkippedPrivate:     c.learnedCount(learnedSkippedPrivate),
+		SkippedUnmarked:    c.learnedCount(learnedSkippedUnmarked),
+		SkippedCredentials: c.learnedCount(learnedSkippedCredentials),
+		SkippedQuery:       c.learnedCount(learnedSkippedQuery),
+		SkippedType:        c.learnedCount(learnedSkippedType),
+		DeltasStopped:      c.learnedCount(learnedDeltasStopped),
+		PublishFailed:      c.learnedCount(learnedPublishFailed),
+		Unregistrable:      c.learnedCount(learnedUnregistrable),
 	}
 	return s
 }
