@@ -225,17 +225,24 @@ func (rw *responseWriter) writeSecret(p []byte) (int, error) {
 	}
 	if rw.state == stateWaiting {
 		rw.held = nil
+		// p's span goes with the bytes held back only when p is held
+		// back with them: a p that overflows the buffer commits the
+		// response, the held bytes go out without it, and p goes below.
 		start := len(rw.buffered())
-		sec.spans = append(sec.spans, span{start, start + len(p)})
+		fits := start+len(p) <= rw.m.buffers.Size()
+		if fits {
+			sec.spans = append(sec.spans, span{start, start + len(p)})
+		}
 		held, err := rw.hold(p)
-		if held || err != nil {
-			if !held {
-				sec.spans = sec.spans[:len(sec.spans)-1]
-				return 0, err
-			}
+		if held {
 			return len(p), err
 		}
-		sec.spans = sec.spans[:len(sec.spans)-1] // committed: p goes below
+		if fits && len(sec.spans) > 0 && sec.spans[len(sec.spans)-1].start == start {
+			sec.spans = sec.spans[:len(sec.spans)-1]
+		}
+		if err != nil {
+			return 0, err
+		}
 		if rw.state == stateEncoding && (rw.offer.dict != nil || !writers.CanIsolate(rw.offer.coding)) {
 			return 0, ErrSecretNotIsolated // unreachable: advance chose an isolating offer
 		}

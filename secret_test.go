@@ -330,3 +330,40 @@ func TestSecretResponsesDecodeInCurlAndTheCLIs(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestWriteSecretAcrossTheBufferEdgeIsIsolated writes a secret with
+// WriteSecret when the bytes held back reach to just before, at and just
+// past the end of the buffer, so the secret's own write is the one that
+// commits the response: the body decodes to what the handler wrote, the
+// secret stored as it is, in every coding that isolates.
+func TestWriteSecretAcrossTheBufferEdgeIsIsolated(t *testing.T) {
+	t.Parallel()
+	const size = 32 << 10
+	m := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd, squeeze.Gzip, squeeze.Deflate))
+	for _, before := range []int{size - len(secretToken) - 1, size - len(secretToken), size - len(secretToken) + 1, size - 1, size} {
+		for _, coding := range []string{"zstd", "gzip", "deflate"} {
+			var plain bytes.Buffer
+			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				out := io.MultiWriter(w, &plain)
+				plain.Reset()
+				_, _ = out.Write(textBody(before, before))
+				if _, err := squeeze.WriteSecret(w, []byte(secretToken)); err != nil {
+					t.Errorf("%d bytes before, %s: WriteSecret: %v", before, coding, err)
+				}
+				plain.WriteString(secretToken)
+				_, _ = out.Write(textBody(before+1, 4<<10))
+			}))
+			rec := serveAt(h, "/", coding)
+			if got := rec.Header().Get("Content-Encoding"); got != coding {
+				t.Fatalf("%d bytes before: Content-Encoding %q, want %q", before, got, coding)
+			}
+			if got := decodeOneMember(t, coding, rec.Body.Bytes()); !bytes.Equal(got, plain.Bytes()) {
+				t.Errorf("%d bytes before, %s: decoded %d bytes, want %d", before, coding, len(got), plain.Len())
+			}
+			if !bytes.Contains(rec.Body.Bytes(), []byte(secretToken)) {
+				t.Errorf("%d bytes before, %s: the secret is not stored as it is", before, coding)
+			}
+		}
+	}
+}
