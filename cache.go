@@ -2,13 +2,13 @@ package squeeze
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"math"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,7 +32,10 @@ import (
 //     LRU lets a scan flush them, and a hit allocates nothing in it
 //     (TestCacheHitRatio, TestCacheHitAllocations). Its maintenance runs on the
 //     calling goroutine (a synchronous Executor), so the cache starts no
-//     goroutine but its own upgrade worker.
+//     goroutine but its upgrade worker.
+//   - The upgrade worker runs only while upgrades wait, as background work
+//     of the Middleware whose upgrade found none running (lifetime.go):
+//     that Middleware's Close stops it, and an idle Cache runs nothing.
 //   - Bytes <= maxBytes holds at all times, not only after otter's
 //     maintenance: every store first reserves its weight against maxBytes
 //     in Cache.bytes, and otter is bounded at maxBytes less one entry's
@@ -83,7 +86,6 @@ import (
 // once, and re-encodes the entries that are hit often at the coding's best
 // level in the background. Give it to [New] with [WithCache]; one Cache may
 // be shared by several Middlewares and is safe for concurrent use.
-// [Cache.Close] stops its upgrade worker.
 //
 // What is cached, and why it is safe: a body that ends within the buffer
 // (see [WithBufferSize]) is found by a seeded hash of its bytes with its
@@ -102,9 +104,7 @@ type Cache struct {
 	*cacheCore
 }
 
-// cacheCore is the Cache proper. The upgrade worker holds it, not the
-// Cache, so that a Cache nobody holds any more becomes unreachable and its
-// cleanup stops it.
+// cacheCore is the Cache proper.
 type cacheCore struct {
 	store *otter.Cache[cacheKey, *cacheEntry]
 	// max is maxBytes; entryMax the largest weight one entry may have.
@@ -130,10 +130,14 @@ type cacheCore struct {
 
 	jobs chan upgradeJob
 	// pending counts the upgrades queued or under way.
-	pending   atomic.Int64
-	stop      chan struct{}
-	closeOnce sync.Once
-	workers   sync.WaitGroup
+	pending atomic.Int64
+	// workMu guards working (a worker runs), closed (Close was called)
+	// and the sends to jobs; stop is closed by Close; workers counts the
+	// workers running, at most one.
+	workMu          sync.Mutex
+	working, closed bool
+	stop            chan struct{}
+	workers         sync.WaitGroup
 }
 
 // CacheStats are a [Cache]'s counters, as [Cache.Stats] returns them.
@@ -177,8 +181,7 @@ const (
 // bodies, the plain bytes of those found by content, and their
 // bookkeeping (see [CacheStats]), together with what the work in flight
 // holds: the copies of streams being stored and the encoders of upgrades.
-// maxBytes must be positive; one entry may take at most an eighth of it. It
-// starts one upgrade worker, which [Cache.Close] stops.
+// maxBytes must be positive; one entry may take at most an eighth of it.
 func NewCache(maxBytes int64) (*Cache, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("squeeze: NewCache: maxBytes must be positive, got %d", maxBytes)
@@ -215,14 +218,7 @@ func NewCache(maxBytes int64) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("squeeze: NewCache(%d): %w", maxBytes, err)
 	}
-	// One worker, whatever the number of cores: each upgrade holds an
-	// encoder of up to tens of megabytes, and two workers in a small
-	// budget would only take the room each other needs.
-	c.workers.Add(1)
-	go c.work()
-	cache := &Cache{c}
-	runtime.AddCleanup(cache, func(c *cacheCore) { c.close() }, c)
-	return cache, nil
+	return &Cache{c}, nil
 }
 
 // Stats returns the cache's counters.
@@ -242,17 +238,21 @@ func (c *Cache) Stats() CacheStats {
 	}
 }
 
-// Close stops the upgrade worker and waits for it: an upgrade under way
-// stops at its next 64 KiB. The cache goes on serving and storing entries,
-// without upgrades. Close always returns nil; it may be called more than
-// once.
+// Close stops upgrades and waits for the one under way, which stops at its
+// next 64 KiB; the cache goes on serving and storing, for every
+// Middleware. Close returns nil and may be called more than once.
 func (c *Cache) Close() error {
 	c.close()
 	return nil
 }
 
 func (c *cacheCore) close() {
-	c.closeOnce.Do(func() { close(c.stop) })
+	c.workMu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.stop)
+	}
+	c.workMu.Unlock()
 	c.workers.Wait()
 }
 
@@ -396,7 +396,7 @@ func (c *cacheCore) lookup(r *http.Request, k *cacheKey, plain []byte, best int,
 			}
 			c.hits.Add(1)
 			if e.hits.Add(1) == upgradeAfter && e.level < best {
-				c.enqueue(newUpgradeJob(k, e, best, src))
+				c.enqueue(newUpgradeJob(k, e, best, src), src.life)
 			}
 			return e, false
 		}
@@ -556,41 +556,60 @@ type upgradeJob struct {
 	shared *shared
 }
 
-// enqueue queues j unless the queue is full or the cache closed.
-func (c *cacheCore) enqueue(j upgradeJob) {
-	select {
-	case <-c.stop:
+// enqueue queues j unless the queue is full or the cache closed, and
+// starts the worker on life, the lifetime of the Middleware that queued j,
+// unless one runs; without life, or once it is closed, j is dropped.
+//
+// One worker, whatever the number of cores: each upgrade holds an encoder
+// of up to tens of megabytes, and two workers in a small budget would only
+// take the room each other needs.
+func (c *cacheCore) enqueue(j upgradeJob, life *lifetime) {
+	c.workMu.Lock()
+	defer c.workMu.Unlock()
+	if c.closed || life == nil || len(c.jobs) == cap(c.jobs) {
 		c.upgradesDropped.Add(1)
 		return
-	default:
+	}
+	if !c.working {
+		c.workers.Add(1)
+		if !life.goWork(c.work) {
+			c.workers.Done()
+			c.upgradesDropped.Add(1)
+			return
+		}
+		c.working = true
 	}
 	c.pending.Add(1)
-	select {
-	case c.jobs <- j:
-	default:
-		c.pending.Add(-1)
-		c.upgradesDropped.Add(1)
-	}
+	c.jobs <- j // there is room: every send holds workMu
 }
 
-// work runs upgrades until Close. It keeps the encoder of its last job, and
-// the budget claimed for it, only while more jobs wait: a best-level
-// encoder holds tens of megabytes.
-func (c *cacheCore) work() {
+// work runs upgrades until none waits, Close, or the end of ctx, the
+// lifetime of the Middleware that started it; the jobs it leaves wait for
+// the next worker. It keeps the encoder of its last job, and the budget
+// claimed for it, only while more jobs wait: a best-level encoder holds
+// tens of megabytes.
+func (c *cacheCore) work(ctx context.Context) {
 	defer c.workers.Done()
 	var enc upgradeEncoder
 	defer enc.release(c)
 	for {
 		select {
 		case <-c.stop:
-			return
+		case <-ctx.Done():
 		case j := <-c.jobs:
-			c.upgrade(j, &enc)
-			if len(c.jobs) == 0 {
-				enc.release(c) // idle
-			}
+			c.upgrade(ctx, j, &enc)
 			c.pending.Add(-1)
+			continue
+		default:
 		}
+		c.workMu.Lock()
+		if len(c.jobs) > 0 && !c.closed && ctx.Err() == nil {
+			c.workMu.Unlock() // queued since: go on
+			continue
+		}
+		c.working = false
+		c.workMu.Unlock()
+		return
 	}
 }
 
@@ -641,7 +660,7 @@ func (u *upgradeEncoder) release(c *cacheCore) {
 // holds is claimed against the budget first: the encoder, a decoder of an
 // entry kept without its plain bytes, and room for the new encoding. It
 // counts an upgrade dropped when there is no room.
-func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
+func (c *cacheCore) upgrade(ctx context.Context, j upgradeJob, u *upgradeEncoder) {
 	if e, ok := c.store.GetEntryQuietly(j.key); !ok || e.Value != j.entry || len(j.entry.body) < 2 {
 		return // gone: its upgrade could not be kept
 	}
@@ -650,7 +669,7 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 		c.upgradesDropped.Add(1) // its dictionary is gone
 		return
 	}
-	fleet, done := c.upgradeFromFleet(&j, d)
+	fleet, done := c.upgradeFromFleet(ctx, &j, d)
 	if done {
 		return
 	}
@@ -693,7 +712,7 @@ func (c *cacheCore) upgrade(j upgradeJob, u *upgradeEncoder) {
 	out := cappedBuffer{b: make([]byte, 0, len(j.entry.body)-1)} // an encoding no smaller is of no use
 	enc.Reset(&out)
 	defer enc.Reset(io.Discard)
-	if !c.encodeAll(enc, src) || enc.Close() != nil {
+	if !c.encodeAll(ctx, enc, src) || enc.Close() != nil {
 		return
 	}
 	body := bytes.Clone(out.b)
@@ -736,12 +755,15 @@ func (c *cacheCore) replace(j *upgradeJob, e *cacheEntry) bool {
 }
 
 // encodeAll writes what src yields to enc in chunks of upgradeChunk,
-// stopping early at Close; it reports whether src ended and enc took all.
-func (c *cacheCore) encodeAll(enc writers.Encoder, src io.Reader) bool {
+// stopping early at Close or the end of ctx; it reports whether src ended
+// and enc took all.
+func (c *cacheCore) encodeAll(ctx context.Context, enc writers.Encoder, src io.Reader) bool {
 	buf := make([]byte, upgradeChunk)
 	for {
 		select {
 		case <-c.stop:
+			return false
+		case <-ctx.Done():
 			return false
 		default:
 		}
@@ -968,7 +990,7 @@ func (m *Middleware) cachedWhole(r *http.Request, o *offer, h http.Header, f *fa
 // lookupWhole is cachedWhole once the response is known to be cacheable in
 // o's coding and k is o's key for body.
 func (m *Middleware) lookupWhole(r *http.Request, o *offer, h http.Header, body []byte, k *cacheKey) (stored []byte, lost int, store bool) {
-	e, leader := m.cache.lookup(r, k, body, upgradeLevel(k.coding), 0, upgradeSource{o.dict, m.shared})
+	e, leader := m.cache.lookup(r, k, body, upgradeLevel(k.coding), 0, upgradeSource{o.dict, m.shared, &m.life})
 	switch {
 	case e == nil:
 		return nil, 0, leader
@@ -1129,7 +1151,7 @@ func (m *Middleware) cachedStream(r *http.Request, o *offer, h http.Header, f *f
 	if !ok {
 		return nil, nil
 	}
-	e, leader := m.cache.lookup(r, &k, nil, upgradeLevel(k.coding), m.cache.patience, upgradeSource{dict: o.dict})
+	e, leader := m.cache.lookup(r, &k, nil, upgradeLevel(k.coding), m.cache.patience, upgradeSource{dict: o.dict, life: &m.life})
 	if e != nil {
 		return e.body, nil
 	}
@@ -1166,10 +1188,12 @@ func (f *cacheFill) ended(end responseEnd) {
 
 // upgradeSource is what an upgrade of an entry needs beyond the entry: the
 // dictionary of a dcz or dcb key, and the fleet's store of the Middleware
-// that found the entry, each nil when there is none.
+// that found the entry, each nil when there is none; and the lifetime of
+// that Middleware, which runs the upgrade (nil: none runs).
 type upgradeSource struct {
 	dict   *dictionary
 	shared *shared
+	life   *lifetime
 }
 
 // newUpgradeJob returns the job of upgrading e, stored under k, at level

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -569,67 +568,53 @@ func TestCacheConcurrentIdenticalMissesEncodeOnce(t *testing.T) {
 	}
 }
 
-func TestCacheCloseLeavesNoGoroutine(t *testing.T) {
+func TestCacheRunsAWorkerOnlyWhileUpgradesWait(t *testing.T) {
 	// Counted by what they run, not by runtime.NumGoroutine, which other
-	// tests' servers and the runtime's cleanup goroutine move at random;
-	// and counted once the workers of the Caches earlier tests let go of
-	// have stopped, which they do when a collection finds their Cache
-	// unreachable, so that none stops while this test counts.
-	before := settledCacheWorkers()
-	c, err := squeeze.NewCache(16 << 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := cacheWorkers()
-	for i := 0; i < 200 && started <= before; i++ {
-		time.Sleep(10 * time.Millisecond)
-		started = cacheWorkers()
-	}
-	if started <= before {
-		t.Fatalf("NewCache started no upgrade worker (%d before, %d after)", before, started)
+	// tests' servers and the runtime's cleanup goroutine move at random.
+	before := cacheWorkers()
+	c := newCache(t, 16<<20)
+	if n := cacheWorkers(); n > before {
+		t.Errorf("NewCache started %d upgrade workers", n-before)
 	}
 	body := textBody(14, 20<<10)
-	h := newMiddleware(t, squeeze.WithCache(c), squeeze.WithEncodings("br")).Handler(writeText("text/plain", body, 0))
+	m := newMiddleware(t, squeeze.WithCache(c), squeeze.WithEncodings("br"))
+	h := m.Handler(writeText("text/plain", body, 0))
 	for range 5 {
 		serve(h, "GET", "br")
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
+	squeeze.WaitUpgrades(c)
+	if s := c.Stats(); s.Upgrades != 1 {
+		t.Fatalf("%d upgrades, want 1", s.Upgrades)
 	}
-	if err := c.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
+	// The worker ends once no upgrade waits.
 	after := cacheWorkers()
 	for i := 0; i < 200 && after > before; i++ {
 		time.Sleep(10 * time.Millisecond)
 		after = cacheWorkers()
 	}
 	if after > before {
-		t.Errorf("cache upgrade workers: %d before NewCache, %d after Close", before, after)
+		t.Errorf("cache upgrade workers: %d before NewCache, %d once the upgrade was done", before, after)
 	}
-	// A closed cache still serves.
-	res, raw := record(h, request("GET", "br"))
-	checkBody(t, res.Header, raw, body)
+	for range 2 {
+		if err := c.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	// A closed cache still serves, and queues no upgrade.
+	dropped := c.Stats().UpgradesDropped
+	other := textBody(15, 20<<10)
+	h = m.Handler(writeText("text/plain", other, 0))
+	for range 5 {
+		res, raw := record(h, request("GET", "br"))
+		checkBody(t, res.Header, raw, other)
+	}
+	if s := c.Stats(); s.Upgrades != 1 || s.UpgradesDropped != dropped+1 {
+		t.Errorf("after Close: %d upgrades and %d dropped, want 1 and %d", s.Upgrades, s.UpgradesDropped, dropped+1)
+	}
 }
 
 // cacheWorkers counts the goroutines running a Cache's upgrade loop.
 func cacheWorkers() int { return squeeze.GoroutinesIn("squeeze.(*cacheCore).work(") }
-
-// settledCacheWorkers collects garbage until the count of upgrade workers
-// holds for 100 ms, and returns it.
-func settledCacheWorkers() int {
-	n := cacheWorkers()
-	for range 50 {
-		runtime.GC()
-		time.Sleep(100 * time.Millisecond)
-		m := cacheWorkers()
-		if m == n {
-			break
-		}
-		n = m
-	}
-	return n
-}
 
 func TestCacheIsSharedByMiddlewares(t *testing.T) {
 	c := newCache(t, 16<<20)

@@ -201,6 +201,8 @@ type dictStore struct {
 	// pollEvery is the least time between two reads of a learned route's
 	// pointer in the fleet's store (shared_learned.go).
 	pollEvery time.Duration
+	// life is the Middleware's, which runs the jobs (lifetime.go).
+	life *lifetime
 
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
@@ -304,6 +306,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		observe:    c.observer.Learned,
 		logf:       log.Printf,
 		pollEvery:  learnedPollEvery,
+		life:       new(lifetime), // New gives it the Middleware's
 	}
 	for _, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))

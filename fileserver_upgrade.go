@@ -16,7 +16,8 @@ import (
 // startBest encodes version meta of the file name at the best level of
 // k.coding (against d for a delta) on a goroutine of its own, unless one
 // is running already: then it does nothing, and a later request tries
-// again. The goroutine ends with the encoding. old is the representation
+// again. The goroutine is the Middleware's background work (lifetime.go):
+// none starts once it is closed. It ends with the encoding. old is the representation
 // stored now, which the new encoding replaces only if it is smaller: passed
 // in rather than looked up again, so a store that counts its look-ups (a
 // Cache) counts only the requests'. public says the request that started
@@ -29,7 +30,7 @@ func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey
 		return
 	}
 	s.bestRuns.Add(1)
-	go func() {
+	started := s.m.life.goWork(func(ctx context.Context) {
 		defer func() {
 			<-s.bestToken
 			s.bestRuns.Done()
@@ -62,7 +63,7 @@ func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey
 			e.release()
 			return // changed or gone: the next request sees the new version
 		}
-		data, wait, err := s.bestEncoding(k, plain, old, d, level, public)
+		data, wait, err := s.bestEncoding(ctx, k, plain, old, d, level, public)
 		if err != nil || wait {
 			e.release()
 			return
@@ -71,7 +72,11 @@ func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey
 			data = old // the faster level did better: keep it
 		}
 		e.store(k, rep{data: data, best: true})
-	}()
+	})
+	if !started { // the Middleware is closed
+		<-s.bestToken
+		s.bestRuns.Done()
+	}
 }
 
 // encodeBest encodes plain, version k.plain of a file, at level (the best
@@ -106,7 +111,7 @@ func (s *fileServer) encodeBest(k repKey, plain []byte, d *dictionary, level int
 // only reads the store: no claim, no write. A file is the operator's own,
 // so its encodings have earned their place in the store; the write budget
 // still applies (shared_admission.go).
-func (s *fileServer) bestEncoding(k repKey, plain, old []byte, d *dictionary, level int, public bool) (data []byte, wait bool, err error) {
+func (s *fileServer) bestEncoding(ctx context.Context, k repKey, plain, old []byte, d *dictionary, level int, public bool) (data []byte, wait bool, err error) {
 	sh := s.m.shared
 	if sh == nil {
 		data, err = s.encodeBest(k, plain, d, level)
@@ -124,13 +129,13 @@ func (s *fileServer) bestEncoding(k repKey, plain, old []byte, d *dictionary, le
 	rejected := false
 	if held := int64(limit) + v.verifyMemory(); limit > 0 && s.reps.reserve(held) {
 		var value []byte
-		value, rejected = v.take(context.Background(), limit)
+		value, rejected = v.take(ctx, limit)
 		s.reps.release(held)
 		if value != nil {
 			return value, false, nil
 		}
 	}
-	if public && !rejected && v.claim(context.Background()) == claimLost {
+	if public && !rejected && v.claim(ctx) == claimLost {
 		s.fleet.wait(k)
 		return nil, true, nil
 	}

@@ -688,8 +688,11 @@ func (r *learnedRoute) addSample(body []byte, n int64) {
 		r.state.Store(learnedRound)
 	}
 	r.mu.Unlock()
-	if full {
-		r.s.startJob(func() { r.round(round, cost) })
+	if full && !r.s.startJob(func(ctx context.Context) { r.round(ctx, round, cost) }) {
+		// The Middleware is closed: no round runs, and none is collected.
+		r.release(cost)
+		r.resumeAt.Store(math.MaxInt64)
+		r.state.Store(learnedResting)
 	}
 }
 

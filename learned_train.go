@@ -1,6 +1,7 @@
 package squeeze
 
 import (
+	"context"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -34,25 +35,32 @@ func learnedTrainCost(n, size int64) int64 {
 	return learnedMeasureCost + train.MinCost(n, int(size))
 }
 
-// startJob runs f in the background, counted in s.jobs.
-func (s *dictStore) startJob(f func()) {
+// startJob runs f in the background, counted in s.jobs, as the
+// Middleware's work (lifetime.go); it reports false, running nothing, once
+// the Middleware is closed.
+func (s *dictStore) startJob(f func(ctx context.Context)) bool {
 	s.jobs.Add(1)
-	go func() {
+	if !s.life.goWork(func(ctx context.Context) {
 		defer s.jobs.Done()
-		f()
-	}()
+		f(ctx)
+	}) {
+		s.jobs.Done()
+		return false
+	}
+	return true
 }
 
-// round is the job of one round of samples, whose reservation is cost:
-// the route rests for its interval afterwards, whatever it found.
-func (r *learnedRoute) round(samples [][]byte, cost int64) {
+// round is the job of one round of samples, whose reservation is cost,
+// within ctx: the route rests for its interval afterwards, whatever it
+// found.
+func (r *learnedRoute) round(ctx context.Context, samples [][]byte, cost int64) {
 	defer func() {
 		r.resumeAt.Store(time.Now().Add(r.cfg.interval).UnixNano())
 		r.state.Store(learnedResting)
 	}()
 	defer r.release(cost)
 	if r.s.shared != nil {
-		r.poll()
+		r.poll(ctx)
 	}
 	if ld := r.newest(); ld != nil {
 		m := r.s.measure(ld.sd.d.data, samples)
@@ -63,7 +71,7 @@ func (r *learnedRoute) round(samples [][]byte, cost int64) {
 			return
 		}
 	}
-	r.train(samples)
+	r.train(ctx, samples)
 }
 
 // train trains a dictionary on samples and publishes it, with a
@@ -71,7 +79,7 @@ func (r *learnedRoute) round(samples [][]byte, cost int64) {
 // refusal) or the samples that fit the memory budget are too few. A
 // dictionary that saves nothing on the samples held out, which it was not
 // trained on, is not published.
-func (r *learnedRoute) train(samples [][]byte) {
+func (r *learnedRoute) train(ctx context.Context, samples [][]byte) {
 	s := r.s
 	if !s.training.TryAcquire(1) {
 		s.report(LearnedInfo{Step: learnedRefused})
@@ -86,8 +94,11 @@ func (r *learnedRoute) train(samples [][]byte) {
 	r.mu.Lock()
 	gen := r.gen + 1
 	r.mu.Unlock()
-	if s.shared != nil && r.claim(gen) == claimLost {
+	if s.shared != nil && r.claim(ctx, gen) == claimLost {
 		return // another replica trains it; a later poll takes it
+	}
+	if ctx.Err() != nil {
+		return // the Middleware is closed
 	}
 	t0 := time.Now()
 	trained, err := train.Train(input, r.cfg.dictSize, r.cfg.trainMemory-learnedMeasureCost, train.Options{})
@@ -114,7 +125,7 @@ func (r *learnedRoute) train(samples [][]byte) {
 	}
 	s.report(LearnedInfo{Step: learnedTrained, Samples: in, Size: int64(len(data)), Elapsed: elapsed})
 	if s.shared != nil {
-		r.share(ld)
+		r.share(ctx, ld)
 	}
 }
 

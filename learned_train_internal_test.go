@@ -59,7 +59,7 @@ func TestLearnedTrainingStaysWithinItsMemoryBudget(t *testing.T) {
 	const budget = 16 << 20
 	samples := learnedSamples(128, 64<<10)
 	baseline := newTestRoute(t, LearnedTrainingMemory(1<<40))
-	unbounded := allocatedBy(func() { baseline.train(samples) })
+	unbounded := allocatedBy(func() { baseline.train(t.Context(), samples) })
 	if baseline.newest() == nil {
 		t.Fatal("the baseline trained no dictionary")
 	}
@@ -67,7 +67,7 @@ func TestLearnedTrainingStaysWithinItsMemoryBudget(t *testing.T) {
 		t.Fatalf("training on 8 MiB without a budget allocated %d bytes, within the %d budget: the test shows nothing", unbounded, budget)
 	}
 	r := newTestRoute(t, LearnedTrainingMemory(budget))
-	used := allocatedBy(func() { r.train(samples) })
+	used := allocatedBy(func() { r.train(t.Context(), samples) })
 	t.Logf("allocated %d bytes within a budget of %d (%d without it)", used, budget, unbounded)
 	if r.newest() == nil {
 		t.Fatal("no dictionary was trained within the budget")
@@ -91,12 +91,12 @@ func TestLearnedTrainingIsRefusedWhileAnotherRuns(t *testing.T) {
 	}
 	r := m.dicts.learned[0]
 	m.dicts.training.TryAcquire(1)
-	r.train(learnedSamples(8, 4<<10))
+	r.train(t.Context(), learnedSamples(8, 4<<10))
 	if refused != 1 || r.newest() != nil {
 		t.Errorf("with another training running: %d refusals, dictionary %v; want 1 and none", refused, r.newest())
 	}
 	m.dicts.training.Release(1)
-	r.train(learnedSamples(8, 4<<10))
+	r.train(t.Context(), learnedSamples(8, 4<<10))
 	if refused != 1 || r.newest() == nil {
 		t.Errorf("with none running: %d refusals, dictionary %v; want 1 and one", refused, r.newest())
 	}
@@ -141,14 +141,14 @@ func TestLearnedDictionaryOfSamplesSharingNothingIsNotPublished(t *testing.T) {
 			_, _ = rnd.Read(samples[i])
 		}
 		r := newTestRoute(t)
-		r.train(samples)
+		r.train(t.Context(), samples)
 		if d := r.newest(); d != nil {
 			t.Errorf("of %d samples of random bytes, a dictionary of %d bytes was published, measured to save %.3f per byte",
 				n, len(d.sd.d.data), r.savedPerByte())
 		}
 	}
 	r := newTestRoute(t)
-	r.train(learnedSamples(learnedRoundSamples, 8<<10))
+	r.train(t.Context(), learnedSamples(learnedRoundSamples, 8<<10))
 	if r.newest() == nil {
 		t.Errorf("of %d generated pages, no dictionary was published", learnedRoundSamples)
 	}
@@ -182,7 +182,7 @@ func TestLearnedRouteOfTheLongestSamplesTrains(t *testing.T) {
 func TestLearnedDictionaryFillsItsSize(t *testing.T) {
 	const size = 32 << 10
 	r := newTestRoute(t, LearnedDictionarySize(size), LearnedSamples(40))
-	r.train(learnedSamples(40, 4<<10))
+	r.train(t.Context(), learnedSamples(40, 4<<10))
 	d := r.newest()
 	if d == nil {
 		t.Fatal("no dictionary was published")

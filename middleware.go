@@ -40,6 +40,8 @@ type Middleware struct {
 	shared *shared
 	// hiding is WithLengthHiding, nil when off (lengthhiding.go).
 	hiding *lengthHiding
+	// life owns the background work; Close ends it (lifetime.go).
+	life lifetime
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -99,6 +101,10 @@ func New(opts ...Option) (*Middleware, error) {
 	}
 	if m.dicts != nil {
 		m.dicts.offers = m.offers
+		m.dicts.life = &m.life
+	}
+	if m.shared != nil {
+		m.shared.life = &m.life
 	}
 	if m.dicts != nil && m.shared != nil {
 		m.dicts.shared = m.shared
@@ -177,6 +183,16 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		}
 		completed = true
 	})
+}
+
+// Close stops m's background work (upgrades, learned rounds, calls to the
+// shared store) and waits for it. m goes on serving, starting none. Close
+// returns nil; it may be called more than once, and while m serves.
+func (m *Middleware) Close() error {
+	if m != nil {
+		m.life.close()
+	}
+	return nil
 }
 
 // requestHeader holds the request header fields the middleware reads on

@@ -91,6 +91,9 @@ type shared struct {
 	// kept fresh (refresh); refreshing counts the refreshes in flight.
 	refreshEvery time.Duration
 	refreshing   atomic.Int64
+	// life is the Middleware's (lifetime.go): every call made in the
+	// background runs within its context, so that Close cancels it.
+	life *lifetime
 }
 
 // defaultSharedRefreshEvery is how often, at most, a replica keeps the
@@ -121,13 +124,13 @@ func (s *shared) refresh(key string, gone func()) bool {
 		return false
 	}
 	s.writes.Add(1)
-	go func() {
+	started := s.life.goWork(func(ctx context.Context) {
 		defer s.writes.Done()
 		defer s.refreshing.Add(-1)
 		if !s.breaker.allow() {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		ctx, cancel := context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 		t0 := time.Now()
 		found, told := true, false
@@ -152,8 +155,12 @@ func (s *shared) refresh(key string, gone func()) bool {
 			return
 		}
 		s.report(sharedRefreshed, 0, 0, time.Since(t0))
-	}()
-	return true
+	})
+	if !started {
+		s.writes.Done()
+		s.refreshing.Add(-1)
+	}
+	return started
 }
 
 // sharedInflightValues is how many values of the largest size may be in
@@ -206,6 +213,7 @@ func newShared(c *config, observe func(SharedStoreInfo)) *shared {
 		timeout:  c.sharedTimeout,
 		maxValue: c.sharedMaxValue,
 		observe:  observe,
+		life:     new(lifetime), // New gives it the Middleware's
 	}
 	if s.timeout == 0 {
 		s.timeout = defaultSharedTimeout
@@ -307,14 +315,21 @@ func (s *shared) lookup(ctx context.Context, key, via string, limit int, named b
 		return nil, false
 	}
 	read := via + "\x00" + key // the flight, the misses and the asks
-	if s.known(key, read, named) || s.breaker.blocked() {
+	if s.known(key, read, named) || s.breaker.blocked() || s.life.isClosed() {
 		s.report(SharedSkipped, 0, 0, 0)
 		return nil, false
 	}
 	deadline := time.NewTimer(s.timeout)
 	defer deadline.Stop()
 	ch := s.flights.DoChan(read, func() (any, error) {
-		return s.fetch(key, read, limit, named, use), nil
+		// The fetch outlives its callers' waits: it is the Middleware's
+		// work, which Close cancels and waits for.
+		life, done, ok := s.life.enter()
+		if !ok {
+			return sharedFlight{}, nil
+		}
+		defer done()
+		return s.fetch(life, key, read, limit, named, use), nil
 	})
 	select {
 	case r := <-ch:
@@ -368,8 +383,9 @@ func (s *shared) startLookup(key string, named bool) bool {
 // endLookup gives back a place startLookup gave.
 func (s *shared) endLookup() { s.lookups.Add(-1) }
 
-// fetch is one flight of lookup: read names it (key through its via).
-func (s *shared) fetch(key, read string, limit int, named bool, use sharedUse) sharedFlight {
+// fetch is one flight of lookup, within life: read names it (key through
+// its via).
+func (s *shared) fetch(life context.Context, key, read string, limit int, named bool, use sharedUse) sharedFlight {
 	if !s.startLookup(read, named) {
 		s.report(SharedSkipped, 0, 0, 0)
 		return sharedFlight{}
@@ -379,7 +395,7 @@ func (s *shared) fetch(key, read string, limit int, named bool, use sharedUse) s
 		s.report(SharedSkipped, 0, 0, 0)
 		return sharedFlight{}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	ctx, cancel := context.WithTimeout(life, s.timeout)
 	defer cancel()
 	t0 := time.Now()
 	r := s.read(ctx, key, limit)
@@ -516,14 +532,18 @@ func (s *shared) setAsync(key string, value []byte, lifetime time.Duration, fail
 		return false
 	}
 	s.writes.Add(1)
-	go func() {
+	started := s.life.goWork(func(ctx context.Context) {
 		defer s.writes.Done()
 		defer s.inflight.Release(int64(len(value)))
-		if !s.set(context.Background(), key, value, lifetime) && failed != nil {
+		if !s.set(ctx, key, value, lifetime) && failed != nil {
 			failed()
 		}
-	}()
-	return true
+	})
+	if !started { // the Middleware is closed
+		s.writes.Done()
+		s.inflight.Release(int64(len(value)))
+	}
+	return started
 }
 
 // set writes value under key for lifetime within the timeout (or ctx),
@@ -582,19 +602,21 @@ func (s *shared) claim(ctx context.Context, key string, value []byte, lifetime t
 }
 
 // writeCall gives a write of n bytes its deadline: the timeout, whatever
-// ctx's own, since a write may outlive the request that asked for it. It
-// reports false, with nothing to cancel, when n is over the size limit or
-// the breaker is open (a skip).
+// ctx's own, since a write may outlive the request that asked for it, but
+// not the Middleware: Close cancels it (lifetime.go). It reports false,
+// with nothing to cancel, when n is over the size limit, the breaker is
+// open or the Middleware is closed (a skip).
 func (s *shared) writeCall(ctx context.Context, n int) (context.Context, context.CancelFunc, bool) {
 	if n > s.maxValue {
 		return nil, nil, false
 	}
-	if !s.breaker.allow() {
+	if s.life.isClosed() || !s.breaker.allow() {
 		s.report(SharedSkipped, 0, 0, 0)
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-	return ctx, cancel, true
+	stop := context.AfterFunc(s.life.context(), cancel)
+	return ctx, func() { stop(); cancel() }, true
 }
 
 // wrote accounts for a write (op on key) that returned err after elapsed,

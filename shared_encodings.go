@@ -168,7 +168,7 @@ func (v *sharedVariant) publish(encoded []byte) {
 // public response (publicResponse) only reads the store: it is neither
 // claimed nor written. Its hits earned the write (shared_admission.go):
 // an entry is upgraded only after it was served upgradeAfter times.
-func (c *cacheCore) upgradeFromFleet(j *upgradeJob, d *dictionary) (v *sharedVariant, done bool) {
+func (c *cacheCore) upgradeFromFleet(ctx context.Context, j *upgradeJob, d *dictionary) (v *sharedVariant, done bool) {
 	if j.shared == nil || j.entry.plain == nil || (d == nil && j.key.dictionary != "") {
 		return nil, false
 	}
@@ -179,13 +179,13 @@ func (c *cacheCore) upgradeFromFleet(j *upgradeJob, d *dictionary) (v *sharedVar
 	if limit <= 0 || !c.claim(held) {
 		return v, false
 	}
-	value, rejected := v.take(context.Background(), limit)
+	value, rejected := v.take(ctx, limit)
 	if value == nil {
 		c.bytes.Add(-held)
 		if !j.entry.public.Load() {
 			return nil, false // not public: no claim, no write
 		}
-		if !rejected && v.claim(context.Background()) == claimLost {
+		if !rejected && v.claim(ctx) == claimLost {
 			j.entry.hits.Store(0)
 			return v, true
 		}

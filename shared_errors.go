@@ -117,6 +117,10 @@ func (l *sharedErrorLog) failed(kind sharedErrorKind, op, key string, err error)
 // elapsed: the breaker counts it, the observer receives it with its kind,
 // and the log says it once per kind and minute.
 func (s *shared) fail(op, key string, err error, elapsed time.Duration) {
+	if s.life.context().Err() != nil {
+		s.breaker.cancel() // cut short by Close: no fault of the store's
+		return
+	}
 	s.breaker.failure()
 	kind := kindOf(err)
 	s.errLog.failed(kind, op, key, err)

@@ -50,9 +50,9 @@ const learnedPollEvery = time.Second
 func (r *learnedRoute) pointerKey() string { return "learned:" + r.key }
 
 // claim claims the training of generation gen of the route's dictionary.
-func (r *learnedRoute) claim(gen uint64) claimOutcome {
+func (r *learnedRoute) claim(ctx context.Context, gen uint64) claimOutcome {
 	key := "claim:learned:" + r.key + ":" + strconv.FormatUint(gen, 10)
-	return r.s.shared.claim(context.Background(), key, []byte{1}, learnedClaimLifetime)
+	return r.s.shared.claim(ctx, key, []byte{1}, learnedClaimLifetime)
 }
 
 // share writes ld, just trained, to the store under its hash, then the
@@ -60,13 +60,13 @@ func (r *learnedRoute) claim(gen uint64) claimOutcome {
 // (shared_admission.go). When the store does not take either, ld is kept
 // to be shared again at the route's next poll (retryShare), the failure is
 // counted, and the first of ld's is logged.
-func (r *learnedRoute) share(ld *learnedDict) {
+func (r *learnedRoute) share(ctx context.Context, ld *learnedDict) {
 	if !r.sharing.CompareAndSwap(false, true) {
 		r.unshared.CompareAndSwap(nil, ld) // the one sharing now tries it next
 		return
 	}
 	defer r.sharing.Store(false)
-	if r.write(ld) {
+	if r.write(ctx, ld) {
 		r.unshared.CompareAndSwap(ld, nil)
 		return
 	}
@@ -80,7 +80,7 @@ func (r *learnedRoute) share(ld *learnedDict) {
 // write writes ld to the store under its hash, then the route's pointer
 // to it, each within the replica's write budget; it reports whether the
 // store took both.
-func (r *learnedRoute) write(ld *learnedDict) bool {
+func (r *learnedRoute) write(ctx context.Context, ld *learnedDict) bool {
 	sh, d := r.s.shared, ld.sd.d
 	if len(d.pattern) > 0xffff {
 		return true // no value can frame it: nothing to try again
@@ -92,8 +92,8 @@ func (r *learnedRoute) write(ld *learnedDict) bool {
 	v = append(v, d.hash[:]...)
 	// Each write comes out of the replica's write budget; the pointer is
 	// written only once the dictionary is.
-	return sh.admit(len(value)) && sh.set(context.Background(), sharedDictKey(d.hash), value, 0) &&
-		sh.admit(len(v)) && sh.set(context.Background(), r.pointerKey(), v, 0)
+	return sh.admit(len(value)) && sh.set(ctx, sharedDictKey(d.hash), value, 0) &&
+		sh.admit(len(v)) && sh.set(ctx, r.pointerKey(), v, 0)
 }
 
 // retryShare shares again, in the background, the route's dictionary the
@@ -107,7 +107,7 @@ func (r *learnedRoute) retryShare() {
 		r.unshared.CompareAndSwap(ld, nil) // superseded: the fleet has a newer one
 		return
 	}
-	r.s.startJob(func() { r.share(ld) })
+	r.s.startJob(func(ctx context.Context) { r.share(ctx, ld) })
 }
 
 // maybePoll reads the fleet's pointer within the request whose context is
@@ -123,7 +123,7 @@ func (r *learnedRoute) maybePoll(ctx context.Context) {
 	defer r.polling.Store(false)
 	r.nextPoll.Store(now + int64(min(r.s.pollEvery, r.cfg.interval)))
 	r.retryShare()
-	r.pollCtx(ctx)
+	r.poll(ctx)
 }
 
 // learnedPointer is a parsed pointer value.
@@ -132,13 +132,10 @@ type learnedPointer struct {
 	hash [32]byte
 }
 
-// poll reads the route's pointer and, when it names a generation newer
-// than the route's newest dictionary, takes that dictionary from the
-// store, verified, and publishes it.
-func (r *learnedRoute) poll() { r.pollCtx(context.Background()) }
-
-// pollCtx is poll within ctx.
-func (r *learnedRoute) pollCtx(ctx context.Context) {
+// poll reads the route's pointer within ctx and, when it names a
+// generation newer than the route's newest dictionary, takes that
+// dictionary from the store, verified, and publishes it.
+func (r *learnedRoute) poll(ctx context.Context) {
 	sh := r.s.shared
 	v, ok := sh.get(ctx, r.pointerKey(), sharedLearnedLen, func(value []byte) (any, sharedVerdict) {
 		if len(value) != sharedLearnedLen || string(value[:len(sharedLearnedMagic)]) != sharedLearnedMagic {
