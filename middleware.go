@@ -189,8 +189,14 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 // shared store) and waits for it. m goes on serving, starting none. Close
 // returns nil; it may be called more than once, and while m serves.
 func (m *Middleware) Close() error {
-	if m != nil {
-		m.life.close()
+	if m == nil {
+		return nil
+	}
+	m.life.close()
+	if m.shared != nil {
+		// The clean-up goroutine of its expiring keys; otter's own, which
+		// it would stop only once m was collected.
+		m.shared.rejected.StopAllGoroutines()
 	}
 	return nil
 }
