@@ -238,9 +238,9 @@ func (c *Cache) Stats() CacheStats {
 	}
 }
 
-// Close stops upgrades and waits for the one under way, which stops at its
-// next 64 KiB; the cache goes on serving and storing, for every
-// Middleware. Close returns nil and may be called more than once.
+// Close stops the upgrades of every Middleware that uses c, and waits for
+// the one under way; c goes on serving and storing. [Middleware.Close]
+// stops one Middleware's. Close returns nil, also when called again.
 func (c *Cache) Close() error {
 	c.close()
 	return nil

@@ -3,12 +3,15 @@ package squeeze_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/squeezehttp/squeeze"
 )
@@ -132,6 +135,54 @@ func ExampleMiddleware_Handler() {
 	// /report: 200, Content-Encoding "zstd", plain length unknown
 	// /ping: 200, Content-Encoding "", plain length 4
 	// /logo.png: 200, Content-Encoding "", plain length 4096
+}
+
+// A Middleware with a Cache, a shared store, learned dictionaries or a
+// FileServer works in the background too: re-encoding what is asked often,
+// writing to the store. Close it after the server: Shutdown waits for the
+// requests in flight, which may start such work, and Close stops it and
+// waits for it, cancelling the calls to the store under way.
+func ExampleMiddleware_Close() {
+	cache, err := squeeze.NewCache(64 << 20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m := squeeze.MustNew(squeeze.WithCache(cache))
+	page := strings.Repeat("<p>squeeze</p>\n", 300)
+	srv := &http.Server{Handler: m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, page)
+	}))}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	for range 4 { // the third hit queues the page's upgrade to zstd's best level
+		req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/", nil)
+		req.Header.Set("Accept-Encoding", "zstd")
+		res, err := client.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+
+	// In a program, on SIGTERM (signal.NotifyContext):
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("Serve:", <-served)
+	fmt.Println("Close:", m.Close())
+	// Output:
+	// Serve: http: Server closed
+	// Close: <nil>
 }
 
 // An observer's Response hook sees every response once it is complete: the coding sent,

@@ -186,8 +186,8 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 }
 
 // Close stops m's background work (upgrades, learned rounds, calls to the
-// shared store) and waits for it. m goes on serving, starting none. Close
-// returns nil; it may be called more than once, and while m serves.
+// shared store) and waits for it: call it after [http.Server.Shutdown]. m
+// goes on serving, starting none. Close returns nil, also when called again.
 func (m *Middleware) Close() error {
 	if m == nil {
 		return nil

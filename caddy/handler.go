@@ -317,10 +317,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// Cleanup stops the cache's worker, closes the Redis client and releases
-// the metrics, when the config that provisioned h is unloaded.
+// Cleanup closes the Middleware (its background work stopped, its calls to
+// Redis cancelled), then the cache and the Redis client, and releases the
+// metrics, when the config that provisioned h is unloaded.
 func (h *Handler) Cleanup() error {
 	var errs []error
+	if h.m != nil {
+		errs = append(errs, h.m.Close())
+	}
 	if h.registry != nil {
 		errs = append(errs, releaseCounters(h.registry))
 		h.registry = nil

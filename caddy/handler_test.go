@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -209,5 +212,48 @@ func TestHandlerAllocatesNothingBeyondSqueeze(t *testing.T) {
 	}
 	if w.h.Get("Content-Encoding") != "zstd" {
 		t.Fatalf("Content-Encoding %q: want the route's body encoded", w.h.Get("Content-Encoding"))
+	}
+}
+
+// Cleanup closes the Middleware it provisioned, which waits for its
+// background work: a learned round that the route's eighth sample started
+// has returned when Cleanup does.
+func TestHandlerCleanupWaitsForBackgroundWork(t *testing.T) {
+	h := &squeezecaddy.Handler{Learned: []squeezecaddy.Learned{{Pattern: "/search/*", Samples: 8}}}
+	if err := h.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	srv := route(h, func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Cache-Control", "public, max-age=60")
+		var b strings.Builder
+		for i := range 400 {
+			fmt.Fprintf(&b, "<li><a href=\"/doc/%d\">%s result %d of the query</a></li>\n", i*31%997, r.URL.Path, i)
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	})
+	for i := range 8 {
+		req := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/search/%d", i), nil)
+		req.Header.Set("Accept-Encoding", "zstd")
+		srv.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	if err := h.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if n := goroutinesIn("squeeze.(*learnedRoute).round("); n > 0 {
+		t.Errorf("%d frames of a learned round still run after Cleanup", n)
+	}
+}
+
+// goroutinesIn counts the goroutines with frame on their stacks.
+func goroutinesIn(frame string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), frame)
+		}
+		buf = make([]byte, 2*len(buf))
 	}
 }

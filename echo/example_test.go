@@ -36,6 +36,11 @@ func ExampleMiddleware() {
 		e.ServeHTTP(rec, req)
 		fmt.Printf("%s: %d, Content-Encoding %q, Vary %q\n", path, rec.Code, rec.Header().Get("Content-Encoding"), rec.Header().Get("Vary"))
 	}
+	// In a program, after e.Shutdown(ctx): m's background work (its cache's
+	// upgrades, its calls to a shared store) is the caller's to end.
+	if err := m.Close(); err != nil {
+		log.Fatal(err)
+	}
 	// Output:
 	// /items: 200, Content-Encoding "gzip", Vary "Accept-Encoding"
 	// /invalid: 422, Content-Encoding "gzip", Vary "Accept-Encoding"

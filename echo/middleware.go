@@ -38,6 +38,9 @@ import (
 // every middleware that buffers, rewrites or hashes the body, or on a
 // group (e.Group("/api", mw)).
 //
+// m stays the caller's: close it (m.Close) once echo has shut down
+// (e.Shutdown); the middleware never does, since m may serve other routers.
+//
 // A handler's error is handled by c.Error inside squeeze and then returned,
 // as echo's RequestLogger with HandleError does: the middlewares outside
 // still see it, and echo's DefaultHTTPErrorHandler does nothing more for a

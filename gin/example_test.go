@@ -34,6 +34,12 @@ func ExampleMiddleware() {
 		r.ServeHTTP(rec, req)
 		fmt.Printf("%s: %d, Content-Encoding %q\n", path, rec.Code, rec.Header().Get("Content-Encoding"))
 	}
+	// In a program, after the http.Server running r has shut down: m's
+	// background work (its cache's upgrades, its calls to a shared store)
+	// is the caller's to end.
+	if err := m.Close(); err != nil {
+		log.Fatal(err)
+	}
 	// Output:
 	// /api/items: 200, Content-Encoding "gzip"
 	// /items: 200, Content-Encoding ""

@@ -29,6 +29,9 @@ import (
 // behind m; a nil m has the defaults (see [squeeze.Middleware.Handler]).
 // Mount it first, with engine.Use or on a group (engine.Group("/api",
 // mw)), before every middleware that buffers, rewrites or hashes the body.
+// m stays the caller's: close it (m.Close) once the server running the
+// engine has shut down; the middleware never does, since m may serve other
+// routers.
 func Middleware(m *squeeze.Middleware) gin.HandlerFunc {
 	a := &adapter{calls: sync.Pool{New: func() any { return new(call) }}}
 	a.h = m.Handler(http.HandlerFunc(serve))
