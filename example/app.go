@@ -62,33 +62,33 @@ func routeStatic(mux *http.ServeMux, m *squeeze.Middleware, dir string) error {
 const maxUpload = 10 << 20 // squeeze's WithMaxDecompressedSize default
 
 // newRouter returns the demo's routes behind squeeze, and behind them a
-// recorder of the coding each response used. tick is the interval between
-// server-sent events; staticDir, if not "", a deploy directory /static/
-// serves instead of the embedded files.
-func newRouter(tick time.Duration, staticDir string) (http.Handler, error) {
+// recorder of the coding each response used, with what stops squeeze's
+// background work once the server has shut down. tick is the interval
+// between server-sent events; staticDir, if not "", a deploy directory
+// /static/ serves instead of the embedded files.
+func newRouter(tick time.Duration, staticDir string) (http.Handler, func() error, error) {
 	// counters aggregates what squeeze reports of every response and
 	// decoded upload, for /debug/counters, /metrics and the page's chart.
 	counters := new(squeeze.Counters)
 	// The cache compresses each page, script and API answer once, and
-	// re-encodes the popular ones at the best level in the background. Its
-	// workers stop when the router is dropped (or at exit), since nothing
-	// else holds the cache.
+	// re-encodes the popular ones at the best level in the background, as
+	// compress's work, which compress.Close stops.
 	cache, err := squeeze.NewCache(16 << 20)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	compress, err := squeeze.New(append(dictionaryOptions(), squeeze.WithMaxDecompressedSize(maxUpload),
 		squeeze.WithObserver(counters.Observer()), squeeze.WithCache(cache))...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	assets, err := loadAssets(static, "static")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	products, err := json.Marshal(catalog())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var codings codingLog
 
@@ -110,7 +110,7 @@ func newRouter(tick time.Duration, staticDir string) (http.Handler, error) {
 	// becomes a dictionary only when it says so.
 	files := http.NewServeMux()
 	if err := routeStatic(files, compress, staticDir); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.Handle("/static/*", files)
 	r.Get("/api/products", func(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +123,7 @@ func newRouter(tick time.Duration, staticDir string) (http.Handler, error) {
 	r.Post("/upload", upload)
 	r.Get("/debug/codings", codings.serve)
 	if err := routeDictionaries(r, compress, assets); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.Get("/debug/counters", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -139,7 +139,7 @@ func newRouter(tick time.Duration, staticDir string) (http.Handler, error) {
 		w.Header().Set("Cache-Control", "no-store")
 		_ = json.NewEncoder(w).Encode(cache.Stats())
 	})
-	return r, nil
+	return r, compress.Close, nil
 }
 
 // asset is an embedded file with a strong validator, so that conditional

@@ -28,7 +28,7 @@ const waitLimit = 30 * time.Second
 // duration of the test. tick is the interval between server-sent events.
 func startServer(t *testing.T, tick time.Duration) *httptest.Server {
 	t.Helper()
-	h, err := newRouter(tick, "")
+	h, _, err := newRouter(tick, "")
 	if err != nil {
 		t.Fatal(err)
 	}

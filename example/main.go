@@ -51,12 +51,16 @@ func main() {
 }
 
 // run serves the demo on ln until ctx is done, then shuts down: open event
-// streams end at once and other requests get a few seconds to finish.
+// streams end at once and other requests get a few seconds to finish, and
+// then squeeze's background work is stopped.
 func run(ctx context.Context, ln net.Listener, tick time.Duration, staticDir string, out io.Writer) error {
-	handler, err := newRouter(tick, staticDir)
+	handler, closeSqueeze, err := newRouter(tick, staticDir)
 	if err != nil {
 		return errors.Join(err, ln.Close())
 	}
+	// After Shutdown, which waits for the requests: squeeze's background
+	// work (the cache's upgrades) ends with them.
+	defer func() { _ = closeSqueeze() }() // it returns nil
 	url := "http://" + ln.Addr().String()
 	// Messages on out are for the person running the demo; failing to
 	// print them is no reason to stop serving.

@@ -21,7 +21,7 @@ import (
 // demoPages returns the path pattern of every GET route the demo registers.
 func demoPages(t *testing.T) (chi.Routes, []string) {
 	t.Helper()
-	h, err := newRouter(time.Millisecond, "")
+	h, _, err := newRouter(time.Millisecond, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func demoPages(t *testing.T) (chi.Routes, []string) {
 // route the router registers.
 func TestEveryDemoPageIsLinkedFromTheIndex(t *testing.T) {
 	routes, pages := demoPages(t)
-	h, err := newRouter(time.Millisecond, "")
+	h, _, err := newRouter(time.Millisecond, "")
 	if err != nil {
 		t.Fatal(err)
 	}

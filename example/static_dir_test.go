@@ -50,7 +50,7 @@ func deployDir(t *testing.T) (static, secret string) {
 // out, which is why the recipe opens an os.Root.
 func TestStaticDirServesTheDeployDirectoryAndNothingOutsideIt(t *testing.T) {
 	static, secret := deployDir(t)
-	h, err := newRouter(time.Hour, static)
+	h, _, err := newRouter(time.Hour, static)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestStaticDirServesTheDeployDirectoryAndNothingOutsideIt(t *testing.T) {
 // naming the directory.
 func TestStaticDirThatDoesNotExistFails(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nowhere")
-	if _, err := newRouter(time.Hour, missing); err == nil || !strings.Contains(err.Error(), "nowhere") {
+	if _, _, err := newRouter(time.Hour, missing); err == nil || !strings.Contains(err.Error(), "nowhere") {
 		t.Errorf("newRouter with -static %s: %v, want an error naming it", missing, err)
 	}
 }
