@@ -97,6 +97,8 @@ func newMiddleware(t testing.TB, opts ...squeeze.Option) *squeeze.Middleware {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	// Its background work ends with the test, not during the next one.
+	t.Cleanup(func() { _ = m.Close() })
 	return m
 }
 

@@ -198,3 +198,32 @@ func TestMiddlewareCloseIsSafeDuringRequests(t *testing.T) {
 		t.Errorf("Close after Close: %v", err)
 	}
 }
+
+func TestCacheSharedByMiddlewaresUpgradesForTheOneNotClosed(t *testing.T) {
+	c := newCache(t, 16<<20)
+	body := textBody(44, 20<<10)
+	a := newMiddleware(t, squeeze.WithCache(c), squeeze.WithEncodings("br"))
+	b := newMiddleware(t, squeeze.WithCache(c), squeeze.WithEncodings("br"))
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ha := a.Handler(writeText("text/plain", body, 0))
+	for range 4 { // the third hit queues the upgrade
+		res, raw := record(ha, request("GET", "br"))
+		checkBody(t, res.Header, raw, body)
+	}
+	squeeze.WaitUpgrades(c)
+	if s := c.Stats(); s.Upgrades != 0 || s.UpgradesDropped != 1 {
+		t.Fatalf("through the closed Middleware: %d upgrades and %d dropped, want 0 and 1", s.Upgrades, s.UpgradesDropped)
+	}
+	other := textBody(45, 20<<10)
+	hb := b.Handler(writeText("text/plain", other, 0))
+	for range 4 {
+		res, raw := record(hb, request("GET", "br"))
+		checkBody(t, res.Header, raw, other)
+	}
+	squeeze.WaitUpgrades(c)
+	if s := c.Stats(); s.Upgrades != 1 {
+		t.Errorf("through the open Middleware: %d upgrades, want 1", s.Upgrades)
+	}
+}
