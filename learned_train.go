@@ -5,6 +5,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/internal/train"
 )
 
@@ -86,7 +87,7 @@ func (r *learnedRoute) train(samples [][]byte) {
 	r.mu.Lock()
 	gen := r.gen + 1
 	r.mu.Unlock()
-	if s.shared != nil && r.claim(gen) == claimLost {
+	if s.shared != nil && r.claim(gen) == storeguard.Lost {
 		return // another replica trains it; a later poll takes it
 	}
 	t0 := time.Now()

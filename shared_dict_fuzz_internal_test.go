@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"testing"
+
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 )
 
 // FuzzSharedDictionaryValue runs the checks of a dictionary value read
@@ -38,8 +40,8 @@ func FuzzSharedDictionaryValue(f *testing.F) {
 		if honest && framed {
 			hash = sha256.Sum256(body)
 		}
-		check := func(reader string, d *dictionary, v sharedVerdict, patterns []string, max int) {
-			if v != sharedTaken {
+		check := func(reader string, d *dictionary, v storeguard.Verdict, patterns []string, max int) {
+			if v != storeguard.Taken {
 				if d != nil {
 					t.Fatalf("%s: verdict %v with a dictionary", reader, v)
 				}
