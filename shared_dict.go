@@ -183,7 +183,7 @@ func (s *dictStore) publish(d *dictionary) bool {
 func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
 	limit := int(min(s.maxBody+int64(sharedDictHeader+s.longestPattern()), int64(s.shared.MaxValue())))
 	v, ok := s.shared.Lookup(ctx, sharedDictKey(hash), "dict", limit, true, func(value []byte) (any, storeguard.Verdict) {
-		d, verdict := s.verifyShared(hash, value)
+		d, verdict := verifySharedDict(hash, value, s.patterns, s.maxBody)
 		if d == nil {
 			return nil, verdict
 		}
@@ -197,30 +197,34 @@ func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
 	return v.(*dictionary)
 }
 
-// verifyShared returns the dictionary value holds and storeguard.Taken, if it
-// is the one that hashes to hash, on one of s.patterns, and one the store
-// would have remembered itself (not empty, within the largest body). It
-// checks the value, never the request that asked for it. A value whose
-// framing or hash is wrong is storeguard.Bad, refused whoever asks; a sound one
-// on a pattern not in s.patterns or longer than the largest body is
-// storeguard.NotHere, since it may be a learned route's (shared_learned.go),
-// whose dictionaries share the key. Its caller charges it the whole
-// value's capacity, which its bytes keep. The checks that cost little
-// come first: a hostile value costs a hash of its bytes only when its
-// framing and pattern would be used.
-func (s *dictStore) verifyShared(hash [32]byte, value []byte) (*dictionary, storeguard.Verdict) {
+// verifySharedDict is the one check of a dictionary value read from the
+// store under hash, for every reader: it returns the dictionary value
+// holds and storeguard.Taken if its framing holds, its pattern is one of
+// patterns (the reader's own: a dictStore's WithDictionaryMatch
+// patterns, a learned route's one), its bytes are not empty, at most
+// maxLen long and hash to hash. It checks the value, never the request
+// that asked for it. A value whose framing or hash is wrong is
+// storeguard.Bad, refused whoever asks; a sound one on a pattern not in
+// patterns or longer than maxLen is storeguard.NotHere, since it may be
+// another reader's (a learned route's and a WithDictionaryMatch pattern's
+// dictionaries share the key). The dictionary's pattern is the reader's
+// own string, its data value's bytes, which its caller charges the whole
+// value's capacity. The checks that cost little come first: a hostile
+// value costs a hash of its bytes only when its framing and pattern would
+// be used.
+func verifySharedDict(hash [32]byte, value []byte, patterns []string, maxLen int64) (*dictionary, storeguard.Verdict) {
 	pattern, data, ok := parseSharedDict(value)
 	if !ok || len(data) == 0 {
 		return nil, storeguard.Bad
 	}
-	i := slices.Index(s.patterns, pattern)
-	if i < 0 || int64(len(data)) > s.maxBody {
+	i := slices.Index(patterns, pattern)
+	if i < 0 || int64(len(data)) > maxLen {
 		return nil, storeguard.NotHere
 	}
 	if sha256.Sum256(data) != hash {
 		return nil, storeguard.Bad
 	}
-	return &dictionary{hash: hash, data: data, pattern: s.patterns[i]}, storeguard.Taken
+	return &dictionary{hash: hash, data: data, pattern: patterns[i]}, storeguard.Taken
 }
 
 // longestPattern returns the length of the longest WithDictionaryMatch

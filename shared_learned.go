@@ -2,7 +2,6 @@ package squeeze
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"net/http"
@@ -170,7 +169,7 @@ func (r *learnedRoute) pollCtx(ctx context.Context) {
 }
 
 // fetch returns the route's dictionary with this hash from the store,
-// verified (verifyLearned), or nil; named says a client's request named
+// verified (verifySharedDict), or nil; named says a client's request named
 // it (see storeguard.Guard.Lookup). It is not kept anywhere: the caller publishes
 // it or stores it within a budget. The key is the one of every dictionary
 // of that hash: the route reads it through a via of its own, since it
@@ -178,33 +177,16 @@ func (r *learnedRoute) pollCtx(ctx context.Context) {
 func (r *learnedRoute) fetch(ctx context.Context, hash [32]byte, named bool) *dictionary {
 	limit := sharedDictHeader + len(r.cfg.pattern) + r.cfg.dictSize
 	v, ok := r.s.shared.Lookup(ctx, sharedDictKey(hash), "learned:"+r.key, limit, named, func(value []byte) (any, storeguard.Verdict) {
-		d, verdict := r.verifyLearned(hash, value)
+		d, verdict := verifySharedDict(hash, value, []string{r.cfg.pattern}, int64(r.cfg.dictSize))
+		if d != nil {
+			d.learned = true
+		}
 		return d, verdict
 	})
 	if !ok {
 		return nil
 	}
 	return v.(*dictionary)
-}
-
-// verifyLearned returns the dictionary value holds and storeguard.Taken if it
-// is the route's (its pattern), within its size, and hashes to hash. A
-// value whose framing or hash is wrong is storeguard.Bad; a sound one of
-// another pattern or longer than the route's size is storeguard.NotHere: it
-// may be a dictionary of WithDictionaryMatch, or another route's. The
-// cheap checks come first.
-func (r *learnedRoute) verifyLearned(hash [32]byte, value []byte) (*dictionary, storeguard.Verdict) {
-	pattern, data, ok := parseSharedDict(value)
-	if !ok || len(data) == 0 {
-		return nil, storeguard.Bad
-	}
-	if pattern != r.cfg.pattern || len(data) > r.cfg.dictSize {
-		return nil, storeguard.NotHere
-	}
-	if sha256.Sum256(data) != hash {
-		return nil, storeguard.Bad
-	}
-	return &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, learned: true}, storeguard.Taken
 }
 
 // fetchForClient returns the route's dictionary with this hash, which a
