@@ -17,6 +17,8 @@ import (
 
 	"github.com/maypok86/otter/v2"
 
+	"github.com/squeezehttp/squeeze/internal/lifetime"
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -34,7 +36,7 @@ import (
 //     calling goroutine (a synchronous Executor), so the cache starts no
 //     goroutine but its upgrade worker.
 //   - The upgrade worker runs only while upgrades wait, as background work
-//     of the Middleware whose upgrade found none running (lifetime.go):
+//     of the Middleware whose upgrade found none running (internal/lifetime):
 //     that Middleware's Close stops it, and an idle Cache runs nothing.
 //   - Bytes <= maxBytes holds at all times, not only after otter's
 //     maintenance: every store first reserves its weight against maxBytes
@@ -553,7 +555,7 @@ type upgradeJob struct {
 	dict  weak.Pointer[dictionary]
 	// shared is the fleet's store of the Middleware that queued the job,
 	// nil without one (shared_encodings.go).
-	shared *shared
+	shared *storeguard.Guard
 }
 
 // enqueue queues j unless the queue is full or the cache closed, and
@@ -563,7 +565,7 @@ type upgradeJob struct {
 // One worker, whatever the number of cores: each upgrade holds an encoder
 // of up to tens of megabytes, and two workers in a small budget would only
 // take the room each other needs.
-func (c *cacheCore) enqueue(j upgradeJob, life *lifetime) {
+func (c *cacheCore) enqueue(j upgradeJob, life *lifetime.Lifetime) {
 	c.workMu.Lock()
 	defer c.workMu.Unlock()
 	if c.closed || life == nil || len(c.jobs) == cap(c.jobs) {
@@ -572,7 +574,7 @@ func (c *cacheCore) enqueue(j upgradeJob, life *lifetime) {
 	}
 	if !c.working {
 		c.workers.Add(1)
-		if !life.goWork(c.work) {
+		if !life.Go(c.work) {
 			c.workers.Done()
 			c.upgradesDropped.Add(1)
 			return
@@ -1192,8 +1194,8 @@ func (f *cacheFill) ended(end responseEnd) {
 // that Middleware, which runs the upgrade (nil: none runs).
 type upgradeSource struct {
 	dict   *dictionary
-	shared *shared
-	life   *lifetime
+	shared *storeguard.Guard
+	life   *lifetime.Lifetime
 }
 
 // newUpgradeJob returns the job of upgrading e, stored under k, at level

@@ -23,8 +23,10 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
+	"github.com/squeezehttp/squeeze/internal/lifetime"
 	"github.com/squeezehttp/squeeze/internal/lru"
 	"github.com/squeezehttp/squeeze/internal/pool"
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -103,7 +105,7 @@ type dictionary struct {
 	dcz, dcb lazyOffer
 	// fleet is what a remembered dictionary has earned of the fleet's
 	// store (shared_admission.go); unused without one.
-	fleet sharedCandidate
+	fleet storeguard.Candidate
 	// servedAt is the URL of a public response this replica sent with
 	// these bytes, nil if none was (a dictionary taken from the fleet's
 	// store and not served since) or its URL is over liveURLMax: a client
@@ -183,8 +185,8 @@ type dictStore struct {
 	// shared is the fleet's store (shared_dict.go), nil without one;
 	// live, with it, the URLs whose dictionaries clients name
 	// (responseServed).
-	shared *shared
-	live   *recentKeys
+	shared *storeguard.Guard
+	live   *storeguard.RecentKeys
 
 	// learned holds the routes of WithLearnedDictionary (learned.go);
 	// training lets one of their trainings run at a time, jobs counts
@@ -201,8 +203,8 @@ type dictStore struct {
 	// pollEvery is the least time between two reads of a learned route's
 	// pointer in the fleet's store (shared_learned.go).
 	pollEvery time.Duration
-	// life is the Middleware's, which runs the jobs (lifetime.go).
-	life *lifetime
+	// life is the Middleware's, which runs the jobs (internal/lifetime).
+	life *lifetime.Lifetime
 
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
@@ -306,7 +308,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		observe:    c.observer.Learned,
 		logf:       log.Printf,
 		pollEvery:  learnedPollEvery,
-		life:       new(lifetime), // New gives it the Middleware's
+		life:       new(lifetime.Lifetime), // New gives it the Middleware's
 	}
 	for _, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))
@@ -473,15 +475,15 @@ func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	}
 	switch from {
 	case fromResponse:
-		d.fleet.markPublic()
-		d.fleet.served(s.shared.admitAfter)
+		d.fleet.MarkPublic()
+		d.fleet.Served(s.shared.AdmitAfter())
 	case fromFile, fromEarnedResponse:
-		d.fleet.markPublic()
-		d.fleet.earn()
+		d.fleet.MarkPublic()
+		d.fleet.Earn()
 	case byHash:
-		d.fleet.earn()
+		d.fleet.Earn()
 		if u := d.servedAt.Load(); u != nil {
-			s.live.note(*u)
+			s.live.Note(*u)
 		}
 	}
 	s.share(d)

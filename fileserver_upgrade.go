@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"sync"
 	"time"
+
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 )
 
 // This file holds the file server's best-level upgrades: one goroutine at a
@@ -16,7 +18,7 @@ import (
 // startBest encodes version meta of the file name at the best level of
 // k.coding (against d for a delta) on a goroutine of its own, unless one
 // is running already: then it does nothing, and a later request tries
-// again. The goroutine is the Middleware's background work (lifetime.go):
+// again. The goroutine is the Middleware's background work (internal/lifetime):
 // none starts once it is closed. It ends with the encoding. old is the representation
 // stored now, which the new encoding replaces only if it is smaller: passed
 // in rather than looked up again, so a store that counts its look-ups (a
@@ -30,7 +32,7 @@ func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey
 		return
 	}
 	s.bestRuns.Add(1)
-	started := s.m.life.goWork(func(ctx context.Context) {
+	started := s.m.life.Go(func(ctx context.Context) {
 		defer func() {
 			<-s.bestToken
 			s.bestRuns.Done()
@@ -135,7 +137,7 @@ func (s *fileServer) bestEncoding(ctx context.Context, k repKey, plain, old []by
 			return value, false, nil
 		}
 	}
-	if public && !rejected && v.claim(ctx) == claimLost {
+	if public && !rejected && v.claim(ctx) == storeguard.Lost {
 		s.fleet.wait(k)
 		return nil, true, nil
 	}

@@ -7,7 +7,9 @@ import (
 	"sync"
 
 	"github.com/squeezehttp/squeeze/internal/decode"
+	"github.com/squeezehttp/squeeze/internal/lifetime"
 	"github.com/squeezehttp/squeeze/internal/pool"
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -36,12 +38,12 @@ type Middleware struct {
 	trustETags bool
 	// slots pools the per-response state (slot.go).
 	slots sync.Pool
-	// shared is the store of WithSharedStore, nil without one (shared.go).
-	shared *shared
+	// shared guards the store of WithSharedStore, nil without one (shared.go).
+	shared *storeguard.Guard
 	// hiding is WithLengthHiding, nil when off (lengthhiding.go).
 	hiding *lengthHiding
-	// life owns the background work; Close ends it (lifetime.go).
-	life lifetime
+	// life owns the background work; Close ends it (internal/lifetime).
+	life lifetime.Lifetime
 }
 
 // New returns a [Middleware] configured by opts, or an error naming the
@@ -70,8 +72,8 @@ func New(opts ...Option) (*Middleware, error) {
 		types:   compileTypesExcept(c.contentTypes, c.exceptTypes),
 		observe: c.observer.Response,
 		cache:   c.cache,
-		shared:  newShared(&c, c.observer.SharedStore),
 	}
+	m.shared = newShared(&c, c.observer.SharedStore, &m.life)
 	if err := checkWriteBudget(&c); err != nil {
 		return nil, err
 	}
@@ -103,12 +105,9 @@ func New(opts ...Option) (*Middleware, error) {
 		m.dicts.offers = m.offers
 		m.dicts.life = &m.life
 	}
-	if m.shared != nil {
-		m.shared.life = &m.life
-	}
 	if m.dicts != nil && m.shared != nil {
 		m.dicts.shared = m.shared
-		m.dicts.live = newRecentKeys(liveURLBytes, liveURLFor)
+		m.dicts.live = storeguard.NewRecentKeys(liveURLBytes, liveURLFor)
 	}
 	bufferSize := max(c.bufferSize, c.minSize)
 	if m.buffers, err = pool.NewBuffers(bufferSize); err != nil {
@@ -192,11 +191,9 @@ func (m *Middleware) Close() error {
 	if m == nil {
 		return nil
 	}
-	m.life.close()
+	m.life.Close()
 	if m.shared != nil {
-		// The clean-up goroutine of its expiring keys; otter's own, which
-		// it would stop only once m was collected.
-		m.shared.rejected.StopAllGoroutines()
+		m.shared.Close() // the guard's own goroutine, once m's work is over
 	}
 	return nil
 }
