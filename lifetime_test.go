@@ -120,7 +120,7 @@ var backgroundFrames = []string{
 	"squeeze.(*cacheCore).work(",       // the cache's upgrade, reading the fleet's
 	"squeeze.(*fileServer).startBest.", // a file's best-level encoding, likewise
 	"squeeze.(*learnedRoute).round(",   // a learned round, polling the fleet
-	"squeeze.(*shared).setAsync.",      // a dictionary written to the fleet
+	"storeguard.(*Guard).SetAsync.",    // a dictionary written to the fleet
 }
 
 func TestMiddlewareCloseLeavesNoGoroutineWithEveryFeatureOn(t *testing.T) {
