@@ -18,13 +18,14 @@ import (
 // startBest encodes version meta of the file name at the best level of
 // k.coding (against d for a delta) on a goroutine of its own, unless one
 // is running already: then it does nothing, and a later request tries
-// again. The goroutine is the Middleware's background work (internal/lifetime):
-// none starts once it is closed. It ends with the encoding. old is the representation
-// stored now, which the new encoding replaces only if it is smaller: passed
-// in rather than looked up again, so a store that counts its look-ups (a
-// Cache) counts only the requests'. public says the request that started
-// it got a public response: only then is the encoding written to the
-// fleet's store (bestEncoding).
+// again. The goroutine is the Middleware's background work
+// (internal/lifetime): none starts once it is closed. It ends with the
+// encoding. old is the representation stored now, which the new encoding
+// replaces only if it is smaller: passed in rather than looked up again,
+// so a store that counts its look-ups (a Cache) counts only the
+// requests'. public says the request that started it got a public
+// response: only then is the encoding written to the fleet's store
+// (bestEncoding).
 func (s *fileServer) startBest(fsys fs.FS, name string, meta *fileMeta, k repKey, old []byte, d *dictionary, public bool) {
 	select {
 	case s.bestToken <- struct{}{}:
