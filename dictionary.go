@@ -195,6 +195,8 @@ type dictStore struct {
 	observe  func(LearnedInfo)
 	// logf logs what an operator must hear of once (learned.go).
 	logf func(format string, args ...any)
+	// routes are the patterns' routes for registrable's log, in order.
+	routes []dictRoute
 	// offers are the Middleware's offers without a dictionary: a learned
 	// route measures its streamed deltas against them (learned.go).
 	offers []offer
@@ -251,34 +253,12 @@ func dcbTableBytes(n int) int64 {
 	return handle + 2<<bucketBits + 4<<slotBits + 4*int64(n-7)
 }
 
-// registrableSaid is registrable for a handler's response, which gets no
-// Cache-Control from squeeze: one whose caching headers say nothing
-// (neither Cache-Control nor Expires) still carries Use-As-Dictionary, as
-// documented (DictionaryCacheControl): the handler is to give it the
-// freshness a browser needs, and squeeze cannot tell whether it may.
-func (s *dictStore) registrableSaid(h http.Header) bool {
-	if !hasField(h, "Cache-Control") && !hasField(h, "Expires") {
-		return true
-	}
-	return s.registrable(h, "")
-}
-
 // standaloneDictionary is a dictionary of WithDictionary and what serves it.
 type standaloneDictionary struct {
 	d                        *dictionary
 	etag, useAs, contentType string
 	s                        *dictStore // for its reports
-}
-
-// registrable reports whether a response with header h, given fresh as
-// its Cache-Control when it has none, is one a browser registers as a
-// dictionary (dictionaryRegistrable), counting it when it is not.
-func (s *dictStore) registrable(h http.Header, fresh string) bool {
-	if dictionaryRegistrable(h, fresh) {
-		return true
-	}
-	s.report(LearnedInfo{Step: learnedUnregistrable})
-	return false
+	route                    *dictRoute // for registrable's log
 }
 
 // newDictStore builds the store from the configuration. It returns nil when
@@ -305,8 +285,10 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		logf:       log.Printf,
 		pollEvery:  learnedPollEvery,
 	}
-	for _, p := range s.patterns {
+	s.routes = make([]dictRoute, len(s.patterns))
+	for i, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))
+		s.routes[i].kind, s.routes[i].name = "dictionary pattern", p
 	}
 	for _, sd := range c.standalone {
 		d := &dictionary{hash: sha256.Sum256(sd.data), data: sd.data, pattern: sd.match, static: true}
@@ -319,6 +301,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 			useAs:       useAsDictionary(sd.match),
 			contentType: http.DetectContentType(sd.data),
 			s:           s,
+			route:       &dictRoute{kind: "dictionary", name: sd.path},
 		}
 		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
 		s.standaloneMatch = append(s.standaloneMatch, sd.match)
@@ -900,7 +883,7 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // 200 of an eligible type, not encoded by the handler, not a range, without
 // a Use-As-Dictionary of the handler's own, public (see publicResponse),
 // and with caching headers that let a browser register it: see
-// dictionaryRegistrable), and the Link to standalone dictionaries on
+// unregistrable), and the Link to standalone dictionaries on
 // text/html.
 // It asks for the body of a GET to remember.
 func (d *dictResponse) committed(h http.Header, f facts) bool {
@@ -910,7 +893,7 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
 			f.eligible && !f.encoded && !f.ranged && !f.secret && len(h["Use-As-Dictionary"]) == 0 &&
-			publicResponse(d.req.Header, h) && s.registrableSaid(h) {
+			publicResponse(d.req.Header, h) && s.registrable(h, "", d.req, &s.routes[p-1]) {
 			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
@@ -1024,7 +1007,7 @@ func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request
 	// from public responses only: a shared cache may keep them, and a
 	// browser that sends a cookie still stores them.
 	useAs := sd.useAs
-	if !sd.s.registrable(h, "public, "+dictionaryCacheControl) {
+	if !sd.s.registrable(h, "public, "+dictionaryCacheControl, r, sd.route) {
 		// The handler in front set caching headers no browser keeps a
 		// dictionary under: it goes out as bytes, counted.
 		useAs = ""
