@@ -44,7 +44,9 @@ func (s *dictStore) startJob(f func()) {
 }
 
 // round is the job of one round of samples, whose reservation is cost:
-// the route rests for its interval afterwards, whatever it found.
+// the route rests for its interval afterwards, whatever it found. Every
+// end of a round is reported as one step (roundEnd): "kept", "unmeasured",
+// or an end of train.
 func (r *learnedRoute) round(samples [][]byte, cost int64) {
 	defer func() {
 		r.resumeAt.Store(time.Now().Add(r.cfg.interval).UnixNano())
@@ -56,38 +58,51 @@ func (r *learnedRoute) round(samples [][]byte, cost int64) {
 	}
 	if ld := r.newest(); ld != nil {
 		m := r.s.measure(ld.sd.d.data, samples)
-		if m.ratio > 0 {
+		switch {
+		case m.ratio <= 0:
+			r.s.report(LearnedInfo{Step: learnedUnmeasured, Samples: sampleBytes(samples), Size: int64(len(ld.sd.d.data))})
+			return
+		case 1-m.ratio >= r.cfg.retrain:
 			r.measured(m)
-		}
-		if m.ratio <= 0 || 1-m.ratio >= r.cfg.retrain {
+			plain := sampleBytes(samples)
+			r.s.report(LearnedInfo{Step: learnedKept, Samples: plain, Size: int64(len(ld.sd.d.data)),
+				Plain: plain, Saved: int64(m.savedPerByte * float64(plain))})
 			return
 		}
+		r.measured(m)
 	}
 	r.train(samples)
 }
 
 // train trains a dictionary on samples and publishes it, with a
-// SharedStore under the fleet's claim, unless another training runs (a
-// refusal) or the samples that fit the memory budget are too few. A
-// dictionary that saves nothing on the samples held out, which it was not
-// trained on, is not published.
+// SharedStore under the fleet's claim. Each way it ends is reported:
+// "refused" when another training runs or the samples that fit the
+// memory budget are too few; "claim_lost" when another replica trains
+// it; "discarded" when the training gives no dictionary, or one that
+// saves nothing on the samples held out, which it was not trained on;
+// "unmeasured" when that cannot be measured; "superseded" when a newer
+// or the same dictionary went live meanwhile; else "trained". Only the
+// last publishes.
 func (r *learnedRoute) train(samples [][]byte) {
 	s := r.s
 	if !s.training.TryAcquire(1) {
-		s.report(LearnedInfo{Step: learnedRefused})
+		s.report(LearnedInfo{Step: learnedRefused, Samples: sampleBytes(samples)})
 		return
 	}
 	defer s.training.Release(1)
 	input, held := r.trainingInput(samples)
+	in := sampleBytes(input)
 	if len(input) < learnedMinSamples || len(held) == 0 {
-		s.report(LearnedInfo{Step: learnedRefused})
+		s.report(LearnedInfo{Step: learnedRefused, Samples: in})
 		return
 	}
 	r.mu.Lock()
 	gen := r.gen + 1
 	r.mu.Unlock()
 	if s.shared != nil && r.claim(gen) == claimLost {
-		return // another replica trains it; a later poll takes it
+		// Another replica trains it; a later poll takes it.
+		s.report(LearnedInfo{Step: learnedClaimLost, Samples: in})
+		return
 	}
 	t0 := time.Now()
 	trained, err := train.Train(input, r.cfg.dictSize, r.cfg.trainMemory-learnedMeasureCost, train.Options{})
@@ -96,26 +111,39 @@ func (r *learnedRoute) train(samples [][]byte) {
 	if err != nil {
 		data = nil // trainingInput kept what fits; nothing else refuses
 	}
+	end := LearnedInfo{Samples: in, Size: int64(len(data)), Elapsed: elapsed}
 	if len(data) == 0 {
+		end.Step = learnedDiscarded
+		s.report(end)
 		return
 	}
 	m := s.measure(data, held)
-	if m.ratio <= 0 || m.ratio >= 1 {
-		return
+	var ld *learnedDict
+	switch {
+	case m.ratio <= 0:
+		end.Step = learnedUnmeasured
+	case m.ratio >= 1:
+		end.Step = learnedDiscarded
+	default:
+		end.Step = learnedSuperseded
+		if ld = r.newLearnedDict(data, gen); r.publish(ld) {
+			r.measured(m)
+			end.Step = learnedTrained
+		}
 	}
-	ld := r.newLearnedDict(data, gen)
-	if !r.publish(ld) {
-		return
-	}
-	r.measured(m)
-	var in int64
-	for _, b := range input {
-		in += int64(len(b))
-	}
-	s.report(LearnedInfo{Step: learnedTrained, Samples: in, Size: int64(len(data)), Elapsed: elapsed})
-	if s.shared != nil {
+	s.report(end)
+	if end.Step == learnedTrained && s.shared != nil {
 		r.share(ld)
 	}
+}
+
+// sampleBytes returns the bytes of samples.
+func sampleBytes(samples [][]byte) int64 {
+	var n int64
+	for _, b := range samples {
+		n += int64(len(b))
+	}
+	return n
 }
 
 // trainingInput splits samples into those to train on and those held
