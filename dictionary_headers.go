@@ -68,7 +68,7 @@ func dictionaryHeaders(h http.Header, varies bool, useAs, fresh string, links []
 const (
 	unregistrableBlocked    = "its caching headers say no-cache or no-store (Cache-Control, or Pragma: no-cache)"
 	unregistrableRevalidate = "its Cache-Control says must-revalidate"
-	unregistrableStale      = "it has no freshness: neither a max-age nor a stale-while-revalidate above zero, an Expires later than its Date, nor a Last-Modified before it"
+	unregistrableStale      = "it has no freshness: neither a max-age nor a stale-while-revalidate above zero, an Expires later than its Date, nor a Last-Modified before it; give it a max-age above zero"
 )
 
 // unregistrable returns why a browser would not store a response with
@@ -205,7 +205,7 @@ func (s *dictStore) registrable(h http.Header, fresh string, req *http.Request, 
 	}
 	s.report(LearnedInfo{Step: learnedUnregistrable})
 	if route.logged.CompareAndSwap(false, true) {
-		s.logf("squeeze: %s %q: a response to %s went out without Use-As-Dictionary: %s, so a browser would not keep it as a dictionary (RFC 9842 section 2.2.1); give it a max-age above zero (logged once per route; the counters count every one as unregistrable)",
+		s.logf("squeeze: %s %q: a response to %s went out without Use-As-Dictionary: %s, so a browser would not keep it as a dictionary (RFC 9842 section 2.2.1) (logged once per route; the counters count every one as unregistrable)",
 			route.kind, route.name, req.URL.EscapedPath(), why)
 	}
 	return false

@@ -65,6 +65,7 @@ func TestLearnedRoundReportsEveryEnd(t *testing.T) {
 			samples: pages, want: learnedRefused,
 		},
 		{name: "refused: too few samples to train on", samples: pages[:learnedMinSamples], want: learnedRefused},
+		{name: "refused: no samples", samples: nil, want: learnedRefused},
 		{
 			name:    "claim_lost: another replica trains it",
 			opts:    []Option{WithSharedStore(claimedStore{})},
