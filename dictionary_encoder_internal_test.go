@@ -1,0 +1,309 @@
+package squeeze
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/squeezehttp/squeeze/internal/pool"
+	"github.com/squeezehttp/squeeze/internal/testtool"
+	"github.com/squeezehttp/squeeze/writers"
+)
+
+// largeDeltaDictionary returns a dictionary of about 1.5 MiB, past
+// dczHistoryMax, with pages of a site at its start, across the start of
+// its last dczHistoryMax bytes and near its end, random bytes between
+// them, and a response made of pieces of those pages.
+func largeDeltaDictionary() (dict, body []byte) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	first, boundary, last := deltaBenchPage(1), deltaBenchPage(2), deltaBenchPage(3)
+	const size = 1<<20 + 512<<10
+	dict = append(dict, first...)
+	// boundary straddles the start of the tail the encoder is given.
+	dict = append(dict, random(size-dczHistoryMax-len(boundary)/2-len(dict))...)
+	dict = append(dict, boundary...)
+	dict = append(dict, random(size-len(last)-4096-len(dict))...)
+	dict = append(dict, last...)
+	dict = append(dict, random(4096)...)
+	body = append(body, last[:20000]...)
+	body = append(body, boundary...)
+	body = append(body, first[:20000]...)
+	body = append(body, last[20000:]...)
+	return dict, body
+}
+
+// A dcz response against a dictionary larger than dczHistoryMax is coded
+// against the dictionary's tail only, and decodes to the response with the
+// whole dictionary, as a client holds it: with klauspost/compress's decoder
+// at the window RFC 9842 obliges clients to accept (testtool's), and with
+// the zstd CLI given the whole dictionary (`zstd -d -D`), for matches near
+// the dictionary's end, across the start of the tail, and of content only
+// the part before the tail holds.
+func TestDCZHistoryDecodesWithWholeDictionary(t *testing.T) {
+	dict, body := largeDeltaDictionary()
+	if len(dict) != 1<<20+512<<10 || len(dczHistory(dict)) != dczHistoryMax {
+		t.Fatalf("dictionary of %d bytes, history %d", len(dict), len(dczHistory(dict)))
+	}
+	s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: 64 << 20}, 3, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &dictionary{hash: sha256.Sum256(dict), data: dict, static: true}
+	o := s.offerFor(d, DCZ)
+	if o == nil {
+		t.Fatal("no dcz offer")
+	}
+	var out bytes.Buffer
+	e, err := o.encoders.Get(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o.encoders.Put(e)
+	delta := out.Bytes()
+
+	// The frame is the one an encoder given only the tail writes.
+	zw, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(3)), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(dczWindow(dczHistoryMax)), zstd.WithLowerEncoderMem(true), zstd.WithZeroFrames(true),
+		zstd.WithEncoderDictRaw(0, dict[len(dict)-dczHistoryMax:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	zw.Reset(&want)
+	_, _ = zw.Write(body)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(delta[40:], want.Bytes()) {
+		t.Fatalf("the dcz frame (%d bytes) is not the frame of an encoder given the dictionary's last %d bytes (%d)", len(delta)-40, dczHistoryMax, want.Len())
+	}
+	if len(delta) > len(body)/2 {
+		t.Fatalf("the delta takes %d bytes for %d: the tail's pages were not matched", len(delta), len(body))
+	}
+
+	got, err := testtool.DecodeDictionary(DCZ, delta, dict)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("klauspost/compress with the whole dictionary: %d bytes, %v; want the %d-byte body", len(got), err, len(body))
+	}
+	zstdCLI := testtool.Require(t, "zstd")
+	dictFile := filepath.Join(t.TempDir(), "dictionary")
+	if err := os.WriteFile(dictFile, dict, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(zstdCLI, "-d", "-c", "-q", "-D", dictFile)
+	cmd.Stdin = bytes.NewReader(delta[40:])
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	got, err = cmd.Output()
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("zstd -d -D with the whole dictionary: %d bytes, %v %s; want the %d-byte body", len(got), err, stderr.String(), len(body))
+	}
+}
+
+// countingEncoder is a writers.Encoder that counts its resets.
+type countingEncoder struct {
+	resets int
+	w      io.Writer
+}
+
+func (c *countingEncoder) Reset(w io.Writer)           { c.resets++; c.w = w }
+func (c *countingEncoder) Write(p []byte) (int, error) { return c.w.Write(p) }
+func (c *countingEncoder) Flush() error                { return nil }
+func (c *countingEncoder) Close() error                { return nil }
+
+// A pooled delta encoder resets its inner encoder once per response, not
+// at both the pool's Put and its next Get: a dictionary encoder's reset
+// is what a delta pays for its dictionary (zstd copies the dictionary's
+// tables and history back). Its output is the header, then the inner
+// encoder's, to each response's own writer.
+func TestFramedEncoderResetsItsInnerEncoderOncePerResponse(t *testing.T) {
+	inner := &countingEncoder{}
+	s := &dictStore{encodersKept: 1}
+	d := &dictionary{static: true}
+	p, err := s.keptEncoders(d, DCZ, 3, 0, func() (writers.Encoder, error) {
+		return newFramedEncoder([]byte("H"), inner), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := inner.resets
+	const responses = 10
+	for i := range responses {
+		var out bytes.Buffer
+		e, err := p.Get(&out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(e, "response %d", i)
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p.Put(e)
+		if want := fmt.Sprintf("Hresponse %d", i); out.String() != want {
+			t.Fatalf("response %d wrote %q, want %q", i, out.String(), want)
+		}
+	}
+	if n := inner.resets - before; n != responses {
+		t.Errorf("%d responses reset the inner encoder %d times; want %d", responses, n, responses)
+	}
+	e, _ := p.Get(io.Discard)
+	p.Put(e)
+	if fe := e.Encoder.(*framedEncoder); fe.dst.w != io.Discard {
+		t.Errorf("a pooled encoder still writes to %T; want io.Discard", fe.dst.w)
+	}
+}
+
+// A remembered dictionary's offer keeps at most encodersKept encoders,
+// each charged to the dictionary's cost in the store's budget as
+// deltaEncoderBytes says; encoders built past them, while more responses
+// use the dictionary at once, serve one response and are dropped.
+func TestDictionaryKeepsBoundedChargedEncoders(t *testing.T) {
+	for _, coding := range []string{DCZ, DCB} {
+		t.Run(coding, func(t *testing.T) {
+			s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: 256 << 20}, 3, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.encodersKept = 3
+			data := deltaBenchPage(1)
+			d := &dictionary{hash: sha256.Sum256(data), data: data}
+			d = s.insert(d, int64(cap(data))+dictEntryBytes, 0)
+			base := s.remembered.Weight(d.hash)
+			o := s.offerFor(d, coding)
+			if o == nil {
+				t.Fatal("no offer")
+			}
+			each := deltaEncoderBytes(coding, s.level(coding), len(data))
+			var tables int64
+			if coding == DCB {
+				tables = dcbTableBytes(len(data))
+			}
+			var lent []*pool.Encoder
+			for range 8 { // 8 responses at once
+				e, err := o.encoders.Get(io.Discard)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = e.Write(data)
+				_ = e.Close()
+				lent = append(lent, e)
+			}
+			defer func() {
+				for _, e := range lent {
+					o.encoders.Put(e)
+				}
+				if k := o.encoders.Kept(); k != 3 {
+					t.Errorf("%d encoders kept once given back; want 3", k)
+				}
+			}()
+			if k := o.encoders.Kept(); k != 3 {
+				t.Errorf("%d encoders kept; want 3", k)
+			}
+			if got, want := s.remembered.Weight(d.hash)-base, tables+3*each; got != want {
+				t.Errorf("the dictionary's cost grew by %d; want %d (3 encoders of %d, and %d of tables)", got, want, each, tables)
+			}
+		})
+	}
+}
+
+// A remembered dictionary whose first delta encoder does not fit the
+// store's budget gets no offer of that coding: its encoders would be built
+// for every response, or held uncounted.
+func TestDictionaryWithoutRoomForAnEncoderGetsNoOffer(t *testing.T) {
+	data := deltaBenchPage(1)
+	budget := int64(cap(data)) + dictEntryBytes + deltaEncoderBytes(DCZ, 3, len(data)) - 1
+	s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: budget}, 3, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.insert(&dictionary{hash: sha256.Sum256(data), data: data}, int64(cap(data))+dictEntryBytes, 0)
+	if o := s.offerFor(d, DCZ); o != nil {
+		t.Fatalf("a dcz offer whose encoder (%d B) does not fit the budget left (%d B)", deltaEncoderBytes(DCZ, 3, len(data)), budget-int64(cap(data))-dictEntryBytes)
+	}
+}
+
+// deltaEncoderBytes is at least what a dcz or dcb encoder keeps on the
+// heap once it has coded a response, at every level and at dictionary
+// sizes up to dczHistoryMax.
+func TestDeltaEncoderBytesBoundsTheHeap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures encoders of up to 60 MB at every level")
+	}
+	page := deltaBenchPage(1000)
+	for _, n := range []int{2 << 10, dczHistoryMax} {
+		var data []byte
+		for i := 0; len(data) < n; i++ {
+			data = append(data, deltaBenchPage(i)...)
+		}
+		data = data[len(data)-n:]
+		d := &dictionary{hash: sha256.Sum256(data), data: data, static: true}
+		for _, c := range []struct {
+			coding string
+			levels []int
+		}{{DCZ, []int{1, 3, 6, 11, 19}}, {DCB, []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}} {
+			for _, level := range c.levels {
+				s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: 64 << 20}, level, level)
+				if err != nil {
+					t.Fatal(err)
+				}
+				build := s.newDCZ
+				if c.coding == DCB {
+					build = s.newDCB
+				}
+				p, err := build(d) // the dcb tables, built here, are not the encoder's
+				if err != nil {
+					t.Fatal(err)
+				}
+				first, err := p.Get(io.Discard) // built before, lent throughout
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = first.Write(page)
+				_ = first.Close()
+				const count = 2
+				before := heldHeap()
+				var kept []io.Closer
+				for range count {
+					e, err := p.Get(io.Discard)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, _ = e.Write(page)
+					_, _ = e.Write(page)
+					_ = e.Close()
+					kept = append(kept, e)
+				}
+				held := (heldHeap() - before) / count
+				runtime.KeepAlive(kept)
+				runtime.KeepAlive(first)
+				if charged := deltaEncoderBytes(c.coding, level, n); held > charged {
+					t.Errorf("%s %d, %d-byte dictionary: an encoder holds %d bytes, deltaEncoderBytes charges %d", c.coding, level, n, held, charged)
+				} else {
+					t.Logf("%s %d, %d-byte dictionary: an encoder holds %d bytes, deltaEncoderBytes charges %d", c.coding, level, n, held, charged)
+				}
+			}
+		}
+	}
+}
