@@ -10,7 +10,6 @@ import (
 	"log"
 	"math/bits"
 	"net/http"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -160,11 +159,7 @@ type dictStore struct {
 	codings  []string // DCZ and DCB in preference order; empty: none offered
 	zstdLevel,
 	brLevel int
-	// encodersKept is the most encoders a dictionary's offer of one
-	// coding keeps for reuse (keptEncoders): GOMAXPROCS, as many as can
-	// encode at once.
-	encodersKept int
-	maxBody      int64 // the largest body remembered: a quarter of the budget
+	maxBody int64 // the largest body remembered: a quarter of the budget
 	// capturing is what the bodies being collected to remember hold of
 	// the budget (reserve), at most twice maxBody: half the budget, so that
 	// slow clients can never evict more than half the dictionaries held.
@@ -293,10 +288,9 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		return nil, nil
 	}
 	s := &dictStore{
-		encodersKept: runtime.GOMAXPROCS(0),
-		patterns:     c.dictMatch,
-		codings:      c.dictCodings,
-		zstdLevel:    zstdLevel,
+		patterns:  c.dictMatch,
+		codings:   c.dictCodings,
+		zstdLevel: zstdLevel,
 		// go-brrr takes a compound dictionary from quality 2 up.
 		brLevel:    max(brLevel, 2),
 		maxBody:    c.dictStoreSize / 4,
@@ -549,12 +543,11 @@ func (s *dictStore) matchIndex(path string) int {
 }
 
 // offerFor returns the offer of coding (DCZ or DCB) with d, built on first
-// use, or nil if its encoder cannot be built or kept. The dcb offer's
-// prepared tables are charged to the budget before they are built (see
-// charge): a remembered dictionary whose tables do not fit, or that is
-// evicted to make room, gets no dcb offer. So is each encoder the offer
-// keeps (keptEncoders): a dictionary whose first encoder cannot be
-// charged gets no offer of that coding.
+// use, or nil if its encoder cannot be built. The dcb offer's prepared
+// tables are charged to the budget before they are built (see charge): a
+// remembered dictionary whose tables do not fit, or that is evicted to make
+// room, gets no dcb offer. dcz keeps no state beyond its pooled encoders,
+// whose fixed part dictEntryBytes counts.
 func (s *dictStore) offerFor(d *dictionary, coding string) *offer {
 	lo, build, state := &d.dcz, s.newDCZ, int64(0)
 	if coding == DCB {
@@ -565,7 +558,7 @@ func (s *dictStore) offerFor(d *dictionary, coding string) *offer {
 			return
 		}
 		encoders, err := build(d)
-		if err != nil || encoders.Kept() == 0 {
+		if err != nil {
 			if state > 0 {
 				s.uncharge(d, state)
 			}
@@ -600,14 +593,13 @@ func (s *dictStore) level(coding string) int {
 
 // newDCZ returns the pool of dcz encoders for d: zstd at the middleware's
 // zstd level with d's last dczHistoryMax bytes as raw content dictionary
-// (all of d when smaller: see dczHistory), behind the dcz header. It keeps
-// at most encodersKept of them, each charged to d (keptEncoders).
+// (all of d when smaller: see dczHistory), behind the dcz header.
 func (s *dictStore) newDCZ(d *dictionary) (*pool.Encoders, error) {
 	header := cdt.Header(DCZ, d.hash)
 	history := dczHistory(d.data)
 	window := dczWindow(len(history))
 	level := s.zstdLevel
-	return s.keptEncoders(d, DCZ, level, len(history), func() (writers.Encoder, error) {
+	return pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {
 		zw, err := zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
 			zstd.WithEncoderConcurrency(1),
@@ -625,8 +617,7 @@ func (s *dictStore) newDCZ(d *dictionary) (*pool.Encoders, error) {
 
 // newDCB returns the pool of dcb encoders for d: brotli at the middleware's
 // br level (at least 2) with d as raw compound dictionary, prepared once and
-// shared by every encoder, behind the dcb header. It keeps at most
-// encodersKept of them, each charged to d (keptEncoders).
+// shared by every encoder, behind the dcb header.
 func (s *dictStore) newDCB(d *dictionary) (*pool.Encoders, error) {
 	prepared, err := brrr.PrepareDictionary(d.data)
 	if err != nil {
@@ -634,7 +625,7 @@ func (s *dictStore) newDCB(d *dictionary) (*pool.Encoders, error) {
 	}
 	header := cdt.Header(DCB, d.hash)
 	level := s.brLevel
-	return s.keptEncoders(d, DCB, level, len(d.data), func() (writers.Encoder, error) {
+	return pool.NewEncodersFunc(DCB, func() (writers.Encoder, error) {
 		bw, err := brrr.NewWriterOptions(nil, level, brrr.WriterOptions{
 			Dictionaries: []*brrr.PreparedDictionary{prepared},
 			LGWin:        dcbWindowBits,

@@ -3,67 +3,8 @@ package squeeze
 import (
 	"io"
 
-	"github.com/klauspost/compress/zstd"
-
-	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/writers"
 )
-
-// keptEncoders returns the pool of the delta encoders build makes for d, of
-// coding at level with a dictionary of n bytes: it keeps at most
-// s.encodersKept of them, and each takes its place only once
-// deltaEncoderBytes is charged to d (dictStore.charge: a remembered
-// dictionary's cost, evicting others, that leaves the budget with it).
-// An encoder built past them, while more responses than that use the
-// dictionary at once or when the budget has no room, serves one response
-// and is dropped. A static or live learned dictionary is not charged
-// (charge), and keeps as many.
-func (s *dictStore) keptEncoders(d *dictionary, coding string, level, n int, build func() (writers.Encoder, error)) (*pool.Encoders, error) {
-	cost := deltaEncoderBytes(coding, level, n)
-	return pool.NewKeptEncodersFunc(coding, build, s.encodersKept, func() bool { return s.charge(d, cost) })
-}
-
-// deltaEncoderBytes returns what one dcz or dcb encoder at level, built
-// with a dictionary of n bytes (dczHistory's for dcz), holds once it has
-// coded a response: an upper bound on the heap it keeps, checked against
-// runtime.MemStats at every level (TestDeltaEncoderBytesBoundsTheHeap; the
-// figures are in docs/internals.md#the-dictionary-store). A zstd encoder
-// holds its hash tables, a copy of them as the dictionary left them, and
-// the dictionary's history, so twice n on top of the tables of its level;
-// a brotli encoder holds its level's hasher and ring buffer (dcbWindowBits)
-// and shares the dictionary's prepared tables (dcbTableBytes), charged
-// once.
-func deltaEncoderBytes(coding string, level, n int) int64 {
-	if coding == DCZ {
-		var tables int64
-		switch zstd.EncoderLevelFromZstd(level) {
-		case zstd.SpeedFastest:
-			tables = 1 << 20
-		case zstd.SpeedDefault:
-			tables = 7 << 19
-		case zstd.SpeedBetterCompression:
-			tables = 10 << 20
-		default:
-			tables = 80 << 20
-		}
-		return tables + 2*int64(n)
-	}
-	switch {
-	case level <= 3:
-		return 3 << 19
-	case level == 4:
-		return 5 << 19
-	case level == 5:
-		return 3 << 20
-	case level == 6:
-		return 9 << 19
-	case level == 7:
-		return 12 << 20
-	case level == 8:
-		return 20 << 20
-	}
-	return 40 << 20
-}
 
 // dczHistoryMax is the most of a dictionary a dcz encoder is given: its
 // last dczHistoryMax bytes (dczHistory). klauspost/compress copies a raw

@@ -9,14 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/internal/testtool"
-	"github.com/squeezehttp/squeeze/writers"
 )
 
 // largeDeltaDictionary returns a dictionary of about 1.5 MiB, past
@@ -134,176 +131,32 @@ func (c *countingEncoder) Flush() error                { return nil }
 func (c *countingEncoder) Close() error                { return nil }
 
 // A pooled delta encoder resets its inner encoder once per response, not
-// at both the pool's Put and its next Get: a dictionary encoder's reset
-// is what a delta pays for its dictionary (zstd copies the dictionary's
-// tables and history back). Its output is the header, then the inner
-// encoder's, to each response's own writer.
+// at both the pool's Put and its next Get (internal/pool resets at each):
+// a dictionary encoder's reset is what a delta pays for its dictionary
+// (zstd copies the dictionary's tables and history back). Its output is
+// the header, then the inner encoder's, to each response's own writer,
+// and a pooled one holds no reference to the last.
 func TestFramedEncoderResetsItsInnerEncoderOncePerResponse(t *testing.T) {
 	inner := &countingEncoder{}
-	s := &dictStore{encodersKept: 1}
-	d := &dictionary{static: true}
-	p, err := s.keptEncoders(d, DCZ, 3, 0, func() (writers.Encoder, error) {
-		return newFramedEncoder([]byte("H"), inner), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newFramedEncoder([]byte("H"), inner)
 	before := inner.resets
 	const responses = 10
 	for i := range responses {
 		var out bytes.Buffer
-		e, err := p.Get(&out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e.Reset(&out) // the pool's Get
 		fmt.Fprintf(e, "response %d", i)
 		if err := e.Close(); err != nil {
 			t.Fatal(err)
 		}
-		p.Put(e)
+		e.Reset(io.Discard) // the pool's Put
 		if want := fmt.Sprintf("Hresponse %d", i); out.String() != want {
 			t.Fatalf("response %d wrote %q, want %q", i, out.String(), want)
+		}
+		if e.dst.w != io.Discard {
+			t.Fatalf("a pooled encoder still writes to %T; want io.Discard", e.dst.w)
 		}
 	}
 	if n := inner.resets - before; n != responses {
 		t.Errorf("%d responses reset the inner encoder %d times; want %d", responses, n, responses)
-	}
-	e, _ := p.Get(io.Discard)
-	p.Put(e)
-	if fe := e.Encoder.(*framedEncoder); fe.dst.w != io.Discard {
-		t.Errorf("a pooled encoder still writes to %T; want io.Discard", fe.dst.w)
-	}
-}
-
-// A remembered dictionary's offer keeps at most encodersKept encoders,
-// each charged to the dictionary's cost in the store's budget as
-// deltaEncoderBytes says; encoders built past them, while more responses
-// use the dictionary at once, serve one response and are dropped.
-func TestDictionaryKeepsBoundedChargedEncoders(t *testing.T) {
-	for _, coding := range []string{DCZ, DCB} {
-		t.Run(coding, func(t *testing.T) {
-			s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: 256 << 20}, 3, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.encodersKept = 3
-			data := deltaBenchPage(1)
-			d := &dictionary{hash: sha256.Sum256(data), data: data}
-			d = s.insert(d, int64(cap(data))+dictEntryBytes, 0)
-			base := s.remembered.Weight(d.hash)
-			o := s.offerFor(d, coding)
-			if o == nil {
-				t.Fatal("no offer")
-			}
-			each := deltaEncoderBytes(coding, s.level(coding), len(data))
-			var tables int64
-			if coding == DCB {
-				tables = dcbTableBytes(len(data))
-			}
-			var lent []*pool.Encoder
-			for range 8 { // 8 responses at once
-				e, err := o.encoders.Get(io.Discard)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, _ = e.Write(data)
-				_ = e.Close()
-				lent = append(lent, e)
-			}
-			defer func() {
-				for _, e := range lent {
-					o.encoders.Put(e)
-				}
-				if k := o.encoders.Kept(); k != 3 {
-					t.Errorf("%d encoders kept once given back; want 3", k)
-				}
-			}()
-			if k := o.encoders.Kept(); k != 3 {
-				t.Errorf("%d encoders kept; want 3", k)
-			}
-			if got, want := s.remembered.Weight(d.hash)-base, tables+3*each; got != want {
-				t.Errorf("the dictionary's cost grew by %d; want %d (3 encoders of %d, and %d of tables)", got, want, each, tables)
-			}
-		})
-	}
-}
-
-// A remembered dictionary whose first delta encoder does not fit the
-// store's budget gets no offer of that coding: its encoders would be built
-// for every response, or held uncounted.
-func TestDictionaryWithoutRoomForAnEncoderGetsNoOffer(t *testing.T) {
-	data := deltaBenchPage(1)
-	budget := int64(cap(data)) + dictEntryBytes + deltaEncoderBytes(DCZ, 3, len(data)) - 1
-	s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: budget}, 3, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := s.insert(&dictionary{hash: sha256.Sum256(data), data: data}, int64(cap(data))+dictEntryBytes, 0)
-	if o := s.offerFor(d, DCZ); o != nil {
-		t.Fatalf("a dcz offer whose encoder (%d B) does not fit the budget left (%d B)", deltaEncoderBytes(DCZ, 3, len(data)), budget-int64(cap(data))-dictEntryBytes)
-	}
-}
-
-// deltaEncoderBytes is at least what a dcz or dcb encoder keeps on the
-// heap once it has coded a response, at every level and at dictionary
-// sizes up to dczHistoryMax.
-func TestDeltaEncoderBytesBoundsTheHeap(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures encoders of up to 60 MB at every level")
-	}
-	page := deltaBenchPage(1000)
-	for _, n := range []int{2 << 10, dczHistoryMax} {
-		var data []byte
-		for i := 0; len(data) < n; i++ {
-			data = append(data, deltaBenchPage(i)...)
-		}
-		data = data[len(data)-n:]
-		d := &dictionary{hash: sha256.Sum256(data), data: data, static: true}
-		for _, c := range []struct {
-			coding string
-			levels []int
-		}{{DCZ, []int{1, 3, 6, 11, 19}}, {DCB, []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}} {
-			for _, level := range c.levels {
-				s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: 64 << 20}, level, level)
-				if err != nil {
-					t.Fatal(err)
-				}
-				build := s.newDCZ
-				if c.coding == DCB {
-					build = s.newDCB
-				}
-				p, err := build(d) // the dcb tables, built here, are not the encoder's
-				if err != nil {
-					t.Fatal(err)
-				}
-				first, err := p.Get(io.Discard) // built before, lent throughout
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, _ = first.Write(page)
-				_ = first.Close()
-				const count = 2
-				before := heldHeap()
-				var kept []io.Closer
-				for range count {
-					e, err := p.Get(io.Discard)
-					if err != nil {
-						t.Fatal(err)
-					}
-					_, _ = e.Write(page)
-					_, _ = e.Write(page)
-					_ = e.Close()
-					kept = append(kept, e)
-				}
-				held := (heldHeap() - before) / count
-				runtime.KeepAlive(kept)
-				runtime.KeepAlive(first)
-				if charged := deltaEncoderBytes(c.coding, level, n); held > charged {
-					t.Errorf("%s %d, %d-byte dictionary: an encoder holds %d bytes, deltaEncoderBytes charges %d", c.coding, level, n, held, charged)
-				} else {
-					t.Logf("%s %d, %d-byte dictionary: an encoder holds %d bytes, deltaEncoderBytes charges %d", c.coding, level, n, held, charged)
-				}
-			}
-		}
 	}
 }

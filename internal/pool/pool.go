@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -36,9 +35,6 @@ var ErrInvalidSize = errors.New("pool: buffer size must be positive")
 type Encoder struct {
 	writers.Encoder
 	pooled bool
-	// kept is set on an encoder of a bounded pool ([NewKeptEncodersFunc])
-	// that holds one of its places: Put keeps it, and drops any other.
-	kept bool
 }
 
 // Encoders pools the encoders of one coding at one level.
@@ -48,62 +44,7 @@ type Encoders struct {
 	// build makes a new encoder for pools made by [NewEncodersFunc].
 	build func() (writers.Encoder, error)
 	p     sync.Pool
-	// kept holds the idle encoders of a bounded pool, nil for a pool on
-	// p; admit, places taken by encoders (idle or lent) and max are its
-	// bound (NewKeptEncodersFunc).
-	kept   chan *Encoder
-	admit  func() bool
-	places atomic.Int32
-	max    int32
 }
-
-// NewKeptEncodersFunc returns a pool of the encoders build makes that holds
-// at most max of them, each admitted by admit before it takes a place: an
-// encoder is built when none is idle, and given one of the places if fewer
-// than max are taken and admit reports true (it charges what the encoder
-// holds to a budget, say); Put keeps an encoder with a place and drops one
-// without. A place is held for the pool's life, so admit is called at most
-// max times with true results, and what the pool holds is bounded by max
-// encoders however many are lent at once. Unlike a pool on [sync.Pool],
-// the garbage collector does not empty it: what it holds is what admit
-// counted. It builds one encoder at once, which takes a place if admit
-// allows, so an encoder that cannot be built is reported here.
-func NewKeptEncodersFunc(coding string, build func() (writers.Encoder, error), max int, admit func() bool) (*Encoders, error) {
-	if max < 1 {
-		return nil, fmt.Errorf("pool: %s: a pool must keep at least one encoder, got %d", coding, max)
-	}
-	p := &Encoders{coding: coding, build: build, kept: make(chan *Encoder, max), admit: admit, max: int32(max)}
-	e, err := p.newKept()
-	if err != nil {
-		return nil, err
-	}
-	if e.kept {
-		e.pooled = true
-		p.kept <- e
-	}
-	return p, nil
-}
-
-// newKept builds an encoder of a bounded pool, giving it a place when
-// there is one and admit allows.
-func (p *Encoders) newKept() (*Encoder, error) {
-	enc, err := p.build()
-	if err != nil {
-		return nil, err
-	}
-	e := &Encoder{Encoder: enc}
-	if p.places.Add(1) <= p.max && p.admit() {
-		e.kept = true
-	} else {
-		p.places.Add(-1)
-	}
-	return e, nil
-}
-
-// Kept returns the number of places taken in a pool made by
-// [NewKeptEncodersFunc]: the encoders it holds, idle or lent, that Put
-// keeps. It is 0 for other pools.
-func (p *Encoders) Kept() int { return int(p.places.Load()) }
 
 // NewEncodersFunc returns a pool of the encoders build makes, for encoders
 // that [writers.NewEncoder] cannot describe, such as the dictionary codings
@@ -144,20 +85,6 @@ func (p *Encoders) Level() int { return p.level }
 
 // Get returns an encoder writing to w, taken from the pool or built anew.
 func (p *Encoders) Get(w io.Writer) (*Encoder, error) {
-	if p.kept != nil {
-		var e *Encoder
-		select {
-		case e = <-p.kept:
-		default:
-			var err error
-			if e, err = p.newKept(); err != nil {
-				return nil, fmt.Errorf("pool: %s: %w", p.coding, err)
-			}
-		}
-		e.pooled = false
-		e.Reset(w)
-		return e, nil
-	}
 	e, _ := p.p.Get().(*Encoder)
 	if e == nil {
 		var enc writers.Encoder
@@ -185,16 +112,8 @@ func (p *Encoders) Put(e *Encoder) {
 	if e.pooled {
 		panic("pool: encoder put back twice")
 	}
-	if p.kept != nil && !e.kept {
-		e.pooled = true // dropped: nothing to reset
-		return
-	}
 	e.Reset(io.Discard)
 	e.pooled = true
-	if p.kept != nil {
-		p.kept <- e // never blocks: at most max encoders hold a place
-		return
-	}
 	p.p.Put(e)
 }
 
