@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 )
 
 // This file holds Counters, a ready-made aggregate of what an Observer's
@@ -31,7 +33,7 @@ type Counters struct {
 	sharedWritten atomic.Int64
 	breakerOpen   atomic.Int64                    // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
 	learned       [len(learnedSteps)]atomic.Int64 // by learnedSteps
-	sharedErrors  [sharedErrorKindCount]atomic.Int64
+	sharedErrors  [storeguard.ErrorKindCount]atomic.Int64
 	learnedSaved  atomic.Int64
 }
 
@@ -117,7 +119,7 @@ func (c *Counters) sharedStore(e SharedStoreInfo) {
 	}
 	c.shared[e.Result].Add(1)
 	if e.Result == SharedError {
-		c.sharedErrors[kindNamed(e.ErrorKind)].Add(1)
+		c.sharedErrors[storeguard.KindNamed(e.ErrorKind)].Add(1)
 	}
 	c.sharedRead.Add(e.Read)
 	c.sharedWritten.Add(e.Written)
@@ -280,7 +282,7 @@ func (c *Counters) stats() counterStats {
 		BreakerOpen:         c.breakerOpen.Load(),
 		ErrorsByKind:        map[string]int64{},
 	}
-	for k := sharedErrorNone + 1; k < sharedErrorKindCount; k++ {
+	for k := storeguard.ErrorNone + 1; k < storeguard.ErrorKindCount; k++ {
 		s.SharedStore.ErrorsByKind[k.String()] = c.sharedErrors[k].Load()
 	}
 	s.LearnedDictionary = learnedStats{

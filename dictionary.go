@@ -24,6 +24,7 @@ import (
 	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/lru"
 	"github.com/squeezehttp/squeeze/internal/pool"
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -102,7 +103,7 @@ type dictionary struct {
 	dcz, dcb lazyOffer
 	// fleet is what a remembered dictionary has earned of the fleet's
 	// store (shared_admission.go); unused without one.
-	fleet sharedCandidate
+	fleet storeguard.Candidate
 	// servedAt is the URL of a public response this replica sent with
 	// these bytes, nil if none was (a dictionary taken from the fleet's
 	// store and not served since) or its URL is over liveURLMax: a client
@@ -182,8 +183,8 @@ type dictStore struct {
 	// shared is the fleet's store (shared_dict.go), nil without one;
 	// live, with it, the URLs whose dictionaries clients name
 	// (responseServed).
-	shared *shared
-	live   *recentKeys
+	shared *storeguard.Guard
+	live   *storeguard.RecentKeys
 
 	// learned holds the routes of WithLearnedDictionary (learned.go);
 	// training lets one of their trainings run at a time, jobs counts
@@ -469,15 +470,15 @@ func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	}
 	switch from {
 	case fromResponse:
-		d.fleet.markPublic()
-		d.fleet.served(s.shared.admitAfter)
+		d.fleet.MarkPublic()
+		d.fleet.Served(s.shared.AdmitAfter())
 	case fromFile, fromEarnedResponse:
-		d.fleet.markPublic()
-		d.fleet.earn()
+		d.fleet.MarkPublic()
+		d.fleet.Earn()
 	case byHash:
-		d.fleet.earn()
+		d.fleet.Earn()
 		if u := d.servedAt.Load(); u != nil {
-			s.live.note(*u)
+			s.live.Note(*u)
 		}
 	}
 	s.share(d)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/internal/train"
 )
 
@@ -17,22 +18,15 @@ import (
 // Training is bounded three ways: one at a time per Middleware (a
 // training that finds another running is refused and counted), at most
 // one round per route per interval, and an input whose training fits the
-// route's memory budget by learnedTrainCost, which
+// route's memory budget with learnedMeasureCost beside it, which
 // TestLearnedTrainingStaysWithinItsMemoryBudget checks against what the
-// training allocates. The training is internal/train's.
+// training allocates. The training, and the choice of the samples it
+// trains on and those held out, are internal/train's.
 
 // learnedMeasureCost bounds what a round allocates beside the training
 // itself: the two zstd encoders that measure the dictionary (about 4.5
 // MiB) and their output.
 const learnedMeasureCost = 6 << 20
-
-// learnedTrainCost returns the least memory a round trains in on n bytes
-// of samples, for a dictionary of size bytes: internal/train's smallest
-// table and the measure. Given more, the trainer takes a larger table
-// (train.MaxCost).
-func learnedTrainCost(n, size int64) int64 {
-	return learnedMeasureCost + train.MinCost(n, int(size))
-}
 
 // startJob runs f in the background, counted in s.jobs.
 func (s *dictStore) startJob(f func()) {
@@ -86,7 +80,7 @@ func (r *learnedRoute) train(samples [][]byte) {
 	r.mu.Lock()
 	gen := r.gen + 1
 	r.mu.Unlock()
-	if s.shared != nil && r.claim(gen) == claimLost {
+	if s.shared != nil && r.claim(gen) == storeguard.Lost {
 		return // another replica trains it; a later poll takes it
 	}
 	t0 := time.Now()
@@ -119,28 +113,12 @@ func (r *learnedRoute) train(samples [][]byte) {
 }
 
 // trainingInput splits samples into those to train on and those held
-// out to measure the result on, every fourth: never one of the first, on
-// which a dictionary that merely holds them would look better than on the
-// route's next responses. Of the first it keeps the newest whose training
-// fits the memory budget. A round's samples, learnedRoundSamples or more,
-// hold one out at least; fewer than that may leave too few of either.
+// out to measure the result on (train.HoldOut), within the route's
+// training memory less what measuring the result takes. A round's
+// samples, learnedRoundSamples or more, hold one out at least; fewer than
+// that may leave too few of either.
 func (r *learnedRoute) trainingInput(samples [][]byte) (input, held [][]byte) {
-	for i, b := range samples {
-		if i%4 == 3 {
-			held = append(held, b)
-		} else {
-			input = append(input, b)
-		}
-	}
-	var n int64
-	for i := len(input) - 1; i >= 0; i-- {
-		if learnedTrainCost(n+int64(len(input[i])), int64(r.cfg.dictSize)) > r.cfg.trainMemory {
-			input = input[i+1:]
-			break
-		}
-		n += int64(len(input[i]))
-	}
-	return input, held
+	return train.HoldOut(samples, r.cfg.dictSize, r.cfg.trainMemory-learnedMeasureCost)
 }
 
 // learnedMeasure is what a dictionary did to a set of samples, encoded

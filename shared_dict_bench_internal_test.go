@@ -1,0 +1,38 @@
+package squeeze
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// BenchmarkSharedDictionaryFetch is what a shared hit costs a replica
+// besides the store's round trip: the flight, the framing, the SHA-256 of
+// the bytes and the insertion into a fresh local store.
+func BenchmarkSharedDictionaryFetch(b *testing.B) {
+	for _, size := range []int{64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			data := bytes.Repeat([]byte("squeeze fleet dictionary "), size/25+1)[:size]
+			hash := sha256.Sum256(data)
+			store := &mapStore{m: map[string][]byte{}}
+			c := &config{dictMatch: []string{"/js/*"}, dictCodings: []string{DCZ}, dictStoreSize: defaultDictionaryStoreSize,
+				shared: store, sharedTimeout: time.Second}
+			shared := newShared(c, nil)
+			store.m[sharedDictKey(hash)] = sharedDictValue(&dictionary{pattern: "/js/*", data: data})
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				s, err := newDictStore(c, 3, 5)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.shared = shared
+				if s.fetch(context.Background(), hash) == nil {
+					b.Fatal("no dictionary")
+				}
+			}
+		})
+	}
+}
