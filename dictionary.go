@@ -593,11 +593,11 @@ func (s *dictStore) level(coding string) int {
 }
 
 // newDCZ returns the pool of dcz encoders for d: zstd at the middleware's
-// zstd level with d's last dczHistoryMax bytes as raw content dictionary
-// (all of d when smaller: see dczHistory), behind the dcz header.
+// zstd level with d as raw content dictionary, a learned one's last
+// dczHistoryMax bytes only (dczHistory), behind the dcz header.
 func (s *dictStore) newDCZ(d *dictionary) (*pool.Encoders, error) {
 	header := cdt.Header(DCZ, d.hash)
-	history := dczHistory(d.data)
+	history := dczHistory(d)
 	window := dczWindow(len(history))
 	level := s.zstdLevel
 	return pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {

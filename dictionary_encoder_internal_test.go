@@ -45,8 +45,8 @@ func largeDeltaDictionary() (dict, body []byte) {
 	return dict, body
 }
 
-// A dcz response against a dictionary larger than dczHistoryMax is coded
-// against the dictionary's tail only, and decodes to the response with the
+// A dcz response against a learned dictionary larger than dczHistoryMax is
+// coded against the dictionary's tail only, and decodes to the response with the
 // whole dictionary, as a client holds it: with klauspost/compress's decoder
 // at the window RFC 9842 obliges clients to accept (testtool's), and with
 // the zstd CLI given the whole dictionary (`zstd -d -D`), for matches near
@@ -54,14 +54,14 @@ func largeDeltaDictionary() (dict, body []byte) {
 // the part before the tail holds.
 func TestDCZHistoryDecodesWithWholeDictionary(t *testing.T) {
 	dict, body := largeDeltaDictionary()
-	if len(dict) != 1<<20+512<<10 || len(dczHistory(dict)) != dczHistoryMax {
-		t.Fatalf("dictionary of %d bytes, history %d", len(dict), len(dczHistory(dict)))
-	}
 	s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: 64 << 20}, 3, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &dictionary{hash: sha256.Sum256(dict), data: dict, static: true}
+	d := &dictionary{hash: sha256.Sum256(dict), data: dict, static: true, learned: true}
+	if len(dict) != 1<<20+512<<10 || len(dczHistory(d)) != dczHistoryMax {
+		t.Fatalf("dictionary of %d bytes, history %d", len(dict), len(dczHistory(d)))
+	}
 	o := s.offerFor(d, DCZ)
 	if o == nil {
 		t.Fatal("no dcz offer")
@@ -116,6 +116,50 @@ func TestDCZHistoryDecodesWithWholeDictionary(t *testing.T) {
 	got, err = cmd.Output()
 	if err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("zstd -d -D with the whole dictionary: %d bytes, %v %s; want the %d-byte body", len(got), err, stderr.String(), len(body))
+	}
+}
+
+// A dcz response against a dictionary that is not learned, an earlier
+// version of the resource, is coded against all of it, however large: its
+// content lies at the distance of the whole dictionary, which a tail would
+// lose (a 1.2 MiB release with a few words changed: hundreds of bytes
+// against all of it, 180 KB against its last 512 KiB).
+func TestDCZVersionDictionaryIsGivenWhole(t *testing.T) {
+	var v1 []byte
+	for i := 0; len(v1) < 1200<<10; i++ {
+		v1 = append(v1, deltaBenchPage(i)...)
+	}
+	v2 := append([]byte(nil), v1...)
+	for i := 1000; i < len(v2); i += 50000 {
+		copy(v2[i:], "CHANGED")
+	}
+	s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: 64 << 20}, 3, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.insert(&dictionary{hash: sha256.Sum256(v1), data: v1}, int64(cap(v1))+dictEntryBytes, 0)
+	if h := dczHistory(d); len(h) != len(v1) {
+		t.Fatalf("a remembered dictionary of %d bytes is given %d", len(v1), len(h))
+	}
+	o := s.offerFor(d, DCZ)
+	if o == nil {
+		t.Fatal("no dcz offer")
+	}
+	var out bytes.Buffer
+	e, err := o.encoders.Get(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = e.Write(v2)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o.encoders.Put(e)
+	if out.Len() > 4<<10 {
+		t.Errorf("the next version took %d bytes as dcz; want a few hundred", out.Len())
+	}
+	if got, err := testtool.DecodeDictionary(DCZ, out.Bytes(), v1); err != nil || !bytes.Equal(got, v2) {
+		t.Errorf("decoded %d bytes, %v; want the %d-byte version", len(got), err, len(v2))
 	}
 }
 

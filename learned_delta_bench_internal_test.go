@@ -58,7 +58,7 @@ func BenchmarkLearnedDeltaCost(b *testing.B) {
 			data = append(data, deltaBenchPage(i)...)
 		}
 		data = data[len(data)-size:]
-		d := &dictionary{hash: sha256.Sum256(data), data: data, static: true}
+		d := &dictionary{hash: sha256.Sum256(data), data: data, static: true, learned: true}
 		whole, err := pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {
 			return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(s.level(DCZ))),
 				zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(dczWindow(len(data))),

@@ -130,7 +130,7 @@ type learnedMeasure struct {
 }
 
 // measure encodes samples with zstd at the middleware's zstd level, as dcz
-// against data (against its tail, dczHistory, as dcz is served) and
+// against data (against its tail, dczTail, as dcz serves a learned one) and
 // without a dictionary, and returns what the dictionary did.
 func (s *dictStore) measure(data []byte, samples [][]byte) learnedMeasure {
 	level := zstd.EncoderLevelFromZstd(s.zstdLevel)
@@ -141,7 +141,7 @@ func (s *dictStore) measure(data []byte, samples [][]byte) learnedMeasure {
 	}
 	defer func() { _ = plain.Close() }()
 	delta, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
-		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(dczHistory(data)))), zstd.WithEncoderDictRaw(0, dczHistory(data)))
+		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(dczTail(data)))), zstd.WithEncoderDictRaw(0, dczTail(data)))
 	if err != nil {
 		return learnedMeasure{}
 	}
