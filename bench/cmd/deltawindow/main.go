@@ -1,6 +1,6 @@
 // Command deltawindow measures what dcz loses when its encoder is given
 // only the last bytes of a learned dictionary as its raw dictionary, as
-// squeeze's dcz encoder does past dczSuffix (dictionary_prepared.go):
+// squeeze's dcz encoder does past dczHistoryMax (dictionary_encoder.go):
 // zstd's matches into a raw-content dictionary are offsets back from the
 // frame's start, so a frame coded against the dictionary's tail decodes
 // identically with the whole dictionary, and the encoder's work no longer
