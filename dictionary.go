@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"log"
 	"math/bits"
 	"net/http"
@@ -577,23 +576,26 @@ func (s *dictStore) level(coding string) int {
 }
 
 // newDCZ returns the pool of dcz encoders for d: zstd at the middleware's
-// zstd level with d as raw content dictionary, behind the dcz header.
+// zstd level with d as raw content dictionary, a learned one's last
+// dczHistoryMax bytes only (dczHistory), behind the dcz header.
 func (s *dictStore) newDCZ(d *dictionary) (*pool.Encoders, error) {
 	header := cdt.Header(DCZ, d.hash)
-	window := dczWindow(len(d.data))
+	history := dczHistory(d)
+	window := dczWindow(len(history))
+	level := s.zstdLevel
 	return pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {
 		zw, err := zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(s.zstdLevel)),
+			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(window),
 			zstd.WithLowerEncoderMem(true),
 			zstd.WithZeroFrames(true),
-			zstd.WithEncoderDictRaw(0, d.data),
+			zstd.WithEncoderDictRaw(0, history),
 		)
 		if err != nil {
 			return nil, err
 		}
-		return &framedEncoder{header: header, inner: zw}, nil
+		return newFramedEncoder(header, zw), nil
 	})
 }
 
@@ -606,60 +608,17 @@ func (s *dictStore) newDCB(d *dictionary) (*pool.Encoders, error) {
 		return nil, err
 	}
 	header := cdt.Header(DCB, d.hash)
+	level := s.brLevel
 	return pool.NewEncodersFunc(DCB, func() (writers.Encoder, error) {
-		bw, err := brrr.NewWriterOptions(nil, s.brLevel, brrr.WriterOptions{
+		bw, err := brrr.NewWriterOptions(nil, level, brrr.WriterOptions{
 			Dictionaries: []*brrr.PreparedDictionary{prepared},
 			LGWin:        dcbWindowBits,
 		})
 		if err != nil {
 			return nil, err
 		}
-		return &framedEncoder{header: header, inner: bw}, nil
+		return newFramedEncoder(header, bw), nil
 	})
-}
-
-// framedEncoder writes header before the first byte of its inner encoder's
-// stream: the dcz or dcb header naming the dictionary.
-type framedEncoder struct {
-	header  []byte
-	inner   writers.Encoder
-	w       io.Writer
-	started bool
-}
-
-func (e *framedEncoder) start() error {
-	if e.started {
-		return nil
-	}
-	e.started = true
-	_, err := e.w.Write(e.header)
-	return err
-}
-
-func (e *framedEncoder) Write(p []byte) (int, error) {
-	if err := e.start(); err != nil {
-		return 0, err
-	}
-	return e.inner.Write(p)
-}
-
-func (e *framedEncoder) Flush() error {
-	if err := e.start(); err != nil {
-		return err
-	}
-	return e.inner.Flush()
-}
-
-func (e *framedEncoder) Close() error {
-	if err := e.start(); err != nil {
-		return err
-	}
-	return e.inner.Close()
-}
-
-func (e *framedEncoder) Reset(w io.Writer) {
-	e.w, e.started = w, false
-	e.inner.Reset(w)
 }
 
 // --- one response -----------------------------------------------------------
