@@ -101,6 +101,9 @@ type dictionary struct {
 	learned bool
 
 	dcz, dcb lazyOffer
+	// wins are the bodies whose deltas beat the coding they replace
+	// (delta_wins.go).
+	wins deltaWins
 	// fleet is what a remembered dictionary has earned of the fleet's
 	// store (shared_admission.go); unused without one.
 	fleet sharedCandidate
@@ -710,6 +713,9 @@ type dictResponse struct {
 	// starts body from the bytes that matched.
 	expect  *dictionary
 	matched int
+	// validators are the response's ETag and Last-Modified, as
+	// expectedBodies keys them.
+	validators uint64
 }
 
 // captureChunk is the least a body collected to remember grows by: the
@@ -926,11 +932,23 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
-				// Without room in the budget, the body is not remembered.
-				if d.remember = s.reserve(f.declared); d.remember {
-					if d.expect = s.expected(d.req.URL.EscapedPath(), f.declared); d.expect == nil {
-						d.body = make([]byte, 0, f.declared)
-					}
+				d.validators = s.expect.validators(h)
+				e, checked := s.expected(d.req.URL.EscapedPath(), f.declared, d.validators)
+				switch {
+				case checked && s.shared == nil:
+					// Its path's body was found equal lately under
+					// the same validators: it is not collected
+					// (expected_bodies.go). A fleet counts every
+					// response (dictStore.seen).
+					d.remember = false
+				case !s.reserve(f.declared):
+					// Without room in the budget, the body is not
+					// remembered.
+					d.remember = false
+				case e != nil:
+					d.expect = e
+				default:
+					d.body = make([]byte, 0, f.declared)
 				}
 			}
 		}
@@ -1019,7 +1037,7 @@ func (d *dictResponse) ended(end responseEnd) {
 			d.stopCapture()
 			return
 		}
-		s.expectAt(path, s.rememberExpected(e, pattern, d.reserved(), d.req))
+		s.expectAt(path, s.rememberExpected(e, pattern, d.reserved(), d.req), d.validators)
 		d.remember, d.expect, d.matched = false, nil, 0
 		return
 	}
@@ -1031,7 +1049,7 @@ func (d *dictResponse) ended(end responseEnd) {
 		d.stopCapture()
 		return
 	}
-	s.expectAt(path, s.rememberServed(body, pattern, owned, d.reserved(), d.req))
+	s.expectAt(path, s.rememberServed(body, pattern, owned, d.reserved(), d.req), d.validators)
 	d.remember, d.body, d.expect = false, nil, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/maphash"
 	"net/http"
+	"time"
 	"weak"
 )
 
@@ -15,52 +16,89 @@ import (
 // as they pass instead of copied into a buffer of their own, and a copy
 // starts, from the bytes that matched, only where they part. A file
 // served again costs a comparison, not an allocation, a copy and a hash
-// of its whole length (docs/internals.md#the-dictionary-store).
+// of its whole length, and the responses that follow one compared within
+// expectCheckEvery under the same validators cost nothing at all
+// (docs/internals.md#the-dictionary-store).
 //
 // The path only guesses: the bytes decide, so a wrong guess costs the copy
 // the response would have made anyway. At most maxKnownBodies paths,
 // emptied when full, as dictStore.known: a flood of paths costs the
 // guesses, never memory. The map is guarded by its dictStore's mu.
 type expectedBodies struct {
-	m    map[uint64]weak.Pointer[dictionary]
+	m    map[uint64]expectedBody
 	seed maphash.Seed
 }
 
+// expectedBody is the dictionary a path's last body remembered became, and
+// when and under which validators a response's bytes were last found equal
+// to it.
+type expectedBody struct {
+	d          weak.Pointer[dictionary]
+	checked    time.Time
+	validators uint64 // maphash of the ETag and Last-Modified fields
+}
+
+// expectCheckEvery is how long a body found equal to its path's dictionary
+// stands for the responses after it that carry the same validators: those
+// are neither compared nor remembered again. A body that changed under
+// unchanged validators is remembered within this time, by the first
+// response after it; one whose validators changed (a file server's, after
+// a deploy) by the first response that carries them.
+const expectCheckEvery = time.Second
+
 // newExpectedBodies returns an empty expectedBodies.
 func newExpectedBodies() expectedBodies {
-	return expectedBodies{m: map[uint64]weak.Pointer[dictionary]{}, seed: maphash.MakeSeed()}
+	return expectedBodies{m: map[uint64]expectedBody{}, seed: maphash.MakeSeed()}
+}
+
+// validators returns the key of the validators in h, for expectedBody.
+func (e *expectedBodies) validators(h http.Header) uint64 {
+	var mh maphash.Hash
+	mh.SetSeed(e.seed)
+	for _, v := range h["Etag"] {
+		_, _ = mh.WriteString(v)
+		_ = mh.WriteByte(0)
+	}
+	_ = mh.WriteByte(1)
+	for _, v := range h["Last-Modified"] {
+		_, _ = mh.WriteString(v)
+		_ = mh.WriteByte(0)
+	}
+	return mh.Sum64()
 }
 
 // expected returns the dictionary last remembered from a response to path
-// if it is still in memory and n bytes long, or nil.
-func (s *dictStore) expected(path string, n int64) *dictionary {
+// if it is still in memory and n bytes long, or nil; and whether it was
+// found equal to a response's body lately (expectCheckEvery) under the
+// same validators (expectedBodies.validators), so that this response need
+// not be compared.
+func (s *dictStore) expected(path string, n int64, validators uint64) (d *dictionary, checked bool) {
 	k := maphash.String(s.expect.seed, path)
 	s.mu.Lock()
-	wp, ok := s.expect.m[k]
+	e, ok := s.expect.m[k]
 	s.mu.Unlock()
 	if !ok {
-		return nil
+		return nil, false
 	}
-	if d := wp.Value(); d != nil && int64(len(d.data)) == n {
-		return d
+	if d = e.d.Value(); d == nil || int64(len(d.data)) != n {
+		return nil, false
 	}
-	return nil
+	return d, time.Since(e.checked) < expectCheckEvery && e.validators == validators
 }
 
-// expectAt records that the body of a response to path was remembered as
-// d.
-func (s *dictStore) expectAt(path string, d *dictionary) {
+// expectAt records that the body of a response to path, with validators,
+// was remembered as d, or found equal to it.
+func (s *dictStore) expectAt(path string, d *dictionary, validators uint64) {
 	if d == nil {
 		return
 	}
 	k := maphash.String(s.expect.seed, path)
+	e := expectedBody{d: weak.Make(d), checked: time.Now(), validators: validators}
 	s.mu.Lock()
-	if wp, ok := s.expect.m[k]; !ok || wp.Value() != d {
-		if !ok && len(s.expect.m) >= maxKnownBodies {
-			clear(s.expect.m)
-		}
-		s.expect.m[k] = weak.Make(d)
+	if _, ok := s.expect.m[k]; !ok && len(s.expect.m) >= maxKnownBodies {
+		clear(s.expect.m)
 	}
+	s.expect.m[k] = e
 	s.mu.Unlock()
 }
 

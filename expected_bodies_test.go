@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/squeezehttp/squeeze"
 	"github.com/squeezehttp/squeeze/internal/testtool"
@@ -15,11 +16,15 @@ import (
 
 // served is a handler that writes the body at the request's path in
 // chunks of 8 KiB, with its Content-Length and the caching headers under
-// which a browser keeps a dictionary, as a file server does.
-func served(files map[string][]byte) http.HandlerFunc {
+// which a browser keeps a dictionary, as a file server does, and with
+// validator (a header field and its value) if it is not empty.
+func served(files map[string][]byte, validator ...string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body := files[r.URL.Path]
 		h := w.Header()
+		if len(validator) == 2 {
+			h.Set(validator[0], validator[1])
+		}
 		h.Set("Content-Type", "text/javascript")
 		h.Set("Cache-Control", "max-age=3600")
 		h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -66,7 +71,10 @@ func TestDictionaryPathServedAgainCollectsNoCopy(t *testing.T) {
 // before, at its first byte, in its middle or at its last, or that is of
 // another length, is remembered as it is: a client holding it gets the
 // next response as a delta against it, and one holding the first still
-// does against the first. So does a body within the buffer.
+// does against the first. So does a body within the buffer. A body sent
+// under a new ETag or Last-Modified is remembered at once; one sent under
+// the same validators as the body before, or none, within
+// expectCheckEvery of the last comparison (a second).
 func TestDictionaryPathRemembersABodyThatPartsFromTheLast(t *testing.T) {
 	for _, size := range []int{20 << 10, 200 << 10} {
 		first := textBody(5, size)
@@ -85,35 +93,59 @@ func TestDictionaryPathRemembersABodyThatPartsFromTheLast(t *testing.T) {
 			{"longer", append(bytes.Clone(first), "// one more line\n"...)},
 			{"shorter", first[:size-100]},
 		}
+		validators := []struct {
+			name        string
+			first, next []string
+		}{
+			{"ETag", []string{"ETag", `"1"`}, []string{"ETag", `"2"`}},
+			{"Last-Modified", []string{"Last-Modified", "Mon, 07 Dec 2026 04:00:00 GMT"}, []string{"Last-Modified", "Mon, 07 Dec 2026 05:00:00 GMT"}},
+			{"none", nil, nil},
+		}
 		for _, p := range testtool.Protocols() {
-			for _, tc := range cases {
-				t.Run(fmt.Sprintf("%s/%d bytes/%s", p.Name, size, tc.name), func(t *testing.T) {
-					var current atomic.Pointer[[]byte]
-					current.Store(&first)
-					h := newMiddleware(t, squeeze.WithDictionaryMatch("/js/*")).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						served(map[string][]byte{"/js/app.js": *current.Load()})(w, r)
-					}))
-					srv, c := testtool.StartServer(t, p.Name, p.Major, h, false)
-					url := srv.URL + "/js/app.js"
-					for range 2 { // remembered, then expected
-						if res, _ := fetch(t, c, url, "zstd"); res.Header.Get("Use-As-Dictionary") == "" {
-							t.Fatal("the first body is not marked as a dictionary")
+			for _, v := range validators {
+				for _, tc := range cases {
+					t.Run(fmt.Sprintf("%s/%d bytes/%s/%s", p.Name, size, v.name, tc.name), func(t *testing.T) {
+						type version struct {
+							body      []byte
+							validator []string
 						}
-					}
-					current.Store(&tc.next)
-					res, raw := fetch(t, c, url, "zstd")
-					if res.Header.Get("Use-As-Dictionary") == "" {
-						t.Fatal("the next body is not marked as a dictionary")
-					}
-					checkBody(t, res.Header, raw, tc.next)
-					for _, dict := range [][]byte{tc.next, first} {
-						res, raw = fetch(t, c, url, chromeAE, "Available-Dictionary", availableFor(dict))
+						var current atomic.Pointer[version]
+						current.Store(&version{first, v.first})
+						h := newMiddleware(t, squeeze.WithDictionaryMatch("/js/*")).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+							cur := current.Load()
+							served(map[string][]byte{"/js/app.js": cur.body}, cur.validator...)(w, r)
+						}))
+						srv, c := testtool.StartServer(t, p.Name, p.Major, h, false)
+						url := srv.URL + "/js/app.js"
+						for range 2 { // remembered, then expected
+							if res, _ := fetch(t, c, url, "zstd"); res.Header.Get("Use-As-Dictionary") == "" {
+								t.Fatal("the first body is not marked as a dictionary")
+							}
+						}
+						current.Store(&version{tc.next, v.next})
+						deadline := time.Now().Add(10 * time.Second)
+						for {
+							res, raw := fetch(t, c, url, "zstd")
+							if res.Header.Get("Use-As-Dictionary") == "" {
+								t.Fatal("the next body is not marked as a dictionary")
+							}
+							checkBody(t, res.Header, raw, tc.next)
+							res, raw = fetch(t, c, url, chromeAE, "Available-Dictionary", availableFor(tc.next))
+							if ce := res.Header.Get("Content-Encoding"); ce == squeeze.DCZ {
+								decodeDelta(t, res.Header, raw, tc.next, tc.next)
+								break
+							} else if v.first != nil || time.Now().After(deadline) {
+								t.Fatalf("naming the next body: Content-Encoding %q, want dcz", ce)
+							}
+							time.Sleep(50 * time.Millisecond) // within a second, unchanged validators
+						}
+						res, raw := fetch(t, c, url, chromeAE, "Available-Dictionary", availableFor(first))
 						if ce := res.Header.Get("Content-Encoding"); ce != squeeze.DCZ {
-							t.Fatalf("naming the %d-byte body: Content-Encoding %q, want dcz", len(dict), ce)
+							t.Fatalf("naming the first body: Content-Encoding %q, want dcz", ce)
 						}
-						decodeDelta(t, res.Header, raw, dict, tc.next)
-					}
-				})
+						decodeDelta(t, res.Header, raw, first, tc.next)
+					})
+				}
 			}
 		}
 	}

@@ -260,4 +260,3 @@ func (w *benchWriter) Write(p []byte) (int, error) {
 }
 
 func (w *benchWriter) Flush() {}
-
