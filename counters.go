@@ -92,6 +92,7 @@ var learnedSteps = [...]string{
 	learnedSkippedPrivate, learnedSkippedUnmarked, learnedSkippedCredentials,
 	learnedSkippedQuery, learnedSkippedType, learnedDeltasStopped,
 	learnedPublishFailed, learnedUnregistrable,
+	learnedKept, learnedClaimLost, learnedDiscarded, learnedSuperseded, learnedUnmeasured,
 }
 
 // learnedStep counts a learned dictionary's step; unknown steps are
@@ -222,6 +223,12 @@ type (
 		DeltasStopped      int64 `json:"deltas_stopped"`
 		PublishFailed      int64 `json:"publish_failed"`
 		Unregistrable      int64 `json:"unregistrable"`
+		// The other ends of rounds (learned_train.go).
+		Kept       int64 `json:"kept"`
+		ClaimLost  int64 `json:"claim_lost"`
+		Discarded  int64 `json:"discarded"`
+		Superseded int64 `json:"superseded"`
+		Unmeasured int64 `json:"unmeasured"`
 	}
 	counterStats struct {
 		Compressor        compressorStats   `json:"compressor"`
@@ -300,6 +307,11 @@ func (c *Counters) stats() counterStats {
 		DeltasStopped:      c.learnedCount(learnedDeltasStopped),
 		PublishFailed:      c.learnedCount(learnedPublishFailed),
 		Unregistrable:      c.learnedCount(learnedUnregistrable),
+		Kept:               c.learnedCount(learnedKept),
+		ClaimLost:          c.learnedCount(learnedClaimLost),
+		Discarded:          c.learnedCount(learnedDiscarded),
+		Superseded:         c.learnedCount(learnedSuperseded),
+		Unmeasured:         c.learnedCount(learnedUnmeasured),
 	}
 	return s
 }
@@ -389,6 +401,11 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"deltas_stopped", "Times a learned route stopped sending deltas that saved less than the floor.", ls.DeltasStopped},
 		{"publish_failed", "Writes of a learned dictionary to the shared store that failed, to be tried again.", ls.PublishFailed},
 		{"unregistrable", "Responses sent without Use-As-Dictionary because their caching headers keep a browser from storing them.", ls.Unregistrable},
+		{"kept", "Rounds of a learned route whose live dictionary saved enough: nothing trained.", ls.Kept},
+		{"claim_lost", "Trainings of a learned dictionary left to the replica of the fleet that claimed them.", ls.ClaimLost},
+		{"discarded", "Trainings whose dictionary saved nothing on the samples held out, or that gave none: not published.", ls.Discarded},
+		{"superseded", "Trainings whose dictionary was not published: a newer or the same one went live meanwhile.", ls.Superseded},
+		{"unmeasured", "Rounds of a learned route that could not measure a dictionary.", ls.Unmeasured},
 	})
 	return p.err
 }

@@ -46,7 +46,8 @@ func (s *dictStore) startJob(f func(ctx context.Context)) bool {
 
 // round is the job of one round of samples, whose reservation is cost,
 // within ctx: the route rests for its interval afterwards, whatever it
-// found.
+// found. Every end of a round is reported as one step (roundEnd): "kept",
+// "unmeasured", or an end of train.
 func (r *learnedRoute) round(ctx context.Context, samples [][]byte, cost int64) {
 	defer func() {
 		r.resumeAt.Store(time.Now().Add(r.cfg.interval).UnixNano())
@@ -58,41 +59,56 @@ func (r *learnedRoute) round(ctx context.Context, samples [][]byte, cost int64) 
 	}
 	if ld := r.newest(); ld != nil {
 		m := r.s.measure(ld.sd.d.data, samples)
-		if m.ratio > 0 {
+		switch {
+		case m.ratio <= 0:
+			r.s.report(LearnedInfo{Step: learnedUnmeasured, Samples: sampleBytes(samples), Size: int64(len(ld.sd.d.data))})
+			return
+		case 1-m.ratio >= r.cfg.retrain:
 			r.measured(m)
-		}
-		if m.ratio <= 0 || 1-m.ratio >= r.cfg.retrain {
+			plain := sampleBytes(samples)
+			r.s.report(LearnedInfo{Step: learnedKept, Samples: plain, Size: int64(len(ld.sd.d.data)),
+				Plain: plain, Saved: int64(m.savedPerByte * float64(plain))})
 			return
 		}
+		r.measured(m)
 	}
 	r.train(ctx, samples)
 }
 
 // train trains a dictionary on samples and publishes it, with a
-// SharedStore under the fleet's claim, unless another training runs (a
-// refusal) or the samples that fit the memory budget are too few. A
-// dictionary that saves nothing on the samples held out, which it was not
-// trained on, is not published.
+// SharedStore under the fleet's claim, within ctx. Each way it ends is
+// reported: "refused" when another training runs, the samples that fit
+// the memory budget are too few or the Middleware is closed (Close);
+// "claim_lost" when another replica trains
+// it; "discarded" when the training gives no dictionary, or one that
+// saves nothing on the samples held out, which it was not trained on;
+// "unmeasured" when that cannot be measured; "superseded" when a newer
+// or the same dictionary went live meanwhile; else "trained". Only the
+// last publishes.
 func (r *learnedRoute) train(ctx context.Context, samples [][]byte) {
 	s := r.s
 	if !s.training.TryAcquire(1) {
-		s.report(LearnedInfo{Step: learnedRefused})
+		s.report(LearnedInfo{Step: learnedRefused, Samples: sampleBytes(samples)})
 		return
 	}
 	defer s.training.Release(1)
 	input, held := r.trainingInput(samples)
+	in := sampleBytes(input)
 	if len(input) < learnedMinSamples || len(held) == 0 {
-		s.report(LearnedInfo{Step: learnedRefused})
+		s.report(LearnedInfo{Step: learnedRefused, Samples: in})
 		return
 	}
 	r.mu.Lock()
 	gen := r.gen + 1
 	r.mu.Unlock()
 	if s.shared != nil && r.claim(ctx, gen) == storeguard.Lost {
-		return // another replica trains it; a later poll takes it
+		// Another replica trains it; a later poll takes it.
+		s.report(LearnedInfo{Step: learnedClaimLost, Samples: in})
+		return
 	}
-	if ctx.Err() != nil {
-		return // the Middleware is closed
+	if ctx.Err() != nil || s.life.Closed() { // the Middleware is closed: no training now
+		s.report(LearnedInfo{Step: learnedRefused, Samples: in})
+		return
 	}
 	t0 := time.Now()
 	trained, err := train.Train(input, r.cfg.dictSize, r.cfg.trainMemory-learnedMeasureCost, train.Options{})
@@ -101,26 +117,39 @@ func (r *learnedRoute) train(ctx context.Context, samples [][]byte) {
 	if err != nil {
 		data = nil // trainingInput kept what fits; nothing else refuses
 	}
+	end := LearnedInfo{Samples: in, Size: int64(len(data)), Elapsed: elapsed}
 	if len(data) == 0 {
+		end.Step = learnedDiscarded
+		s.report(end)
 		return
 	}
 	m := s.measure(data, held)
-	if m.ratio <= 0 || m.ratio >= 1 {
-		return
+	var ld *learnedDict
+	switch {
+	case m.ratio <= 0:
+		end.Step = learnedUnmeasured
+	case m.ratio >= 1:
+		end.Step = learnedDiscarded
+	default:
+		end.Step = learnedSuperseded
+		if ld = r.newLearnedDict(data, gen); r.publish(ld) {
+			r.measured(m)
+			end.Step = learnedTrained
+		}
 	}
-	ld := r.newLearnedDict(data, gen)
-	if !r.publish(ld) {
-		return
-	}
-	r.measured(m)
-	var in int64
-	for _, b := range input {
-		in += int64(len(b))
-	}
-	s.report(LearnedInfo{Step: learnedTrained, Samples: in, Size: int64(len(data)), Elapsed: elapsed})
-	if s.shared != nil {
+	s.report(end)
+	if end.Step == learnedTrained && s.shared != nil {
 		r.share(ctx, ld)
 	}
+}
+
+// sampleBytes returns the bytes of samples.
+func sampleBytes(samples [][]byte) int64 {
+	var n int64
+	for _, b := range samples {
+		n += int64(len(b))
+	}
+	return n
 }
 
 // trainingInput splits samples into those to train on and those held
@@ -141,8 +170,8 @@ type learnedMeasure struct {
 }
 
 // measure encodes samples with zstd at the middleware's zstd level, as dcz
-// against data and without a dictionary, and returns what the dictionary
-// did.
+// against data (against its tail, dczTail, as dcz serves a learned one) and
+// without a dictionary, and returns what the dictionary did.
 func (s *dictStore) measure(data []byte, samples [][]byte) learnedMeasure {
 	level := zstd.EncoderLevelFromZstd(s.zstdLevel)
 	plain, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
@@ -152,7 +181,7 @@ func (s *dictStore) measure(data []byte, samples [][]byte) learnedMeasure {
 	}
 	defer func() { _ = plain.Close() }()
 	delta, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
-		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(data))), zstd.WithEncoderDictRaw(0, data))
+		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(dczTail(data)))), zstd.WithEncoderDictRaw(0, dczTail(data)))
 	if err != nil {
 		return learnedMeasure{}
 	}

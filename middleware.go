@@ -14,8 +14,8 @@ import (
 )
 
 // Middleware compresses responses and decodes request bodies. It is safe for
-// concurrent use; build it once with [New] and share it. The zero Middleware
-// behaves as one from New with no options.
+// concurrent use; build it once with [New] and share it. The zero Middleware,
+// and a nil one, behave as one from New with no options.
 type Middleware struct {
 	offers []offer
 	// isolating are the offers whose codings can isolate a secret, for
