@@ -240,9 +240,8 @@ func (c *Cache) Stats() CacheStats {
 	}
 }
 
-// Close stops the upgrades of every Middleware that uses c, and waits for
-// the one under way; c goes on serving and storing. [Middleware.Close]
-// stops one Middleware's. Close returns nil, also when called again.
+// Close stops the upgrades of every Middleware that uses c (see
+// [Middleware.Close]) and waits; c still serves. It always returns nil.
 func (c *Cache) Close() error {
 	c.close()
 	return nil
