@@ -252,3 +252,62 @@ func TestReadHoldsWhatTheValueIs(t *testing.T) {
 		t.Errorf("a key missed a moment ago was asked again (limits %v)", store.limits)
 	}
 }
+
+// hangStore is a Store whose every call waits until its context ends.
+type hangStore struct{ calls sync.WaitGroup }
+
+func (s *hangStore) Get(ctx context.Context, _ string, _ int) ([]byte, bool, error) {
+	s.calls.Done()
+	<-ctx.Done()
+	return nil, false, ctx.Err()
+}
+
+func (s *hangStore) Set(ctx context.Context, _ string, _ []byte, _ time.Duration) error {
+	s.calls.Done()
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s *hangStore) Claim(ctx context.Context, _ string, _ []byte, _ time.Duration) (bool, error) {
+	s.calls.Done()
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+func TestCloseCancelsBackgroundCallsAndWaits(t *testing.T) {
+	store := &hangStore{}
+	var mu sync.Mutex
+	var results []Result
+	g := New(store, Config{Timeout: 10 * time.Second, Observe: func(i Info) {
+		mu.Lock()
+		results = append(results, i.Result)
+		mu.Unlock()
+	}})
+	store.calls.Add(3)
+	if !g.SetAsync("a", []byte("value"), 0, nil) || !g.Refresh("b", func() {}) {
+		t.Fatal("the background calls were not started")
+	}
+	go g.Get(context.Background(), "c", 10, func([]byte) (any, Verdict) { return nil, Taken })
+	store.calls.Wait() // all three hang in the store
+	closed := make(chan struct{})
+	go func() { g.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not cancel the calls hanging in the store")
+	}
+	mu.Lock()
+	for _, r := range results {
+		if r == Error {
+			t.Errorf("a call cut short by Close was reported as the store's error: %v", results)
+		}
+	}
+	mu.Unlock()
+	// Closed, the guard makes no call.
+	if g.SetAsync("d", []byte("value"), 0, nil) || g.Refresh("e", func() {}) {
+		t.Error("a background call started after Close")
+	}
+	if _, ok := g.Get(context.Background(), "f", 10, func([]byte) (any, Verdict) { return nil, Taken }); ok {
+		t.Error("a read after Close found a value")
+	}
+}
