@@ -599,6 +599,9 @@ func (c *cacheCore) work(ctx context.Context) {
 		case <-ctx.Done():
 		case j := <-c.jobs:
 			c.upgrade(ctx, j, &enc)
+			if len(c.jobs) == 0 {
+				enc.release(c) // idle: dropped before the job counts as done
+			}
 			c.pending.Add(-1)
 			continue
 		default:
