@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"log"
 	"math/bits"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/lru"
 	"github.com/squeezehttp/squeeze/internal/pool"
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -106,7 +106,7 @@ type dictionary struct {
 	wins deltaWins
 	// fleet is what a remembered dictionary has earned of the fleet's
 	// store (shared_admission.go); unused without one.
-	fleet sharedCandidate
+	fleet storeguard.Candidate
 	// servedAt is the URL of a public response this replica sent with
 	// these bytes, nil if none was (a dictionary taken from the fleet's
 	// store and not served since) or its URL is over liveURLMax: a client
@@ -186,8 +186,8 @@ type dictStore struct {
 	// shared is the fleet's store (shared_dict.go), nil without one;
 	// live, with it, the URLs whose dictionaries clients name
 	// (responseServed).
-	shared *shared
-	live   *recentKeys
+	shared *storeguard.Guard
+	live   *storeguard.RecentKeys
 
 	// learned holds the routes of WithLearnedDictionary (learned.go);
 	// training lets one of their trainings run at a time, jobs counts
@@ -198,6 +198,8 @@ type dictStore struct {
 	observe  func(LearnedInfo)
 	// logf logs what an operator must hear of once (learned.go).
 	logf func(format string, args ...any)
+	// routes are the patterns' routes for registrable's log, in order.
+	routes []dictRoute
 	// offers are the Middleware's offers without a dictionary: a learned
 	// route measures its streamed deltas against them (learned.go).
 	offers []offer
@@ -257,34 +259,12 @@ func dcbTableBytes(n int) int64 {
 	return handle + 2<<bucketBits + 4<<slotBits + 4*int64(n-7)
 }
 
-// registrableSaid is registrable for a handler's response, which gets no
-// Cache-Control from squeeze: one whose caching headers say nothing
-// (neither Cache-Control nor Expires) still carries Use-As-Dictionary, as
-// documented (DictionaryCacheControl): the handler is to give it the
-// freshness a browser needs, and squeeze cannot tell whether it may.
-func (s *dictStore) registrableSaid(h http.Header) bool {
-	if !hasField(h, "Cache-Control") && !hasField(h, "Expires") {
-		return true
-	}
-	return s.registrable(h, "")
-}
-
 // standaloneDictionary is a dictionary of WithDictionary and what serves it.
 type standaloneDictionary struct {
 	d                        *dictionary
 	etag, useAs, contentType string
 	s                        *dictStore // for its reports
-}
-
-// registrable reports whether a response with header h, given fresh as
-// its Cache-Control when it has none, is one a browser registers as a
-// dictionary (dictionaryRegistrable), counting it when it is not.
-func (s *dictStore) registrable(h http.Header, fresh string) bool {
-	if dictionaryRegistrable(h, fresh) {
-		return true
-	}
-	s.report(LearnedInfo{Step: learnedUnregistrable})
-	return false
+	route                    *dictRoute // for registrable's log
 }
 
 // newDictStore builds the store from the configuration. It returns nil when
@@ -312,8 +292,10 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		logf:       log.Printf,
 		pollEvery:  learnedPollEvery,
 	}
-	for _, p := range s.patterns {
+	s.routes = make([]dictRoute, len(s.patterns))
+	for i, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))
+		s.routes[i].kind, s.routes[i].name = "dictionary pattern", p
 	}
 	for _, sd := range c.standalone {
 		d := &dictionary{hash: sha256.Sum256(sd.data), data: sd.data, pattern: sd.match, static: true}
@@ -326,6 +308,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 			useAs:       useAsDictionary(sd.match),
 			contentType: http.DetectContentType(sd.data),
 			s:           s,
+			route:       &dictRoute{kind: "dictionary", name: sd.path},
 		}
 		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
 		s.standaloneMatch = append(s.standaloneMatch, sd.match)
@@ -479,15 +462,15 @@ func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	}
 	switch from {
 	case fromResponse:
-		d.fleet.markPublic()
-		d.fleet.served(s.shared.admitAfter)
+		d.fleet.MarkPublic()
+		d.fleet.Served(s.shared.AdmitAfter())
 	case fromFile, fromEarnedResponse:
-		d.fleet.markPublic()
-		d.fleet.earn()
+		d.fleet.MarkPublic()
+		d.fleet.Earn()
 	case byHash:
-		d.fleet.earn()
+		d.fleet.Earn()
 		if u := d.servedAt.Load(); u != nil {
-			s.live.note(*u)
+			s.live.Note(*u)
 		}
 	}
 	s.share(d)
@@ -602,23 +585,26 @@ func (s *dictStore) level(coding string) int {
 }
 
 // newDCZ returns the pool of dcz encoders for d: zstd at the middleware's
-// zstd level with d as raw content dictionary, behind the dcz header.
+// zstd level with d as raw content dictionary, a learned one's last
+// dczHistoryMax bytes only (dczHistory), behind the dcz header.
 func (s *dictStore) newDCZ(d *dictionary) (*pool.Encoders, error) {
 	header := cdt.Header(DCZ, d.hash)
-	window := dczWindow(len(d.data))
+	history := dczHistory(d)
+	window := dczWindow(len(history))
+	level := s.zstdLevel
 	return pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {
 		zw, err := zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(s.zstdLevel)),
+			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(window),
 			zstd.WithLowerEncoderMem(true),
 			zstd.WithZeroFrames(true),
-			zstd.WithEncoderDictRaw(0, d.data),
+			zstd.WithEncoderDictRaw(0, history),
 		)
 		if err != nil {
 			return nil, err
 		}
-		return &framedEncoder{header: header, inner: zw}, nil
+		return newFramedEncoder(header, zw), nil
 	})
 }
 
@@ -631,60 +617,17 @@ func (s *dictStore) newDCB(d *dictionary) (*pool.Encoders, error) {
 		return nil, err
 	}
 	header := cdt.Header(DCB, d.hash)
+	level := s.brLevel
 	return pool.NewEncodersFunc(DCB, func() (writers.Encoder, error) {
-		bw, err := brrr.NewWriterOptions(nil, s.brLevel, brrr.WriterOptions{
+		bw, err := brrr.NewWriterOptions(nil, level, brrr.WriterOptions{
 			Dictionaries: []*brrr.PreparedDictionary{prepared},
 			LGWin:        dcbWindowBits,
 		})
 		if err != nil {
 			return nil, err
 		}
-		return &framedEncoder{header: header, inner: bw}, nil
+		return newFramedEncoder(header, bw), nil
 	})
-}
-
-// framedEncoder writes header before the first byte of its inner encoder's
-// stream: the dcz or dcb header naming the dictionary.
-type framedEncoder struct {
-	header  []byte
-	inner   writers.Encoder
-	w       io.Writer
-	started bool
-}
-
-func (e *framedEncoder) start() error {
-	if e.started {
-		return nil
-	}
-	e.started = true
-	_, err := e.w.Write(e.header)
-	return err
-}
-
-func (e *framedEncoder) Write(p []byte) (int, error) {
-	if err := e.start(); err != nil {
-		return 0, err
-	}
-	return e.inner.Write(p)
-}
-
-func (e *framedEncoder) Flush() error {
-	if err := e.start(); err != nil {
-		return err
-	}
-	return e.inner.Flush()
-}
-
-func (e *framedEncoder) Close() error {
-	if err := e.start(); err != nil {
-		return err
-	}
-	return e.inner.Close()
-}
-
-func (e *framedEncoder) Reset(w io.Writer) {
-	e.w, e.started = w, false
-	e.inner.Reset(w)
 }
 
 // --- one response -----------------------------------------------------------
@@ -918,7 +861,7 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // 200 of an eligible type, not encoded by the handler, not a range, without
 // a Use-As-Dictionary of the handler's own, public (see publicResponse),
 // and with caching headers that let a browser register it: see
-// dictionaryRegistrable), and the Link to standalone dictionaries on
+// unregistrable), and the Link to standalone dictionaries on
 // text/html.
 // It asks for the body of a GET to remember.
 func (d *dictResponse) committed(h http.Header, f facts) bool {
@@ -928,7 +871,7 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
 			f.eligible && !f.encoded && !f.ranged && !f.secret && len(h["Use-As-Dictionary"]) == 0 &&
-			publicResponse(d.req.Header, h) && s.registrableSaid(h) {
+			publicResponse(d.req.Header, h) && s.registrable(h, "", d.req, &s.routes[p-1]) {
 			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
@@ -1088,7 +1031,7 @@ func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request
 	// from public responses only: a shared cache may keep them, and a
 	// browser that sends a cookie still stores them.
 	useAs := sd.useAs
-	if !sd.s.registrable(h, "public, "+dictionaryCacheControl) {
+	if !sd.s.registrable(h, "public, "+dictionaryCacheControl, r, sd.route) {
 		// The handler in front set caching headers no browser keeps a
 		// dictionary under: it goes out as bytes, counted.
 		useAs = ""
