@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"log"
 	"math/bits"
 	"net/http"
@@ -102,6 +101,9 @@ type dictionary struct {
 	learned bool
 
 	dcz, dcb lazyOffer
+	// wins are the bodies whose deltas beat the coding they replace
+	// (delta_wins.go).
+	wins deltaWins
 	// fleet is what a remembered dictionary has earned of the fleet's
 	// store (shared_admission.go); unused without one.
 	fleet storeguard.Candidate
@@ -217,6 +219,9 @@ type dictStore struct {
 	// Guarded by mu.
 	known     map[uint64]weak.Pointer[dictionary]
 	knownSeed maphash.Seed
+	// expect is the body each dictionary path last sent, to compare the
+	// next with rather than copy (expected_bodies.go). Guarded by mu.
+	expect expectedBodies
 }
 
 // maxKnownBodies bounds dictStore.known: 256 entries of about 40 bytes.
@@ -281,6 +286,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		remembered: lru.New[[32]byte, *dictionary](c.dictStoreSize, nil),
 		known:      map[uint64]weak.Pointer[dictionary]{},
 		knownSeed:  maphash.MakeSeed(),
+		expect:     newExpectedBodies(),
 		training:   semaphore.NewWeighted(1),
 		observe:    c.observer.Learned,
 		logf:       log.Printf,
@@ -330,7 +336,8 @@ func (s *dictStore) lookup(hash [32]byte) *dictionary {
 
 // remember stores body as a dictionary for pattern, unless it is empty,
 // larger than a quarter of the budget, or held already (then it only counts
-// as seen again). owned says body may be kept as it is; otherwise it is
+// as seen again), and returns the dictionary held, nil if none is. owned
+// says body may be kept as it is; otherwise it is
 // copied. It costs the budget the capacity of the slice kept, which is
 // what the heap holds, and dictEntryBytes. from says where body came from:
 // a body that is not public is never remembered, except a FileServer's
@@ -339,23 +346,23 @@ func (s *dictStore) lookup(hash [32]byte) *dictionary {
 // while it collected body (see reserve); remember gives it back on every
 // path, under the same lock as it stores the dictionary when it does, so
 // the bytes are counted once and at every moment.
-func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictOrigin, reserved int64) {
+func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictOrigin, reserved int64) *dictionary {
 	if len(body) == 0 || int64(len(body)) > s.maxBody {
 		s.release(reserved)
-		return
+		return nil
 	}
 	sum := maphash.Bytes(s.knownSeed, body)
 	if held := s.knownBody(sum, body); held != nil {
 		s.release(reserved)
 		s.seen(held, from)
-		return
+		return held
 	}
 	hash := sha256.Sum256(body)
 	if held := s.lookup(hash); held != nil {
 		s.release(reserved)
 		s.noteBody(sum, held)
 		s.seen(held, from)
-		return
+		return held
 	}
 	if !owned {
 		body = bytes.Clone(body)
@@ -364,6 +371,7 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 	held := s.insert(d, int64(cap(body))+dictEntryBytes, reserved)
 	s.noteBody(sum, held)
 	s.seen(held, from)
+	return held
 }
 
 // knownBody returns the dictionary held whose bytes are body, found by
@@ -397,14 +405,13 @@ func (s *dictStore) noteBody(sum uint64, d *dictionary) {
 // rememberServed is remember for the body of a public response sent with
 // Use-As-Dictionary to r (fromResponse), which records, with a fleet's
 // store, what r tells of it (responseServed).
-func (s *dictStore) rememberServed(body []byte, pattern string, owned bool, reserved int64, r *http.Request) {
+func (s *dictStore) rememberServed(body []byte, pattern string, owned bool, reserved int64, r *http.Request) *dictionary {
 	if s.shared == nil {
-		s.remember(body, pattern, owned, fromResponse, reserved)
-		return
+		return s.remember(body, pattern, owned, fromResponse, reserved)
 	}
 	if len(body) == 0 || int64(len(body)) > s.maxBody {
 		s.release(reserved)
-		return
+		return nil
 	}
 	hash := sha256.Sum256(body)
 	d := s.lookup(hash)
@@ -417,6 +424,7 @@ func (s *dictStore) rememberServed(body []byte, pattern string, owned bool, rese
 		d = s.insert(&dictionary{hash: hash, data: body, pattern: pattern}, int64(cap(body))+dictEntryBytes, reserved)
 	}
 	s.responseServed(d, r)
+	return d
 }
 
 // reserve takes n bytes of the budget for a body collected to remember,
@@ -577,23 +585,26 @@ func (s *dictStore) level(coding string) int {
 }
 
 // newDCZ returns the pool of dcz encoders for d: zstd at the middleware's
-// zstd level with d as raw content dictionary, behind the dcz header.
+// zstd level with d as raw content dictionary, a learned one's last
+// dczHistoryMax bytes only (dczHistory), behind the dcz header.
 func (s *dictStore) newDCZ(d *dictionary) (*pool.Encoders, error) {
 	header := cdt.Header(DCZ, d.hash)
-	window := dczWindow(len(d.data))
+	history := dczHistory(d)
+	window := dczWindow(len(history))
+	level := s.zstdLevel
 	return pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {
 		zw, err := zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(s.zstdLevel)),
+			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(window),
 			zstd.WithLowerEncoderMem(true),
 			zstd.WithZeroFrames(true),
-			zstd.WithEncoderDictRaw(0, d.data),
+			zstd.WithEncoderDictRaw(0, history),
 		)
 		if err != nil {
 			return nil, err
 		}
-		return &framedEncoder{header: header, inner: zw}, nil
+		return newFramedEncoder(header, zw), nil
 	})
 }
 
@@ -606,60 +617,17 @@ func (s *dictStore) newDCB(d *dictionary) (*pool.Encoders, error) {
 		return nil, err
 	}
 	header := cdt.Header(DCB, d.hash)
+	level := s.brLevel
 	return pool.NewEncodersFunc(DCB, func() (writers.Encoder, error) {
-		bw, err := brrr.NewWriterOptions(nil, s.brLevel, brrr.WriterOptions{
+		bw, err := brrr.NewWriterOptions(nil, level, brrr.WriterOptions{
 			Dictionaries: []*brrr.PreparedDictionary{prepared},
 			LGWin:        dcbWindowBits,
 		})
 		if err != nil {
 			return nil, err
 		}
-		return &framedEncoder{header: header, inner: bw}, nil
+		return newFramedEncoder(header, bw), nil
 	})
-}
-
-// framedEncoder writes header before the first byte of its inner encoder's
-// stream: the dcz or dcb header naming the dictionary.
-type framedEncoder struct {
-	header  []byte
-	inner   writers.Encoder
-	w       io.Writer
-	started bool
-}
-
-func (e *framedEncoder) start() error {
-	if e.started {
-		return nil
-	}
-	e.started = true
-	_, err := e.w.Write(e.header)
-	return err
-}
-
-func (e *framedEncoder) Write(p []byte) (int, error) {
-	if err := e.start(); err != nil {
-		return 0, err
-	}
-	return e.inner.Write(p)
-}
-
-func (e *framedEncoder) Flush() error {
-	if err := e.start(); err != nil {
-		return err
-	}
-	return e.inner.Flush()
-}
-
-func (e *framedEncoder) Close() error {
-	if err := e.start(); err != nil {
-		return err
-	}
-	return e.inner.Close()
-}
-
-func (e *framedEncoder) Reset(w io.Writer) {
-	e.w, e.started = w, false
-	e.inner.Reset(w)
 }
 
 // --- one response -----------------------------------------------------------
@@ -682,6 +650,15 @@ type dictResponse struct {
 	// until ended hands it to the dictionary or gives it back.
 	remember bool
 	body     []byte
+	// expect, when set, is the dictionary the body is expected to equal
+	// (dictStore.expected): its first matched bytes have, and body is
+	// empty; its length is what is reserved. The first byte that differs
+	// starts body from the bytes that matched.
+	expect  *dictionary
+	matched int
+	// validators are the response's ETag and Last-Modified, as
+	// expectedBodies keys them.
+	validators uint64
 }
 
 // captureChunk is the least a body collected to remember grows by: the
@@ -898,8 +875,22 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
-				// Without room in the budget, the body is not remembered.
-				if d.remember = s.reserve(f.declared); d.remember {
+				d.validators = s.expect.validators(h)
+				e, checked := s.expected(d.req.URL.EscapedPath(), f.declared, d.validators)
+				switch {
+				case checked && s.shared == nil:
+					// Its path's body was found equal lately under
+					// the same validators: it is not collected
+					// (expected_bodies.go). A fleet counts every
+					// response (dictStore.seen).
+					d.remember = false
+				case !s.reserve(f.declared):
+					// Without room in the budget, the body is not
+					// remembered.
+					d.remember = false
+				case e != nil:
+					d.expect = e
+				default:
 					d.body = make([]byte, 0, f.declared)
 				}
 			}
@@ -914,6 +905,17 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 // largest body the store takes or when the budget has no room. It reports
 // whether it wants more.
 func (d *dictResponse) plain(p []byte) bool {
+	if e := d.expect; e != nil {
+		if expectPlain(e, d.matched, p) {
+			d.matched += len(p)
+			return true
+		}
+		// The body parts from e: it is collected from here, in a
+		// buffer of the capacity reserved.
+		d.body = make([]byte, d.matched, len(e.data))
+		copy(d.body, e.data)
+		d.expect, d.matched = nil, 0
+	}
 	if need := len(d.body) + len(p); need > cap(d.body) && !d.grow(need) {
 		d.stopCapture()
 		return false
@@ -945,8 +947,16 @@ func (d *dictResponse) grow(need int) bool {
 
 // stopCapture drops the body collected and gives its reservation back.
 func (d *dictResponse) stopCapture() {
-	d.s.release(int64(cap(d.body)))
-	d.remember, d.body = false, nil
+	d.s.release(d.reserved())
+	d.remember, d.body, d.expect, d.matched = false, nil, nil, 0
+}
+
+// reserved returns what the body collected holds of the store's budget.
+func (d *dictResponse) reserved() int64 {
+	if d.expect != nil {
+		return int64(len(d.expect.data))
+	}
+	return int64(cap(d.body))
 }
 
 func (d *dictResponse) flushed() {}
@@ -954,11 +964,24 @@ func (d *dictResponse) flushed() {}
 // ended stores the body of a completed response that carried
 // Use-As-Dictionary, unless it did not match its declared length. A whole
 // body encoded from the buffer is still there; any other was collected by
-// plain. The reservation of the body collected is given back, or handed
-// to the dictionary remembered, whichever way the response ended.
+// plain, or matched the dictionary expected. The reservation of the body
+// collected is given back, or handed to the dictionary remembered,
+// whichever way the response ended; the path then expects that
+// dictionary's body.
 func (d *dictResponse) ended(end responseEnd) {
 	if !end.completed || !d.remember || end.lengthMismatch || end.secret {
 		d.stopCapture()
+		return
+	}
+	s, pattern, path := d.s, d.s.patterns[d.pattern-1], d.req.URL.EscapedPath()
+	if e := d.expect; e != nil && (!end.wentWhole || bytes.Equal(end.whole, e.data)) {
+		// Every byte was e's: no copy was made.
+		if !end.wentWhole && d.matched != len(e.data) { // shorter than declared
+			d.stopCapture()
+			return
+		}
+		s.expectAt(path, s.rememberExpected(e, pattern, d.reserved(), d.req), d.validators)
+		d.remember, d.expect, d.matched = false, nil, 0
 		return
 	}
 	body, owned := d.body, true
@@ -969,8 +992,8 @@ func (d *dictResponse) ended(end responseEnd) {
 		d.stopCapture()
 		return
 	}
-	d.s.rememberServed(body, d.s.patterns[d.pattern-1], owned, int64(cap(d.body)), d.req)
-	d.remember, d.body = false, nil
+	s.expectAt(path, s.rememberServed(body, pattern, owned, d.reserved(), d.req), d.validators)
+	d.remember, d.body, d.expect = false, nil, nil
 }
 
 // dictLinks is the hook of a response to a path that matches no pattern,

@@ -158,8 +158,8 @@ type learnedMeasure struct {
 }
 
 // measure encodes samples with zstd at the middleware's zstd level, as dcz
-// against data and without a dictionary, and returns what the dictionary
-// did.
+// against data (against its tail, dczTail, as dcz serves a learned one) and
+// without a dictionary, and returns what the dictionary did.
 func (s *dictStore) measure(data []byte, samples [][]byte) learnedMeasure {
 	level := zstd.EncoderLevelFromZstd(s.zstdLevel)
 	plain, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
@@ -169,7 +169,7 @@ func (s *dictStore) measure(data []byte, samples [][]byte) learnedMeasure {
 	}
 	defer func() { _ = plain.Close() }()
 	delta, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
-		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(data))), zstd.WithEncoderDictRaw(0, data))
+		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(dczTail(data)))), zstd.WithEncoderDictRaw(0, dczTail(data)))
 	if err != nil {
 		return learnedMeasure{}
 	}
