@@ -206,7 +206,7 @@ func (s *dictStore) registrable(h http.Header, fresh string, req *http.Request, 
 	}
 	s.report(LearnedInfo{Step: learnedUnregistrable})
 	if route.logged.CompareAndSwap(false, true) {
-		s.logf("squeeze: %s %q: a response to %s went out without Use-As-Dictionary: %s, so a browser would not keep it as a dictionary (RFC 9842 section 2.2.1) (logged once per route; the counters count every one as unregistrable)",
+		s.logf("squeeze: %s %q: a response to %s went out without Use-As-Dictionary, as a browser would not keep it as a dictionary (RFC 9842 section 2.2.1): %s (logged once per route; the counters count every one as unregistrable)",
 			route.kind, route.name, req.URL.EscapedPath(), why)
 	}
 	return false
