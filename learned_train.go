@@ -17,21 +17,30 @@ import (
 // Training is bounded three ways: one at a time per Middleware (a
 // training that finds another running is refused and counted), at most
 // one round per route per interval, and an input whose training fits the
-// route's memory budget by learnedTrainCost, which
+// route's memory budget by (*learnedRoute).trainCost, which
 // TestLearnedTrainingStaysWithinItsMemoryBudget checks against what the
 // training allocates. The training is internal/train's.
 
 // learnedMeasureCost bounds what a round allocates beside the training
-// itself: the two zstd encoders that measure the dictionary (about 4.5
-// MiB) and their output.
-const learnedMeasureCost = 6 << 20
+// itself, for a dictionary of size bytes and samples of at most maxSample:
+// the encoders that measure the dictionary and choose its codings
+// (chooseCodings: a dcz encoder, a dcb encoder and the dictionary's
+// prepared dcb tables, about 8.7 MiB at 64 KiB, 10.1 at 256 KiB and 13.1
+// with 768 KiB, measured with runtime.MemStats) and their output.
+func learnedMeasureCost(size, maxSample int64) int64 {
+	return 9<<20 + 2*dcbTableBytes(int(size)) + 2*maxSample
+}
 
-// learnedTrainCost returns the least memory a round trains in on n bytes
-// of samples, for a dictionary of size bytes: internal/train's smallest
-// table and the measure. Given more, the trainer takes a larger table
-// (train.MaxCost).
-func learnedTrainCost(n, size int64) int64 {
-	return learnedMeasureCost + train.MinCost(n, int(size))
+// trainCost returns the least memory a round of r trains in on n
+// bytes of samples: internal/train's smallest table and the measure.
+// Given more, the trainer takes a larger table (train.MaxCost).
+func (r *learnedRoute) trainCost(n int64) int64 {
+	return r.measureCost() + train.MinCost(n, r.cfg.dictSize)
+}
+
+// measureCost is learnedMeasureCost for r's dictionaries and samples.
+func (r *learnedRoute) measureCost() int64 {
+	return learnedMeasureCost(int64(r.cfg.dictSize), r.maxSample())
 }
 
 // startJob runs f in the background, counted in s.jobs.
@@ -68,9 +77,10 @@ func (r *learnedRoute) round(samples [][]byte, cost int64) {
 
 // train trains a dictionary on samples and publishes it, with a
 // SharedStore under the fleet's claim, unless another training runs (a
-// refusal) or the samples that fit the memory budget are too few. A
-// dictionary that saves nothing on the samples held out, which it was not
-// trained on, is not published.
+// refusal) or the samples that fit the memory budget are too few. On the
+// samples held out, which it was not trained on, the round chooses the
+// delta codings it is offered in (chooseCodings); a dictionary with which
+// no delta coding beats the coding it replaces is not published.
 func (r *learnedRoute) train(samples [][]byte) {
 	s := r.s
 	if !s.training.TryAcquire(1) {
@@ -90,7 +100,7 @@ func (r *learnedRoute) train(samples [][]byte) {
 		return // another replica trains it; a later poll takes it
 	}
 	t0 := time.Now()
-	trained, err := train.Train(input, r.cfg.dictSize, r.cfg.trainMemory-learnedMeasureCost, train.Options{})
+	trained, err := train.Train(input, r.cfg.dictSize, r.cfg.trainMemory-r.measureCost(), train.Options{})
 	elapsed := time.Since(t0)
 	data := trained.Dict
 	if err != nil {
@@ -99,11 +109,11 @@ func (r *learnedRoute) train(samples [][]byte) {
 	if len(data) == 0 {
 		return
 	}
-	m := s.measure(data, held)
-	if m.ratio <= 0 || m.ratio >= 1 {
-		return
+	codings, m, ok := s.chooseCodings(data, held)
+	if !ok || len(codings) == 0 {
+		return // no delta coding beats the coding it replaces
 	}
-	ld := r.newLearnedDict(data, gen)
+	ld := r.newLearnedDict(data, gen, codings)
 	if !r.publish(ld) {
 		return
 	}
@@ -134,7 +144,7 @@ func (r *learnedRoute) trainingInput(samples [][]byte) (input, held [][]byte) {
 	}
 	var n int64
 	for i := len(input) - 1; i >= 0; i-- {
-		if learnedTrainCost(n+int64(len(input[i])), int64(r.cfg.dictSize)) > r.cfg.trainMemory {
+		if r.trainCost(n+int64(len(input[i]))) > r.cfg.trainMemory {
 			input = input[i+1:]
 			break
 		}

@@ -56,7 +56,14 @@ func main() {
 	npm := flag.String("npm", "/tmp/trainer-corpora", "with -sites: the directory the npm packages are unpacked under (numbers/, dates/)")
 	size := flag.Int("size", 256<<10, "with -sites: LearnedDictionarySize (256 KiB is its default)")
 	capBytes := flag.Int64("cap", 4<<20, "with -sites: the most bytes of each half")
+	levelSweep := flag.Bool("levels", false, "with -sites: print the sweep of the levels a learned delta may go out at instead")
 	flag.Parse()
+	if *sites != "" && *levelSweep {
+		if err := levels(*sites, *npm, *size, *capBytes); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *sites != "" {
 		if err := served(*sites, *npm, *size, *capBytes, *repeat); err != nil {
 			fail(err)
@@ -138,10 +145,23 @@ type result struct {
 	row, cpuRow    string
 	saving, median float64
 	// The held-out half's bytes (dcb and dcz at the Middleware's levels,
-	// headers included) and the server's CPU per response by coding.
+	// headers included; 0 for a coding the route does not offer) and the
+	// server's CPU per response by coding, chromium for the requests
+	// that name both delta codings as Chromium does.
 	br11, dcb, dcz, dictLen int
 	cpu                     map[string]time.Duration
+	// chromium is the bytes of the held-out half to a client accepting
+	// what Chromium accepts, and chromiumCodings what it went out as.
+	chromium        int
+	chromiumCodings map[string]int
 }
+
+// chromiumAccepts is the Accept-Encoding Chromium sends with a dictionary,
+// and chromium the name its requests' figures go under.
+const (
+	chromiumAccepts = "gzip, deflate, br, zstd, dcb, dcz"
+	chromium        = "Chromium"
+)
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "learned:", err)
@@ -227,9 +247,11 @@ func measure(c corpus, repeat, size int) (result, error) {
 		}
 	}
 	avail := ":" + availableHash(dict) + ":"
-	var plain, br11, zstd19, dcb, dcz, dcb11, dcz19 int
+	var plain, br11, zstd19, dcb, dcz, dcb11, dcz19, chromiumBytes int
 	var perDoc []float64
 	cpuOf := map[string]time.Duration{}
+	chromiumCodings := map[string]int{}
+	offered := map[string]bool{squeeze.DCB: true, squeeze.DCZ: true}
 	for k, doc := range c.held {
 		path := "/doc/" + strconv.Itoa(len(c.train)+k)
 		plain += len(doc)
@@ -243,10 +265,13 @@ func measure(c corpus, repeat, size int) (result, error) {
 		}
 		br11, zstd19 = br11+len(b11), zstd19+len(z19)
 		sizes := map[string]int{}
-		for _, coding := range []string{squeeze.Brotli, squeeze.Zstd, squeeze.DCB, squeeze.DCZ} {
+		for _, coding := range []string{squeeze.Brotli, squeeze.Zstd, squeeze.DCB, squeeze.DCZ, chromium} {
 			hdr := []string{"Accept-Encoding", coding}
-			if coding == squeeze.DCB || coding == squeeze.DCZ {
+			switch coding {
+			case squeeze.DCB, squeeze.DCZ:
 				hdr = append(hdr, "Available-Dictionary", avail)
+			case chromium:
+				hdr = []string{"Accept-Encoding", chromiumAccepts, "Available-Dictionary", avail}
 			}
 			t0, _ := bench.CPUTime()
 			var rec *httptest.ResponseRecorder
@@ -255,16 +280,25 @@ func measure(c corpus, repeat, size int) (result, error) {
 			}
 			t1, _ := bench.CPUTime()
 			cpuOf[coding] += t1 - t0
-			if got := rec.Header().Get("Content-Encoding"); got != coding {
+			got := rec.Header().Get("Content-Encoding")
+			switch {
+			case coding == chromium:
+				chromiumCodings[got]++
+			case got != coding && (coding == squeeze.DCB || coding == squeeze.DCZ):
+				offered[coding] = false // the route's round did not choose it
+				continue
+			case got != coding:
 				return result{}, fmt.Errorf("%s went out as %q, want %s", path, got, coding)
 			}
-			if err := check(coding, rec.Body.Bytes(), dict, doc); err != nil {
-				return result{}, fmt.Errorf("%s as %s: %w", path, coding, err)
+			if err := check(got, rec.Body.Bytes(), dict, doc); err != nil {
+				return result{}, fmt.Errorf("%s as %s: %w", path, got, err)
 			}
 			sizes[coding] = rec.Body.Len()
 		}
-		dcb, dcz = dcb+sizes[squeeze.DCB], dcz+sizes[squeeze.DCZ]
-		perDoc = append(perDoc, 1-float64(sizes[squeeze.DCB])/float64(len(b11)))
+		dcb, dcz, chromiumBytes = dcb+sizes[squeeze.DCB], dcz+sizes[squeeze.DCZ], chromiumBytes+sizes[chromium]
+		if sizes[squeeze.DCB] > 0 {
+			perDoc = append(perDoc, 1-float64(sizes[squeeze.DCB])/float64(len(b11)))
+		}
 		b, z, err := bestDeltas(dict, doc)
 		if err != nil {
 			return result{}, err
@@ -272,6 +306,9 @@ func measure(c corpus, repeat, size int) (result, error) {
 		dcb11, dcz19 = dcb11+b, dcz19+z
 	}
 	sort.Float64s(perDoc)
+	if len(perDoc) == 0 {
+		perDoc = []float64{0}
+	}
 	pct := func(a, b int) string { return fmt.Sprintf("%.1f%%", 100*(1-float64(a)/float64(b))) }
 	row := fmt.Sprintf("| %s | %d docs | %d | %d | %d | %d | %d | %d | %d | %s | %s | %.1f%% | %d B |",
 		c.name, len(c.held), plain, br11, zstd19, dcb, dcz, dcb11, dcz19, pct(dcb, br11), pct(dcz19, zstd19),
@@ -279,8 +316,17 @@ func measure(c corpus, repeat, size int) (result, error) {
 	n := time.Duration(len(c.held) * repeat)
 	us := func(coding string) string { return fmt.Sprintf("%.1f µs", float64(cpuOf[coding]/n)/1e3) }
 	cpuRow := fmt.Sprintf("| %s | %s | %s | %s | %s |", c.name, us(squeeze.Brotli), us(squeeze.Zstd), us(squeeze.DCB), us(squeeze.DCZ))
+	for coding, ok := range offered {
+		if !ok {
+			if coding == squeeze.DCB {
+				dcb = 0
+			} else {
+				dcz = 0
+			}
+		}
+	}
 	return result{row: row, cpuRow: cpuRow, saving: 100 * (1 - float64(dcb)/float64(br11)), median: 100 * perDoc[len(perDoc)/2],
-		br11: br11, dcb: dcb, dcz: dcz, dictLen: len(dict), cpu: cpuOf}, nil
+		br11: br11, dcb: dcb, dcz: dcz, dictLen: len(dict), cpu: cpuOf, chromium: chromiumBytes, chromiumCodings: chromiumCodings}, nil
 }
 
 // check decodes body, sent in coding, and compares it with want.
@@ -386,30 +432,53 @@ func served(names, npm string, size int, capBytes int64, repeat int) error {
 		}
 		saved := func(n int64) float64 { return 1 - float64(n)/float64(r.br11) }
 		goal := 2 * saved(ref) / 3
-		meets := func(n int) string {
-			if saved(int64(n)) >= goal {
-				return "yes"
+		cell := func(n int) string {
+			if n == 0 {
+				return "not offered"
 			}
-			return "**no**"
+			meets := "**no**"
+			if saved(int64(n)) >= goal {
+				meets = "yes"
+			}
+			return fmt.Sprintf("%d (%.1f%%) %s", n, 100*saved(int64(n)), meets)
 		}
 		tuned := "no (held out)"
 		if site.Tuned {
 			tuned = "yes"
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %d docs | %d | %d (%.1f%%) | %.1f%% | %d (%.1f%%) %s | %d (%.1f%%) %s | %d B |",
+		var went []string
+		for _, coding := range []string{squeeze.DCB, squeeze.DCZ, squeeze.Zstd, squeeze.Brotli} {
+			if n := r.chromiumCodings[coding]; n > 0 {
+				went = append(went, fmt.Sprintf("%s %d", coding, n))
+			}
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %d docs | %d | %d (%.1f%%) | %.1f%% | %s | %s | %s: %s | %d B |",
 			site.Name, tuned, len(held), r.br11, ref, 100*saved(ref), 100*goal,
-			r.dcb, 100*saved(int64(r.dcb)), meets(r.dcb), r.dcz, 100*saved(int64(r.dcz)), meets(r.dcz), r.dictLen))
+			cell(r.dcb), cell(r.dcz), strings.Join(went, ", "), cell(r.chromium), r.dictLen))
 		n := time.Duration(len(held) * repeat)
-		us := func(coding string) string { return fmt.Sprintf("%.1f µs", float64(r.cpu[coding]/n)/1e3) }
-		cpu = append(cpu, fmt.Sprintf("| %s | %s | %s | %s | %s |", site.Name, us(squeeze.Brotli), us(squeeze.Zstd), us(squeeze.DCB), us(squeeze.DCZ)))
+		us := func(coding string) string {
+			if coding == squeeze.DCB && r.dcb == 0 || coding == squeeze.DCZ && r.dcz == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f µs", float64(r.cpu[coding]/n)/1e3)
+		}
+		ratio := func(a, b string) string {
+			if a == squeeze.DCB && r.dcb == 0 || a == squeeze.DCZ && r.dcz == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2fx", float64(r.cpu[a])/float64(r.cpu[b]))
+		}
+		cpu = append(cpu, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |", site.Name,
+			us(squeeze.Brotli), us(squeeze.Zstd), us(squeeze.DCB), us(squeeze.DCZ), us(chromium),
+			ratio(squeeze.DCB, squeeze.Brotli), ratio(squeeze.DCZ, squeeze.Zstd), ratio(chromium, squeeze.Zstd)))
 	}
-	fmt.Printf("LearnedDictionarySize %d; bytes of the held-out half, savings against br 11:\n\n", size)
-	fmt.Println("| corpus | tuned on | held out | br 11 | zstd -19, zstd --train's dictionary | goal (2/3 of it) | dcb | dcz | our dictionary |")
-	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Printf("LearnedDictionarySize %d; bytes of the held-out half, savings against br 11 (dcb and dcz: a client naming that coding alone; Chromium: one accepting %q, which without the dictionary gets zstd):\n\n", size, chromiumAccepts)
+	fmt.Println("| corpus | tuned on | held out | br 11 | zstd -19, zstd --train's dictionary | goal (2/3 of it) | dcb (5) | dcz (3) | Chromium gets | our dictionary |")
+	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	fmt.Println(strings.Join(rows, "\n"))
-	fmt.Printf("\nThe server's CPU per held-out response (process CPU over %d requests of each):\n\n", repeat)
-	fmt.Println("| corpus | br | zstd | dcb | dcz |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: |")
+	fmt.Printf("\nThe server's CPU per held-out response (process CPU over %d requests of each page in each coding, the codings in turn on each page), and as ratios against the same codec at the same level without the dictionary (Chromium's against zstd, what it gets without one):\n\n", repeat)
+	fmt.Println("| corpus | br (5) | zstd (3) | dcb (5) | dcz (3) | Chromium | dcb / br | dcz / zstd | Chromium / zstd |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	fmt.Println(strings.Join(cpu, "\n"))
 	return nil
 }
