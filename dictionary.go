@@ -100,10 +100,10 @@ type dictionary struct {
 	// remembered store and not charged to its budget.
 	learned bool
 	// codings are the delta codings offered against a learned dictionary,
-	// preferred first, as the round that trained it chose them
-	// (learned_codings.go); nil for the store's codings, in its order.
-	// Set before the dictionary is published, never changed.
-	codings []string
+	// preferred first, as the route's last round chose them on samples
+	// the dictionary was not trained on (learned_codings.go); nil for the
+	// store's codings, in its order, as for every other dictionary.
+	codings atomic.Pointer[[]string]
 
 	dcz, dcb lazyOffer
 	// fleet is what a remembered dictionary has earned of the fleet's
@@ -782,9 +782,9 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	}
 	s.seen(d, byHash) // a client holds it: it has earned the fleet's store
 	codings := s.codings
-	if d.codings != nil {
+	if chosen := d.codings.Load(); chosen != nil {
 		// A learned dictionary's round chose its codings and their order.
-		codings = d.codings
+		codings = *chosen
 		if coding = explicitCoding(r.Header["Accept-Encoding"], codings); coding == "" {
 			return nil, pattern, varies
 		}

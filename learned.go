@@ -527,7 +527,7 @@ func (r *learnedRoute) newLearnedDict(data []byte, gen uint64, codings []string)
 	id, _ := sfv.QuoteString(name)
 	ld := &learnedDict{
 		sd: &standaloneDictionary{
-			d:           &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, learned: true, codings: codings},
+			d:           &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, learned: true},
 			etag:        `"` + name + `"`,
 			useAs:       useAsDictionary(r.cfg.pattern) + ", id=" + id,
 			contentType: "text/plain; charset=utf-8", // compressed on the way, as text
@@ -535,6 +535,9 @@ func (r *learnedRoute) newLearnedDict(data []byte, gen uint64, codings []string)
 		},
 		path: r.cfg.path + name,
 		gen:  gen,
+	}
+	if codings != nil {
+		ld.sd.d.codings.Store(&codings)
 	}
 	ld.announced.Store(time.Now().UnixNano())
 	return ld

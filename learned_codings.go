@@ -11,9 +11,10 @@ import (
 )
 
 // This file holds the choice of the delta codings a learned dictionary is
-// offered in (learned.go). When a round trains a dictionary, it encodes
-// the samples it held out, which the dictionary was not trained on, as
-// each of the store's delta codings (dcz and dcb, at the Middleware's
+// offered in (learned.go). Every round of a route encodes samples the
+// dictionary was not trained on (those a training held out, or a later
+// round's, for the live dictionary, one from the fleet's store included)
+// as each of the store's delta codings (dcz and dcb, at the Middleware's
 // levels, headers included) and in the coding each replaces (zstd and br
 // from the Middleware's pools, as a streamed delta is probed against it).
 // A delta coding that does not come out smaller than the coding it
@@ -70,7 +71,7 @@ func deltaCodingsOf(trials []codingTrial) []string {
 // the store's delta codings against data and in the coding each replaces,
 // and returns the codings to offer data's deltas in (deltaCodingsOf), with
 // what dcz at the store's zstd level did against the zstd it replaces (the
-// round's measure, as measure finds it for a live dictionary). It returns
+// round's measure, which LearnedRetrainBelow is compared with). It returns
 // false when nothing could be measured.
 func (s *dictStore) chooseCodings(data []byte, held [][]byte) ([]string, learnedMeasure, bool) {
 	var trials []codingTrial

@@ -3,8 +3,6 @@ package squeeze
 import (
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/squeezehttp/squeeze/internal/train"
 )
 
@@ -64,11 +62,16 @@ func (r *learnedRoute) round(samples [][]byte, cost int64) {
 		r.poll()
 	}
 	if ld := r.newest(); ld != nil {
-		m := r.s.measure(ld.sd.d.data, samples)
-		if m.ratio > 0 {
+		// The samples of this round are new responses, which the
+		// dictionary was not trained on (nor, for one taken from the
+		// fleet's store, this replica): the round chooses its codings
+		// again on them.
+		codings, m, ok := r.s.chooseCodings(ld.sd.d.data, samples)
+		if ok {
+			ld.sd.d.codings.Store(&codings)
 			r.measured(m)
 		}
-		if m.ratio <= 0 || 1-m.ratio >= r.cfg.retrain {
+		if !ok || 1-m.ratio >= r.cfg.retrain {
 			return
 		}
 	}
@@ -159,38 +162,6 @@ func (r *learnedRoute) trainingInput(samples [][]byte) (input, held [][]byte) {
 // when it could not be told.
 type learnedMeasure struct {
 	ratio, savedPerByte float64
-}
-
-// measure encodes samples with zstd at the middleware's zstd level, as dcz
-// against data and without a dictionary, and returns what the dictionary
-// did.
-func (s *dictStore) measure(data []byte, samples [][]byte) learnedMeasure {
-	level := zstd.EncoderLevelFromZstd(s.zstdLevel)
-	plain, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
-		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(0)))
-	if err != nil {
-		return learnedMeasure{}
-	}
-	defer func() { _ = plain.Close() }()
-	delta, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
-		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(data))), zstd.WithEncoderDictRaw(0, data))
-	if err != nil {
-		return learnedMeasure{}
-	}
-	defer func() { _ = delta.Close() }()
-	var a, b, n int
-	var buf []byte
-	for _, p := range samples {
-		buf = plain.EncodeAll(p, buf[:0])
-		a += len(buf)
-		buf = delta.EncodeAll(p, buf[:0])
-		b += len(buf)
-		n += len(p)
-	}
-	if a == 0 || n == 0 {
-		return learnedMeasure{}
-	}
-	return learnedMeasure{ratio: float64(b) / float64(a), savedPerByte: float64(a-b) / float64(n)}
 }
 
 // reportDelta reports the bytes a response of plain bytes, sent as a
