@@ -3,11 +3,14 @@ package squeeze
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/squeezehttp/squeeze/internal/testtool"
+	"github.com/squeezehttp/squeeze/internal/train"
 )
 
 func TestDeltaCodingsOfOffersThoseThatBeatTheCodingTheyReplaceSmallerFirst(t *testing.T) {
@@ -66,5 +69,51 @@ func TestLearnedDictionaryWhoseDCZLostGoesOutOnlyAsDCB(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// localeRecords returns n generated JSON records of the same keys with
+// values of their own, on which dcb comes out smaller than dcz.
+func localeRecords(first, n int) [][]byte {
+	var out [][]byte
+	for i := first; i < first+n; i++ {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"main":{"locale-%d":{"identity":{"language":"l%d"},"numbers":{`, i, i)
+		x := uint32(i*7919 + 7)
+		for k := range 120 {
+			x = x*1664525 + 1013904223
+			fmt.Fprintf(&b, `"symbols-numberSystem-%s":{"decimal":"%c","group":"%c","percentSign":"%%","pattern":"#,##0.%03d"},`,
+				learnedWords[k%len(learnedWords)], 'a'+x%7, 'b'+x%5, x%1000)
+		}
+		b.WriteString(`"end":1}}}}`)
+		out = append(out, []byte(b.String()))
+	}
+	return out
+}
+
+// TestLearnedRoundChoosesTheCodingsOfADictionaryItDidNotTrain gives a
+// route a live dictionary as one taken from the fleet's store comes (no
+// codings of its own: the store's, dcz first) and runs a round of new
+// samples: the round chooses its codings on them, dcb first.
+func TestLearnedRoundChoosesTheCodingsOfADictionaryItDidNotTrain(t *testing.T) {
+	r := newTestRoute(t, LearnedRetrainBelow(0)) // the round only measures
+	trained, err := train.Train(localeRecords(0, 24), defaultLearnedDictionarySize, 64<<20, train.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld := r.newLearnedDict(trained.Dict, 1, nil)
+	if !r.publish(ld) {
+		t.Fatal("the dictionary was not published")
+	}
+	if c := ld.sd.d.codings.Load(); c != nil {
+		t.Fatalf("a dictionary from the fleet has codings %v before any round", *c)
+	}
+	r.round(localeRecords(100, 8), 0)
+	var got []string
+	if c := ld.sd.d.codings.Load(); c != nil {
+		got = *c
+	}
+	if !reflect.DeepEqual(got, []string{DCB, DCZ}) {
+		t.Errorf("after a round the dictionary's codings are %v, want [dcb dcz]", got)
 	}
 }

@@ -56,6 +56,7 @@ func main() {
 	npm := flag.String("npm", "/tmp/trainer-corpora", "with -sites: the directory the npm packages are unpacked under (numbers/, dates/)")
 	size := flag.Int("size", 256<<10, "with -sites: LearnedDictionarySize (256 KiB is its default)")
 	capBytes := flag.Int64("cap", 4<<20, "with -sites: the most bytes of each half")
+	sampleDefaults := flag.Bool("sample-defaults", false, "with -sites: keep the route's default LearnedSamples, LearnedSampleBudget and LearnedTrainingMemory (one round of the first pages that fill it), instead of training on the whole training half")
 	levelSweep := flag.Bool("levels", false, "with -sites: print the sweep of the levels a learned delta may go out at instead")
 	flag.Parse()
 	if *sites != "" && *levelSweep {
@@ -65,7 +66,7 @@ func main() {
 		return
 	}
 	if *sites != "" {
-		if err := served(*sites, *npm, *size, *capBytes, *repeat); err != nil {
+		if err := served(*sites, *npm, *size, *capBytes, *repeat, *sampleDefaults); err != nil {
 			fail(err)
 		}
 		return
@@ -89,7 +90,7 @@ func main() {
 	var rows, cpu []string
 	var first result
 	for i, c := range corpora {
-		r, err := measure(c, *repeat, 0)
+		r, err := measure(c, *repeat, 0, false)
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", c.name, err))
 		}
@@ -199,9 +200,17 @@ var linkRE = regexp.MustCompile(`<([^>]+)>; rel="compression-dictionary"`)
 // measure serves c's training half through a Middleware learning /doc/*
 // until it links a dictionary, then its held-out half in each coding.
 // A size of 0 is the default LearnedDictionarySize.
-func measure(c corpus, repeat, size int) (result, error) {
-	opts := []squeeze.LearnedOption{squeeze.LearnedSamples(len(c.train)), squeeze.LearnedSampleBudget(16 << 20),
-		squeeze.LearnedTrainingMemory(256 << 20), squeeze.LearnedInterval(time.Hour)}
+//
+// With sampleDefaults the route keeps its default sample options
+// (LearnedSamples, LearnedSampleBudget, LearnedTrainingMemory): its one
+// round trains on the first pages that fill it, none over a fifth of the
+// budget. Otherwise the round takes the whole training half.
+func measure(c corpus, repeat, size int, sampleDefaults bool) (result, error) {
+	opts := []squeeze.LearnedOption{squeeze.LearnedInterval(time.Hour)}
+	if !sampleDefaults {
+		opts = append(opts, squeeze.LearnedSamples(len(c.train)), squeeze.LearnedSampleBudget(16<<20),
+			squeeze.LearnedTrainingMemory(256<<20))
+	}
 	if size > 0 {
 		opts = append(opts, squeeze.LearnedDictionarySize(size))
 	}
@@ -407,7 +416,7 @@ func bestDeltas(dict, doc []byte) (int, int, error) {
 // (its content, raw) saves against br 11, and whether the deltas save two
 // thirds of that at least (issue 33's goal for the defaults); then the
 // server's CPU per response.
-func served(names, npm string, size int, capBytes int64, repeat int) error {
+func served(names, npm string, size int, capBytes int64, repeat int, sampleDefaults bool) error {
 	var rows, cpu []string
 	for _, site := range bench.Sites(npm) {
 		if !selected(site.Name, names) {
@@ -418,7 +427,7 @@ func served(names, npm string, size int, capBytes int64, repeat int) error {
 			return err
 		}
 		c := corpus{name: site.Name, contentType: site.ContentType, train: train, held: held}
-		r, err := measure(c, repeat, size)
+		r, err := measure(c, repeat, size, sampleDefaults)
 		if err != nil {
 			return fmt.Errorf("%s: %w", site.Name, err)
 		}
@@ -472,7 +481,11 @@ func served(names, npm string, size int, capBytes int64, repeat int) error {
 			us(squeeze.Brotli), us(squeeze.Zstd), us(squeeze.DCB), us(squeeze.DCZ), us(chromium),
 			ratio(squeeze.DCB, squeeze.Brotli), ratio(squeeze.DCZ, squeeze.Zstd), ratio(chromium, squeeze.Zstd)))
 	}
-	fmt.Printf("LearnedDictionarySize %d; bytes of the held-out half, savings against br 11 (dcb and dcz: a client naming that coding alone; Chromium: one accepting %q, which without the dictionary gets zstd):\n\n", size, chromiumAccepts)
+	how := "the round trained on the whole training half (LearnedSamples, LearnedSampleBudget 16 MiB, LearnedTrainingMemory 256 MiB)"
+	if sampleDefaults {
+		how = "the route's sample options at their defaults (one round of the first pages that fill 32 samples or 1 MiB)"
+	}
+	fmt.Printf("LearnedDictionarySize %d, %s; bytes of the held-out half, savings against br 11 (dcb and dcz: a client naming that coding alone; Chromium: one accepting %q, which without the dictionary gets zstd):\n\n", size, how, chromiumAccepts)
 	fmt.Println("| corpus | tuned on | held out | br 11 | zstd -19, zstd --train's dictionary | goal (2/3 of it) | dcb (5) | dcz (3) | Chromium gets | our dictionary |")
 	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	fmt.Println(strings.Join(rows, "\n"))
