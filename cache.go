@@ -17,6 +17,7 @@ import (
 
 	"github.com/maypok86/otter/v2"
 
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -553,7 +554,7 @@ type upgradeJob struct {
 	dict  weak.Pointer[dictionary]
 	// shared is the fleet's store of the Middleware that queued the job,
 	// nil without one (shared_encodings.go).
-	shared *shared
+	shared *storeguard.Guard
 }
 
 // enqueue queues j unless the queue is full or the cache closed.
@@ -1169,7 +1170,7 @@ func (f *cacheFill) ended(end responseEnd) {
 // that found the entry, each nil when there is none.
 type upgradeSource struct {
 	dict   *dictionary
-	shared *shared
+	shared *storeguard.Guard
 }
 
 // newUpgradeJob returns the job of upgrading e, stored under k, at level

@@ -118,7 +118,7 @@ func matchTypes(patterns []typePattern, ct string) bool {
 // (parameters allowed), as [WithContentTypes] configured it. The command
 // squeeze precompress asks the defaults which files to precompress.
 func (m *Middleware) Compresses(ct string) bool {
-	if m.buffers == nil {
+	if m == nil || m.buffers == nil {
 		m = defaultMiddleware()
 	}
 	return matchTypes(m.types, ct)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 )
 
 // This file holds Counters, a ready-made aggregate of what an Observer's
@@ -31,7 +33,7 @@ type Counters struct {
 	sharedWritten atomic.Int64
 	breakerOpen   atomic.Int64                    // 1 after SharedBreakerOpened, 0 after SharedBreakerClosed
 	learned       [len(learnedSteps)]atomic.Int64 // by learnedSteps
-	sharedErrors  [sharedErrorKindCount]atomic.Int64
+	sharedErrors  [storeguard.ErrorKindCount]atomic.Int64
 	learnedSaved  atomic.Int64
 }
 
@@ -90,6 +92,7 @@ var learnedSteps = [...]string{
 	learnedSkippedPrivate, learnedSkippedUnmarked, learnedSkippedCredentials,
 	learnedSkippedQuery, learnedSkippedType, learnedDeltasStopped,
 	learnedPublishFailed, learnedUnregistrable,
+	learnedKept, learnedClaimLost, learnedDiscarded, learnedSuperseded, learnedUnmeasured,
 }
 
 // learnedStep counts a learned dictionary's step; unknown steps are
@@ -117,7 +120,7 @@ func (c *Counters) sharedStore(e SharedStoreInfo) {
 	}
 	c.shared[e.Result].Add(1)
 	if e.Result == SharedError {
-		c.sharedErrors[kindNamed(e.ErrorKind)].Add(1)
+		c.sharedErrors[storeguard.KindNamed(e.ErrorKind)].Add(1)
 	}
 	c.sharedRead.Add(e.Read)
 	c.sharedWritten.Add(e.Written)
@@ -220,6 +223,12 @@ type (
 		DeltasStopped      int64 `json:"deltas_stopped"`
 		PublishFailed      int64 `json:"publish_failed"`
 		Unregistrable      int64 `json:"unregistrable"`
+		// The other ends of rounds (learned_train.go).
+		Kept       int64 `json:"kept"`
+		ClaimLost  int64 `json:"claim_lost"`
+		Discarded  int64 `json:"discarded"`
+		Superseded int64 `json:"superseded"`
+		Unmeasured int64 `json:"unmeasured"`
 	}
 	counterStats struct {
 		Compressor        compressorStats   `json:"compressor"`
@@ -280,7 +289,7 @@ func (c *Counters) stats() counterStats {
 		BreakerOpen:         c.breakerOpen.Load(),
 		ErrorsByKind:        map[string]int64{},
 	}
-	for k := sharedErrorNone + 1; k < sharedErrorKindCount; k++ {
+	for k := storeguard.ErrorNone + 1; k < storeguard.ErrorKindCount; k++ {
 		s.SharedStore.ErrorsByKind[k.String()] = c.sharedErrors[k].Load()
 	}
 	s.LearnedDictionary = learnedStats{
@@ -298,6 +307,11 @@ func (c *Counters) stats() counterStats {
 		DeltasStopped:      c.learnedCount(learnedDeltasStopped),
 		PublishFailed:      c.learnedCount(learnedPublishFailed),
 		Unregistrable:      c.learnedCount(learnedUnregistrable),
+		Kept:               c.learnedCount(learnedKept),
+		ClaimLost:          c.learnedCount(learnedClaimLost),
+		Discarded:          c.learnedCount(learnedDiscarded),
+		Superseded:         c.learnedCount(learnedSuperseded),
+		Unmeasured:         c.learnedCount(learnedUnmeasured),
 	}
 	return s
 }
@@ -387,6 +401,11 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"deltas_stopped", "Times a learned route stopped sending deltas that saved less than the floor.", ls.DeltasStopped},
 		{"publish_failed", "Writes of a learned dictionary to the shared store that failed, to be tried again.", ls.PublishFailed},
 		{"unregistrable", "Responses sent without Use-As-Dictionary because their caching headers keep a browser from storing them.", ls.Unregistrable},
+		{"kept", "Rounds of a learned route whose live dictionary saved enough: nothing trained.", ls.Kept},
+		{"claim_lost", "Trainings of a learned dictionary left to the replica of the fleet that claimed them.", ls.ClaimLost},
+		{"discarded", "Trainings whose dictionary saved nothing on the samples held out, or that gave none: not published.", ls.Discarded},
+		{"superseded", "Trainings whose dictionary was not published: a newer or the same one went live meanwhile.", ls.Superseded},
+		{"unmeasured", "Rounds of a learned route that could not measure a dictionary.", ls.Unmeasured},
 	})
 	return p.err
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"log"
 	"math/bits"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/lru"
 	"github.com/squeezehttp/squeeze/internal/pool"
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
@@ -106,9 +106,12 @@ type dictionary struct {
 	codings atomic.Pointer[[]string]
 
 	dcz, dcb lazyOffer
+	// wins are the bodies whose deltas beat the coding they replace
+	// (delta_wins.go).
+	wins deltaWins
 	// fleet is what a remembered dictionary has earned of the fleet's
 	// store (shared_admission.go); unused without one.
-	fleet sharedCandidate
+	fleet storeguard.Candidate
 	// servedAt is the URL of a public response this replica sent with
 	// these bytes, nil if none was (a dictionary taken from the fleet's
 	// store and not served since) or its URL is over liveURLMax: a client
@@ -188,8 +191,8 @@ type dictStore struct {
 	// shared is the fleet's store (shared_dict.go), nil without one;
 	// live, with it, the URLs whose dictionaries clients name
 	// (responseServed).
-	shared *shared
-	live   *recentKeys
+	shared *storeguard.Guard
+	live   *storeguard.RecentKeys
 
 	// learned holds the routes of WithLearnedDictionary (learned.go);
 	// training lets one of their trainings run at a time, jobs counts
@@ -200,6 +203,8 @@ type dictStore struct {
 	observe  func(LearnedInfo)
 	// logf logs what an operator must hear of once (learned.go).
 	logf func(format string, args ...any)
+	// routes are the patterns' routes for registrable's log, in order.
+	routes []dictRoute
 	// offers are the Middleware's offers without a dictionary: a learned
 	// route measures its streamed deltas against them (learned.go).
 	offers []offer
@@ -219,6 +224,9 @@ type dictStore struct {
 	// Guarded by mu.
 	known     map[uint64]weak.Pointer[dictionary]
 	knownSeed maphash.Seed
+	// expect is the body each dictionary path last sent, to compare the
+	// next with rather than copy (expected_bodies.go). Guarded by mu.
+	expect expectedBodies
 }
 
 // maxKnownBodies bounds dictStore.known: 256 entries of about 40 bytes.
@@ -256,34 +264,12 @@ func dcbTableBytes(n int) int64 {
 	return handle + 2<<bucketBits + 4<<slotBits + 4*int64(n-7)
 }
 
-// registrableSaid is registrable for a handler's response, which gets no
-// Cache-Control from squeeze: one whose caching headers say nothing
-// (neither Cache-Control nor Expires) still carries Use-As-Dictionary, as
-// documented (DictionaryCacheControl): the handler is to give it the
-// freshness a browser needs, and squeeze cannot tell whether it may.
-func (s *dictStore) registrableSaid(h http.Header) bool {
-	if !hasField(h, "Cache-Control") && !hasField(h, "Expires") {
-		return true
-	}
-	return s.registrable(h, "")
-}
-
 // standaloneDictionary is a dictionary of WithDictionary and what serves it.
 type standaloneDictionary struct {
 	d                        *dictionary
 	etag, useAs, contentType string
 	s                        *dictStore // for its reports
-}
-
-// registrable reports whether a response with header h, given fresh as
-// its Cache-Control when it has none, is one a browser registers as a
-// dictionary (dictionaryRegistrable), counting it when it is not.
-func (s *dictStore) registrable(h http.Header, fresh string) bool {
-	if dictionaryRegistrable(h, fresh) {
-		return true
-	}
-	s.report(LearnedInfo{Step: learnedUnregistrable})
-	return false
+	route                    *dictRoute // for registrable's log
 }
 
 // newDictStore builds the store from the configuration. It returns nil when
@@ -305,13 +291,16 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		remembered: lru.New[[32]byte, *dictionary](c.dictStoreSize, nil),
 		known:      map[uint64]weak.Pointer[dictionary]{},
 		knownSeed:  maphash.MakeSeed(),
+		expect:     newExpectedBodies(),
 		training:   semaphore.NewWeighted(1),
 		observe:    c.observer.Learned,
 		logf:       log.Printf,
 		pollEvery:  learnedPollEvery,
 	}
-	for _, p := range s.patterns {
+	s.routes = make([]dictRoute, len(s.patterns))
+	for i, p := range s.patterns {
 		s.useAs = append(s.useAs, useAsDictionary(p))
+		s.routes[i].kind, s.routes[i].name = "dictionary pattern", p
 	}
 	for _, sd := range c.standalone {
 		d := &dictionary{hash: sha256.Sum256(sd.data), data: sd.data, pattern: sd.match, static: true}
@@ -324,6 +313,7 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 			useAs:       useAsDictionary(sd.match),
 			contentType: http.DetectContentType(sd.data),
 			s:           s,
+			route:       &dictRoute{kind: "dictionary", name: sd.path},
 		}
 		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
 		s.standaloneMatch = append(s.standaloneMatch, sd.match)
@@ -351,7 +341,8 @@ func (s *dictStore) lookup(hash [32]byte) *dictionary {
 
 // remember stores body as a dictionary for pattern, unless it is empty,
 // larger than a quarter of the budget, or held already (then it only counts
-// as seen again). owned says body may be kept as it is; otherwise it is
+// as seen again), and returns the dictionary held, nil if none is. owned
+// says body may be kept as it is; otherwise it is
 // copied. It costs the budget the capacity of the slice kept, which is
 // what the heap holds, and dictEntryBytes. from says where body came from:
 // a body that is not public is never remembered, except a FileServer's
@@ -360,23 +351,23 @@ func (s *dictStore) lookup(hash [32]byte) *dictionary {
 // while it collected body (see reserve); remember gives it back on every
 // path, under the same lock as it stores the dictionary when it does, so
 // the bytes are counted once and at every moment.
-func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictOrigin, reserved int64) {
+func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictOrigin, reserved int64) *dictionary {
 	if len(body) == 0 || int64(len(body)) > s.maxBody {
 		s.release(reserved)
-		return
+		return nil
 	}
 	sum := maphash.Bytes(s.knownSeed, body)
 	if held := s.knownBody(sum, body); held != nil {
 		s.release(reserved)
 		s.seen(held, from)
-		return
+		return held
 	}
 	hash := sha256.Sum256(body)
 	if held := s.lookup(hash); held != nil {
 		s.release(reserved)
 		s.noteBody(sum, held)
 		s.seen(held, from)
-		return
+		return held
 	}
 	if !owned {
 		body = bytes.Clone(body)
@@ -385,6 +376,7 @@ func (s *dictStore) remember(body []byte, pattern string, owned bool, from dictO
 	held := s.insert(d, int64(cap(body))+dictEntryBytes, reserved)
 	s.noteBody(sum, held)
 	s.seen(held, from)
+	return held
 }
 
 // knownBody returns the dictionary held whose bytes are body, found by
@@ -418,14 +410,13 @@ func (s *dictStore) noteBody(sum uint64, d *dictionary) {
 // rememberServed is remember for the body of a public response sent with
 // Use-As-Dictionary to r (fromResponse), which records, with a fleet's
 // store, what r tells of it (responseServed).
-func (s *dictStore) rememberServed(body []byte, pattern string, owned bool, reserved int64, r *http.Request) {
+func (s *dictStore) rememberServed(body []byte, pattern string, owned bool, reserved int64, r *http.Request) *dictionary {
 	if s.shared == nil {
-		s.remember(body, pattern, owned, fromResponse, reserved)
-		return
+		return s.remember(body, pattern, owned, fromResponse, reserved)
 	}
 	if len(body) == 0 || int64(len(body)) > s.maxBody {
 		s.release(reserved)
-		return
+		return nil
 	}
 	hash := sha256.Sum256(body)
 	d := s.lookup(hash)
@@ -438,6 +429,7 @@ func (s *dictStore) rememberServed(body []byte, pattern string, owned bool, rese
 		d = s.insert(&dictionary{hash: hash, data: body, pattern: pattern}, int64(cap(body))+dictEntryBytes, reserved)
 	}
 	s.responseServed(d, r)
+	return d
 }
 
 // reserve takes n bytes of the budget for a body collected to remember,
@@ -475,15 +467,15 @@ func (s *dictStore) seen(d *dictionary, from dictOrigin) {
 	}
 	switch from {
 	case fromResponse:
-		d.fleet.markPublic()
-		d.fleet.served(s.shared.admitAfter)
+		d.fleet.MarkPublic()
+		d.fleet.Served(s.shared.AdmitAfter())
 	case fromFile, fromEarnedResponse:
-		d.fleet.markPublic()
-		d.fleet.earn()
+		d.fleet.MarkPublic()
+		d.fleet.Earn()
 	case byHash:
-		d.fleet.earn()
+		d.fleet.Earn()
 		if u := d.servedAt.Load(); u != nil {
-			s.live.note(*u)
+			s.live.Note(*u)
 		}
 	}
 	s.share(d)
@@ -598,23 +590,26 @@ func (s *dictStore) level(coding string) int {
 }
 
 // newDCZ returns the pool of dcz encoders for d: zstd at the middleware's
-// zstd level with d as raw content dictionary, behind the dcz header.
+// zstd level with d as raw content dictionary, a learned one's last
+// dczHistoryMax bytes only (dczHistory), behind the dcz header.
 func (s *dictStore) newDCZ(d *dictionary) (*pool.Encoders, error) {
 	header := cdt.Header(DCZ, d.hash)
-	window := dczWindow(len(d.data))
+	history := dczHistory(d)
+	window := dczWindow(len(history))
+	level := s.zstdLevel
 	return pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {
 		zw, err := zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(s.zstdLevel)),
+			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(window),
 			zstd.WithLowerEncoderMem(true),
 			zstd.WithZeroFrames(true),
-			zstd.WithEncoderDictRaw(0, d.data),
+			zstd.WithEncoderDictRaw(0, history),
 		)
 		if err != nil {
 			return nil, err
 		}
-		return &framedEncoder{header: header, inner: zw}, nil
+		return newFramedEncoder(header, zw), nil
 	})
 }
 
@@ -627,60 +622,17 @@ func (s *dictStore) newDCB(d *dictionary) (*pool.Encoders, error) {
 		return nil, err
 	}
 	header := cdt.Header(DCB, d.hash)
+	level := s.brLevel
 	return pool.NewEncodersFunc(DCB, func() (writers.Encoder, error) {
-		bw, err := brrr.NewWriterOptions(nil, s.brLevel, brrr.WriterOptions{
+		bw, err := brrr.NewWriterOptions(nil, level, brrr.WriterOptions{
 			Dictionaries: []*brrr.PreparedDictionary{prepared},
 			LGWin:        dcbWindowBits,
 		})
 		if err != nil {
 			return nil, err
 		}
-		return &framedEncoder{header: header, inner: bw}, nil
+		return newFramedEncoder(header, bw), nil
 	})
-}
-
-// framedEncoder writes header before the first byte of its inner encoder's
-// stream: the dcz or dcb header naming the dictionary.
-type framedEncoder struct {
-	header  []byte
-	inner   writers.Encoder
-	w       io.Writer
-	started bool
-}
-
-func (e *framedEncoder) start() error {
-	if e.started {
-		return nil
-	}
-	e.started = true
-	_, err := e.w.Write(e.header)
-	return err
-}
-
-func (e *framedEncoder) Write(p []byte) (int, error) {
-	if err := e.start(); err != nil {
-		return 0, err
-	}
-	return e.inner.Write(p)
-}
-
-func (e *framedEncoder) Flush() error {
-	if err := e.start(); err != nil {
-		return err
-	}
-	return e.inner.Flush()
-}
-
-func (e *framedEncoder) Close() error {
-	if err := e.start(); err != nil {
-		return err
-	}
-	return e.inner.Close()
-}
-
-func (e *framedEncoder) Reset(w io.Writer) {
-	e.w, e.started = w, false
-	e.inner.Reset(w)
 }
 
 // --- one response -----------------------------------------------------------
@@ -703,6 +655,15 @@ type dictResponse struct {
 	// until ended hands it to the dictionary or gives it back.
 	remember bool
 	body     []byte
+	// expect, when set, is the dictionary the body is expected to equal
+	// (dictStore.expected): its first matched bytes have, and body is
+	// empty; its length is what is reserved. The first byte that differs
+	// starts body from the bytes that matched.
+	expect  *dictionary
+	matched int
+	// validators are the response's ETag and Last-Modified, as
+	// expectedBodies keys them.
+	validators uint64
 }
 
 // captureChunk is the least a body collected to remember grows by: the
@@ -913,7 +874,7 @@ var htmlTypes = compileTypes([]string{"text/html"})
 // 200 of an eligible type, not encoded by the handler, not a range, without
 // a Use-As-Dictionary of the handler's own, public (see publicResponse),
 // and with caching headers that let a browser register it: see
-// dictionaryRegistrable), and the Link to standalone dictionaries on
+// unregistrable), and the Link to standalone dictionaries on
 // text/html.
 // It asks for the body of a GET to remember.
 func (d *dictResponse) committed(h http.Header, f facts) bool {
@@ -923,12 +884,26 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 		method := d.req.Method
 		if (method == http.MethodGet || method == http.MethodHead) && f.status == http.StatusOK &&
 			f.eligible && !f.encoded && !f.ranged && !f.secret && len(h["Use-As-Dictionary"]) == 0 &&
-			publicResponse(d.req.Header, h) && s.registrableSaid(h) {
+			publicResponse(d.req.Header, h) && s.registrable(h, "", d.req, &s.routes[p-1]) {
 			useAs = s.useAs[p-1]
 			d.remember = method == http.MethodGet
 			if d.remember && f.declared > 0 && f.declared <= s.maxBody {
-				// Without room in the budget, the body is not remembered.
-				if d.remember = s.reserve(f.declared); d.remember {
+				d.validators = s.expect.validators(h)
+				e, checked := s.expected(d.req.URL.EscapedPath(), f.declared, d.validators)
+				switch {
+				case checked && s.shared == nil:
+					// Its path's body was found equal lately under
+					// the same validators: it is not collected
+					// (expected_bodies.go). A fleet counts every
+					// response (dictStore.seen).
+					d.remember = false
+				case !s.reserve(f.declared):
+					// Without room in the budget, the body is not
+					// remembered.
+					d.remember = false
+				case e != nil:
+					d.expect = e
+				default:
 					d.body = make([]byte, 0, f.declared)
 				}
 			}
@@ -943,6 +918,17 @@ func (d *dictResponse) committed(h http.Header, f facts) bool {
 // largest body the store takes or when the budget has no room. It reports
 // whether it wants more.
 func (d *dictResponse) plain(p []byte) bool {
+	if e := d.expect; e != nil {
+		if expectPlain(e, d.matched, p) {
+			d.matched += len(p)
+			return true
+		}
+		// The body parts from e: it is collected from here, in a
+		// buffer of the capacity reserved.
+		d.body = make([]byte, d.matched, len(e.data))
+		copy(d.body, e.data)
+		d.expect, d.matched = nil, 0
+	}
 	if need := len(d.body) + len(p); need > cap(d.body) && !d.grow(need) {
 		d.stopCapture()
 		return false
@@ -974,8 +960,16 @@ func (d *dictResponse) grow(need int) bool {
 
 // stopCapture drops the body collected and gives its reservation back.
 func (d *dictResponse) stopCapture() {
-	d.s.release(int64(cap(d.body)))
-	d.remember, d.body = false, nil
+	d.s.release(d.reserved())
+	d.remember, d.body, d.expect, d.matched = false, nil, nil, 0
+}
+
+// reserved returns what the body collected holds of the store's budget.
+func (d *dictResponse) reserved() int64 {
+	if d.expect != nil {
+		return int64(len(d.expect.data))
+	}
+	return int64(cap(d.body))
 }
 
 func (d *dictResponse) flushed() {}
@@ -983,11 +977,24 @@ func (d *dictResponse) flushed() {}
 // ended stores the body of a completed response that carried
 // Use-As-Dictionary, unless it did not match its declared length. A whole
 // body encoded from the buffer is still there; any other was collected by
-// plain. The reservation of the body collected is given back, or handed
-// to the dictionary remembered, whichever way the response ended.
+// plain, or matched the dictionary expected. The reservation of the body
+// collected is given back, or handed to the dictionary remembered,
+// whichever way the response ended; the path then expects that
+// dictionary's body.
 func (d *dictResponse) ended(end responseEnd) {
 	if !end.completed || !d.remember || end.lengthMismatch || end.secret {
 		d.stopCapture()
+		return
+	}
+	s, pattern, path := d.s, d.s.patterns[d.pattern-1], d.req.URL.EscapedPath()
+	if e := d.expect; e != nil && (!end.wentWhole || bytes.Equal(end.whole, e.data)) {
+		// Every byte was e's: no copy was made.
+		if !end.wentWhole && d.matched != len(e.data) { // shorter than declared
+			d.stopCapture()
+			return
+		}
+		s.expectAt(path, s.rememberExpected(e, pattern, d.reserved(), d.req), d.validators)
+		d.remember, d.expect, d.matched = false, nil, 0
 		return
 	}
 	body, owned := d.body, true
@@ -998,8 +1005,8 @@ func (d *dictResponse) ended(end responseEnd) {
 		d.stopCapture()
 		return
 	}
-	d.s.rememberServed(body, d.s.patterns[d.pattern-1], owned, int64(cap(d.body)), d.req)
-	d.remember, d.body = false, nil
+	s.expectAt(path, s.rememberServed(body, pattern, owned, d.reserved(), d.req), d.validators)
+	d.remember, d.body, d.expect = false, nil, nil
 }
 
 // dictLinks is the hook of a response to a path that matches no pattern,
@@ -1037,7 +1044,7 @@ func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request
 	// from public responses only: a shared cache may keep them, and a
 	// browser that sends a cookie still stores them.
 	useAs := sd.useAs
-	if !sd.s.registrable(h, "public, "+dictionaryCacheControl) {
+	if !sd.s.registrable(h, "public, "+dictionaryCacheControl, r, sd.route) {
 		// The handler in front set caching headers no browser keeps a
 		// dictionary under: it goes out as bytes, counted.
 		useAs = ""

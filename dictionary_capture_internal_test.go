@@ -37,6 +37,7 @@ func TestDictionaryCaptureReleasesItsReservationWhateverTheEnd(t *testing.T) {
 			long := strings.Repeat(body, budget/len(body)+1)
 			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/javascript")
+				w.Header().Set("Cache-Control", "max-age=3600") // fresh, to be kept as a dictionary
 				if tc.declared > 0 {
 					w.Header().Set("Content-Length", strconv.Itoa(tc.declared))
 				}

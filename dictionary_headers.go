@@ -1,8 +1,10 @@
 package squeeze
 
 import (
+	"math"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,9 +17,10 @@ import (
 // that. Set a Cache-Control in the handler (or in front of the file
 // server) to choose another (a year and immutable for names that carry a
 // version). A handler's own response behind [Middleware.Handler] keeps the
-// freshness its handler gave it, none included: the Middleware cannot tell
-// a versioned asset from a page that must not be reused for a day, so such
-// a handler sets a Cache-Control for browsers to keep its dictionaries.
+// freshness its handler gave it: the Middleware cannot tell a versioned
+// asset from a page that must not be reused for a day, so one its handler
+// gave no freshness (no max-age, Expires or Last-Modified) goes without
+// Use-As-Dictionary, counted and logged once per pattern.
 // Only a public response is marked (not private, no-store, nor
 // setting a cookie or answering credentials unless public), so the
 // freshness added never lets a shared cache keep what is one client's.
@@ -36,8 +39,8 @@ const dictionaryCacheControl = "max-age=86400"
 //     same bytes for every client: "public, " before it), fresh as the
 //     Cache-Control a browser needs to keep it, unless the handler set one.
 //     The caller passes a useAs only for a response a browser can register
-//     (dictionaryRegistrable, through dictStore.registrable, which counts
-//     the others);
+//     (unregistrable, through dictStore.registrable, which counts and
+//     logs the others);
 //   - links, the Link values to the standalone dictionaries, added to a
 //     text/html response (the caller passes nil for any other).
 func dictionaryHeaders(h http.Header, varies bool, useAs, fresh string, links []string) {
@@ -60,32 +63,47 @@ func dictionaryHeaders(h http.Header, varies bool, useAs, fresh string, links []
 	}
 }
 
-// dictionaryRegistrable reports whether a browser stores a response with
-// header h as a dictionary, fresh being the Cache-Control it gets when it
-// has none ("" for none): RFC 9842 section 2.2.1 has the client keep one
-// only while its response is fresh, and Chromium, the one client that
-// does, registers none whose Cache-Control says no-cache, no-store or
-// must-revalidate, nor one without freshness: a max-age above zero, a
-// stale-while-revalidate above zero, or, without max-age, an Expires
-// later than its Date (or now). s-maxage, for shared caches, does not
-// count. A Use-As-Dictionary the client ignores only costs a remembered
-// body and misleads whoever reads the header, so none is sent.
-func dictionaryRegistrable(h http.Header, fresh string) bool {
-	if !hasField(h, "Cache-Control") {
-		if fresh == "" {
-			return expiresLater(h)
-		}
-		h = http.Header{"Cache-Control": {fresh}}
+// Why a browser would not register a response as a dictionary
+// (unregistrable), as the once-per-route log line says it.
+const (
+	unregistrableBlocked    = "its caching headers say no-cache or no-store (Cache-Control, or Pragma: no-cache)"
+	unregistrableRevalidate = "its Cache-Control says must-revalidate"
+	unregistrableStale      = "it has no freshness: neither a max-age nor a stale-while-revalidate above zero, an Expires later than its Date, nor a Last-Modified before it; give it a max-age above zero"
+)
+
+// unregistrable returns why a browser would not store a response with
+// header h as a dictionary, "" when it would; fresh is the Cache-Control
+// the response gets when it has none ("" for none). RFC 9842 section
+// 2.2.1 has the client keep a dictionary only while its response is
+// fresh, and Chromium, the one client that does, registers one only while
+// its freshness and stale-while-revalidate exceed its age: none whose
+// Cache-Control says no-cache or no-store, or whose Pragma says no-cache;
+// freshness from max-age, else from an Expires later than its Date (or
+// now), else, for a 200 that does not say must-revalidate, heuristically
+// a tenth of the time since its Last-Modified; s-maxage, for shared
+// caches, does not count; the age is its Age, or how long ago its Date
+// was. squeeze is stricter in two places: it treats must-revalidate as
+// blocking (Chromium keeps such a dictionary while fresh) and an invalid
+// max-age or Expires as stale. A Use-As-Dictionary the client ignores
+// only costs a remembered body and misleads whoever reads the header, so
+// none is sent.
+func unregistrable(h http.Header, fresh string) string {
+	cc := h
+	if fresh != "" && !hasField(h, "Cache-Control") {
+		cc = http.Header{"Cache-Control": {fresh}}
 	}
-	blocked, maxAge, hasMaxAge, swr := false, int64(0), false, int64(0)
-	eachCacheDirective(h, func(name, value string) {
+	blocked, revalidate := false, false
+	maxAge, hasMaxAge, swr := int64(0), false, int64(0)
+	eachCacheDirective(cc, func(name, value string) {
 		switch {
-		case equalFold(name, "no-cache"), equalFold(name, "no-store"), equalFold(name, "must-revalidate"):
+		case equalFold(name, "no-cache"), equalFold(name, "no-store"):
 			blocked = true
+		case equalFold(name, "must-revalidate"):
+			revalidate = true
 		case equalFold(name, "max-age"):
 			n, ok := deltaSeconds(value)
 			if !ok {
-				blocked = true // an invalid max-age is stale (RFC 9111 §4.2.1)
+				n = -1 // an invalid max-age is stale (RFC 9111 §4.2.1)
 			}
 			maxAge, hasMaxAge = n, true
 		case equalFold(name, "stale-while-revalidate"):
@@ -95,34 +113,102 @@ func dictionaryRegistrable(h http.Header, fresh string) bool {
 		}
 	})
 	switch {
-	case blocked:
-		return false
-	case maxAge > 0 || swr > 0:
-		return true
-	case hasMaxAge:
-		return false
-	}
-	return expiresLater(h)
-}
-
-// expiresLater reports whether h has one Expires later than its Date, or
-// than now without one.
-func expiresLater(h http.Header) bool {
-	v := h.Values("Expires")
-	if len(v) != 1 {
-		return false
-	}
-	exp, err := http.ParseTime(v[0])
-	if err != nil {
-		return false
+	case blocked || headerHasToken(fieldValues(h, "Pragma"), "no-cache"):
+		return unregistrableBlocked
+	case revalidate:
+		return unregistrableRevalidate
+	case hasMaxAge && maxAge < 0:
+		return unregistrableStale
 	}
 	now := time.Now()
-	if d := h.Values("Date"); len(d) == 1 {
-		if t, err := http.ParseTime(d[0]); err == nil {
-			now = t
+	date, age := now, time.Duration(0)
+	if t, ok := oneTime(h, "Date"); ok {
+		date = t
+		age = max(age, now.Sub(t))
+	}
+	if v := fieldValues(h, "Age"); len(v) == 1 {
+		if n, ok := deltaSeconds(trimOWS(v[0])); ok {
+			age = max(age, durationSeconds(n))
 		}
 	}
-	return exp.After(now)
+	var freshness time.Duration
+	switch {
+	case hasMaxAge:
+		freshness = durationSeconds(maxAge)
+	case len(fieldValues(h, "Expires")) > 0:
+		if t, ok := oneTime(h, "Expires"); ok && t.After(date) {
+			freshness = t.Sub(date)
+		}
+	default:
+		if t, ok := oneTime(h, "Last-Modified"); ok && !t.After(date) {
+			freshness = date.Sub(t) / 10
+		}
+	}
+	if freshness+durationSeconds(swr) > age {
+		return ""
+	}
+	return unregistrableStale
+}
+
+// seconds returns n seconds as a Duration, the longest for those beyond it.
+func durationSeconds(n int64) time.Duration {
+	if n > int64(math.MaxInt64/time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * time.Second
+}
+
+// fieldValues returns the values of the field name in h under any case of
+// the name: net/http sends a key as it was written.
+func fieldValues(h http.Header, name string) []string {
+	if v, ok := h[name]; ok {
+		return v
+	}
+	for k, v := range h {
+		if equalFold(k, name) {
+			return v
+		}
+	}
+	return nil
+}
+
+// oneTime parses the one value of the date field name in h; ok is false
+// when it has none, more than one, or one that is not an HTTP date (which
+// RFC 9111 §5.3 has a cache read as in the past).
+func oneTime(h http.Header, name string) (t time.Time, ok bool) {
+	v := fieldValues(h, name)
+	if len(v) != 1 {
+		return time.Time{}, false
+	}
+	t, err := http.ParseTime(v[0])
+	return t, err == nil
+}
+
+// dictRoute names what a dictionary response was refused under, for
+// the log line of registrable: a WithDictionaryMatch pattern (which a
+// FileServer's files share), a WithDictionary path, or a learned route.
+// logged is set once its line was logged.
+type dictRoute struct {
+	kind, name string
+	logged     atomic.Bool
+}
+
+// registrable reports whether a response to req with header h, given
+// fresh as its Cache-Control when it has none, is one a browser registers
+// as a dictionary (unregistrable); when it is not, it counts it
+// ("unregistrable") and logs the first on its route. The log names the
+// path alone: a query string may be a secret.
+func (s *dictStore) registrable(h http.Header, fresh string, req *http.Request, route *dictRoute) bool {
+	why := unregistrable(h, fresh)
+	if why == "" {
+		return true
+	}
+	s.report(LearnedInfo{Step: learnedUnregistrable})
+	if route.logged.CompareAndSwap(false, true) {
+		s.logf("squeeze: %s %q: a response to %s went out without Use-As-Dictionary: %s, so a browser would not keep it as a dictionary (RFC 9842 section 2.2.1) (logged once per route; the counters count every one as unregistrable)",
+			route.kind, route.name, req.URL.EscapedPath(), why)
+	}
+	return false
 }
 
 // dictVary is the Vary of a response on a dictionary path: whether it is a

@@ -37,7 +37,7 @@ func versions(n int) (v1, v2 []byte) {
 }
 
 // scripts serves files as application/javascript by path, with a strong
-// ETag, and 404 for anything else.
+// ETag and an hour's freshness, and 404 for anything else.
 func scripts(files map[string][]byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, ok := files[r.URL.Path]
@@ -47,7 +47,21 @@ func scripts(files map[string][]byte) http.HandlerFunc {
 		}
 		w.Header().Set("Content-Type", "application/javascript")
 		w.Header().Set("ETag", fmt.Sprintf(`"%x"`, sha256.Sum256(body)))
+		// A browser keeps a dictionary only while it is fresh: without a
+		// freshness, squeeze sends no Use-As-Dictionary.
+		if w.Header().Get("Cache-Control") == "" {
+			w.Header().Set("Cache-Control", "max-age=3600")
+		}
 		_, _ = w.Write(body)
+	}
+}
+
+// fresh gives the responses of h an hour's freshness, without which a
+// browser keeps no dictionary and squeeze sends no Use-As-Dictionary.
+func fresh(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=3600")
+		h(w, r)
 	}
 }
 
@@ -191,6 +205,9 @@ func TestDictionaryRemembersOnlyWholeEligibleGETs(t *testing.T) {
 		want    bool
 	}{
 		{"GET 200 remembered", writeText("text/javascript", v1, 0), http.MethodGet, true, true},
+		// Served without the hour's freshness (fresh): a browser would
+		// not keep it.
+		{"GET 200 without freshness", writeText("text/javascript", v1, 0), http.MethodGet, false, false},
 		{"GET streamed remembered", writeText("text/javascript", big, 4096), http.MethodGet, true, true},
 		{"HEAD carries the header, remembers nothing", writeText("text/javascript", v1, 0), http.MethodHead, true, false},
 		{"POST", writeText("text/javascript", v1, 0), http.MethodPost, false, false},
@@ -218,7 +235,11 @@ func TestDictionaryRemembersOnlyWholeEligibleGETs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newMiddleware(t, squeeze.WithDictionaryMatch("/js/*")).Handler(tt.handler)
+			handler := fresh(tt.handler)
+			if tt.name == "GET 200 without freshness" {
+				handler = tt.handler
+			}
+			h := newMiddleware(t, squeeze.WithDictionaryMatch("/js/*")).Handler(handler)
 			rec := serveMethod(h, tt.method, "/js/a.js", chromeAE)
 			if got := rec.Header().Get("Use-As-Dictionary") != ""; got != tt.useAs {
 				t.Errorf("Use-As-Dictionary present = %v, want %v", got, tt.useAs)
@@ -247,7 +268,7 @@ func TestDictionaryStreamPastTheLargestBodyNotRemembered(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newMiddleware(t, squeeze.WithDictionaryMatch("/js/*"), squeeze.WithDictionaryStoreSize(200<<10))
-			h := m.Handler(writeText("text/javascript", tt.body, 4096))
+			h := m.Handler(fresh(writeText("text/javascript", tt.body, 4096)))
 			serveAt(h, "/js/a.js", chromeAE)
 			if got := remembered(h, "/js/b.js", tt.body); got != tt.want {
 				t.Errorf("remembered = %v, want %v", got, tt.want)
@@ -336,6 +357,7 @@ func TestDictionaryETagAndConditionalRequests(t *testing.T) {
 		if r.URL.Path == "/js/v1.js" {
 			body = v1
 		}
+		w.Header().Set("Cache-Control", "max-age=3600") // a browser keeps only a fresh dictionary
 		http.ServeContent(w, r, "app.js", zeroTime, bytes.NewReader(body))
 	}))
 	r1 := serveAt(h, "/js/v1.js", chromeAE)

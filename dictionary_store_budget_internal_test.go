@@ -43,6 +43,7 @@ func apiStore(t *testing.T, budget int64, codings []string, body func(q string) 
 	}
 	return m, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "max-age=3600") // fresh, to be kept as a dictionary
 		_, _ = w.Write(body(r.URL.Query().Get("q")))
 	}))
 }

@@ -2,6 +2,8 @@ package squeeze
 
 import (
 	"crypto/sha256"
+
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 )
 
 // BestDelta returns plain encoded as coding (dcz or dcb) against dict at
@@ -25,4 +27,4 @@ func EncodeDelta(coding string, level int, dict, plain []byte) ([]byte, error) {
 }
 
 // SharedAdmitAfterDefault is SharedAdmitAfter's default.
-const SharedAdmitAfterDefault = defaultSharedAdmitAfter
+const SharedAdmitAfterDefault = storeguard.DefaultAdmitAfter

@@ -59,20 +59,13 @@ func WaitUpgrades(c *Cache) {
 // have returned.
 func WaitSharedStore(m *Middleware) {
 	if m.shared != nil {
-		m.shared.writes.Wait()
+		m.shared.Wait()
 	}
 }
 
 // SetSharedBreakerCooldown sets how long m's shared-store breaker stays
 // open before it lets a probe through.
-func SetSharedBreakerCooldown(m *Middleware, d time.Duration) {
-	m.shared.breaker.mu.Lock()
-	m.shared.breaker.cooldown = d
-	if m.shared.breaker.open {
-		m.shared.breaker.until = time.Now().Add(d)
-	}
-	m.shared.breaker.mu.Unlock()
-}
+func SetSharedBreakerCooldown(m *Middleware, d time.Duration) { m.shared.SetBreakerCooldown(d) }
 
 // SetLengthHidingSecret fixes the secret of m's WithLengthHiding, so that
 // a test's padding is the same on every run.
@@ -99,7 +92,7 @@ func SetLearnedPollEvery(m *Middleware, d time.Duration) {
 
 // SetSharedStoreLog replaces the logger of m's shared store's failures.
 func SetSharedStoreLog(m *Middleware, logf func(format string, args ...any)) {
-	m.shared.errLog.logf = logf
+	m.shared.SetLogf(logf)
 }
 
 // The defaults the tests compare with, which the package states in its
@@ -114,4 +107,4 @@ const (
 
 // SetSharedRefreshEvery sets how often, at most, m refreshes the key of a
 // shared dictionary it uses.
-func SetSharedRefreshEvery(m *Middleware, d time.Duration) { m.shared.refreshEvery = d }
+func SetSharedRefreshEvery(m *Middleware, d time.Duration) { m.shared.SetRefreshEvery(d) }

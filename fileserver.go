@@ -50,7 +50,7 @@ import (
 // file replaced by one of the same size and time keeps its old hash. The
 // details are in docs/reference.md ("Static files").
 func (m *Middleware) FileServer(fsys fs.FS, opts ...FileServerOption) http.Handler {
-	if m.buffers == nil {
+	if m == nil || m.buffers == nil {
 		m = defaultMiddleware()
 	}
 	s := newFileServer(m, fsys)

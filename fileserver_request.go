@@ -336,7 +336,7 @@ func (fr *fileRequest) fileHeader(f fs.File, meta *fileMeta, eligible bool, dict
 		return
 	}
 	useAs := ""
-	if dictPattern > 0 && eligible && fr.public && d.registrable(h, dictionaryCacheControl) {
+	if dictPattern > 0 && eligible && fr.public && d.registrable(h, dictionaryCacheControl, fr.r, &d.routes[dictPattern-1]) {
 		useAs = d.useAs[dictPattern-1]
 		if fr.r.Method == http.MethodGet && meta.etag != "" {
 			fr.rememberFileDictionary(f, d.patterns[dictPattern-1])

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"sync"
 	"time"
+
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 )
 
 // This file holds the file server's best-level upgrades: one goroutine at a
@@ -130,7 +132,7 @@ func (s *fileServer) bestEncoding(k repKey, plain, old []byte, d *dictionary, le
 			return value, false, nil
 		}
 	}
-	if public && !rejected && v.claim(context.Background()) == claimLost {
+	if public && !rejected && v.claim(context.Background()) == storeguard.Lost {
 		s.fleet.wait(k)
 		return nil, true, nil
 	}

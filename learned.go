@@ -382,6 +382,10 @@ type learnedRoute struct {
 	probes  atomic.Int64
 	probing atomic.Bool
 	tally   streamTally
+
+	// dictRoute names the route in the log of its dictionaries served
+	// without Use-As-Dictionary (registrable).
+	dictRoute dictRoute
 }
 
 // streamTally sums what probes of a route's streamed deltas found.
@@ -419,6 +423,7 @@ func newLearnedRoutes(s *dictStore, c []learnedConfig) []*learnedRoute {
 	for _, lc := range c {
 		sum := sha256.Sum256([]byte(lc.pattern))
 		r := &learnedRoute{s: s, cfg: lc, key: base64.RawURLEncoding.EncodeToString(sum[:])}
+		r.dictRoute.kind, r.dictRoute.name = "learned dictionary", lc.pattern
 		r.live.Store(&learnedSet{})
 		routes = append(routes, r)
 	}
@@ -532,6 +537,7 @@ func (r *learnedRoute) newLearnedDict(data []byte, gen uint64, codings []string)
 			useAs:       useAsDictionary(r.cfg.pattern) + ", id=" + id,
 			contentType: "text/plain; charset=utf-8", // compressed on the way, as text
 			s:           r.s,
+			route:       &r.dictRoute,
 		},
 		path: r.cfg.path + name,
 		gen:  gen,

@@ -122,13 +122,13 @@ func (s *dictStore) trial(coding string, data []byte, held [][]byte) (codingTria
 }
 
 // encodeAll returns the bytes of samples encoded one by one as coding (dcz
-// or dcb) at level against dict, as the store's encoders encode them,
-// header included.
+// or dcb) at level against dict, a learned dictionary, as the store's
+// encoders encode them (dcz against its tail, dczTail), header included.
 func encodeAll(coding string, level int, dict []byte, samples [][]byte) (int64, error) {
 	n := int64(len(samples) * len(cdt.Header(coding, [32]byte{})))
 	if coding == DCZ {
 		w, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderConcurrency(1),
-			zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(dict))), zstd.WithEncoderDictRaw(0, dict))
+			zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(dczTail(dict)))), zstd.WithEncoderDictRaw(0, dczTail(dict)))
 		if err != nil {
 			return 0, err
 		}

@@ -3,6 +3,7 @@ package squeeze
 import (
 	"time"
 
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/internal/train"
 )
 
@@ -15,9 +16,10 @@ import (
 // Training is bounded three ways: one at a time per Middleware (a
 // training that finds another running is refused and counted), at most
 // one round per route per interval, and an input whose training fits the
-// route's memory budget by (*learnedRoute).trainCost, which
+// route's memory budget with learnedMeasureCost beside it, which
 // TestLearnedTrainingStaysWithinItsMemoryBudget checks against what the
-// training allocates. The training is internal/train's.
+// training allocates. The training, and the choice of the samples it
+// trains on and those held out, are internal/train's.
 
 // learnedMeasureCost bounds what a round allocates beside the training
 // itself, for a dictionary of size bytes and samples of at most maxSample:
@@ -27,13 +29,6 @@ import (
 // with 768 KiB, measured with runtime.MemStats) and their output.
 func learnedMeasureCost(size, maxSample int64) int64 {
 	return 9<<20 + 2*dcbTableBytes(int(size)) + 2*maxSample
-}
-
-// trainCost returns the least memory a round of r trains in on n
-// bytes of samples: internal/train's smallest table and the measure.
-// Given more, the trainer takes a larger table (train.MaxCost).
-func (r *learnedRoute) trainCost(n int64) int64 {
-	return r.measureCost() + train.MinCost(n, r.cfg.dictSize)
 }
 
 // measureCost is learnedMeasureCost for r's dictionaries and samples.
@@ -51,7 +46,9 @@ func (s *dictStore) startJob(f func()) {
 }
 
 // round is the job of one round of samples, whose reservation is cost:
-// the route rests for its interval afterwards, whatever it found.
+// the route rests for its interval afterwards, whatever it found. Every
+// end of a round is reported as one step (roundEnd): "kept", "unmeasured",
+// or an end of train.
 func (r *learnedRoute) round(samples [][]byte, cost int64) {
 	defer func() {
 		r.resumeAt.Store(time.Now().Add(r.cfg.interval).UnixNano())
@@ -69,38 +66,53 @@ func (r *learnedRoute) round(samples [][]byte, cost int64) {
 		codings, m, ok := r.s.chooseCodings(ld.sd.d.data, samples)
 		if ok {
 			ld.sd.d.codings.Store(&codings)
-			r.measured(m)
 		}
-		if !ok || 1-m.ratio >= r.cfg.retrain {
+		switch {
+		case !ok || m.ratio <= 0:
+			r.s.report(LearnedInfo{Step: learnedUnmeasured, Samples: sampleBytes(samples), Size: int64(len(ld.sd.d.data))})
+			return
+		case 1-m.ratio >= r.cfg.retrain:
+			r.measured(m)
+			plain := sampleBytes(samples)
+			r.s.report(LearnedInfo{Step: learnedKept, Samples: plain, Size: int64(len(ld.sd.d.data)),
+				Plain: plain, Saved: int64(m.savedPerByte * float64(plain))})
 			return
 		}
+		r.measured(m)
 	}
 	r.train(samples)
 }
 
 // train trains a dictionary on samples and publishes it, with a
-// SharedStore under the fleet's claim, unless another training runs (a
-// refusal) or the samples that fit the memory budget are too few. On the
-// samples held out, which it was not trained on, the round chooses the
-// delta codings it is offered in (chooseCodings); a dictionary with which
-// no delta coding beats the coding it replaces is not published.
+// SharedStore under the fleet's claim. Each way it ends is reported:
+// "refused" when another training runs or the samples that fit the
+// memory budget are too few; "claim_lost" when another replica trains
+// it; "discarded" when the training gives no dictionary, or one with
+// which neither dcz nor dcb beats the coding it replaces on the samples
+// held out, which it was not trained on (chooseCodings);
+// "unmeasured" when that cannot be measured; "superseded" when a newer
+// or the same dictionary went live meanwhile; else "trained". Only the
+// last publishes.
 func (r *learnedRoute) train(samples [][]byte) {
 	s := r.s
 	if !s.training.TryAcquire(1) {
-		s.report(LearnedInfo{Step: learnedRefused})
+		s.report(LearnedInfo{Step: learnedRefused, Samples: sampleBytes(samples)})
 		return
 	}
 	defer s.training.Release(1)
 	input, held := r.trainingInput(samples)
+	in := sampleBytes(input)
 	if len(input) < learnedMinSamples || len(held) == 0 {
-		s.report(LearnedInfo{Step: learnedRefused})
+		s.report(LearnedInfo{Step: learnedRefused, Samples: in})
 		return
 	}
 	r.mu.Lock()
 	gen := r.gen + 1
 	r.mu.Unlock()
-	if s.shared != nil && r.claim(gen) == claimLost {
-		return // another replica trains it; a later poll takes it
+	if s.shared != nil && r.claim(gen) == storeguard.Lost {
+		// Another replica trains it; a later poll takes it.
+		s.report(LearnedInfo{Step: learnedClaimLost, Samples: in})
+		return
 	}
 	t0 := time.Now()
 	trained, err := train.Train(input, r.cfg.dictSize, r.cfg.trainMemory-r.measureCost(), train.Options{})
@@ -109,51 +121,50 @@ func (r *learnedRoute) train(samples [][]byte) {
 	if err != nil {
 		data = nil // trainingInput kept what fits; nothing else refuses
 	}
+	end := LearnedInfo{Samples: in, Size: int64(len(data)), Elapsed: elapsed}
 	if len(data) == 0 {
+		end.Step = learnedDiscarded
+		s.report(end)
 		return
 	}
+	// On the samples held out, which it was not trained on, the round
+	// chooses the delta codings it is offered in (learned_codings.go).
 	codings, m, ok := s.chooseCodings(data, held)
-	if !ok || len(codings) == 0 {
-		return // no delta coding beats the coding it replaces
+	var ld *learnedDict
+	switch {
+	case !ok || m.ratio <= 0:
+		end.Step = learnedUnmeasured
+	case len(codings) == 0:
+		end.Step = learnedDiscarded // no delta coding beats the coding it replaces
+	default:
+		end.Step = learnedSuperseded
+		if ld = r.newLearnedDict(data, gen, codings); r.publish(ld) {
+			r.measured(m)
+			end.Step = learnedTrained
+		}
 	}
-	ld := r.newLearnedDict(data, gen, codings)
-	if !r.publish(ld) {
-		return
-	}
-	r.measured(m)
-	var in int64
-	for _, b := range input {
-		in += int64(len(b))
-	}
-	s.report(LearnedInfo{Step: learnedTrained, Samples: in, Size: int64(len(data)), Elapsed: elapsed})
-	if s.shared != nil {
+	s.report(end)
+	if end.Step == learnedTrained && s.shared != nil {
 		r.share(ld)
 	}
 }
 
-// trainingInput splits samples into those to train on and those held
-// out to measure the result on, every fourth: never one of the first, on
-// which a dictionary that merely holds them would look better than on the
-// route's next responses. Of the first it keeps the newest whose training
-// fits the memory budget. A round's samples, learnedRoundSamples or more,
-// hold one out at least; fewer than that may leave too few of either.
-func (r *learnedRoute) trainingInput(samples [][]byte) (input, held [][]byte) {
-	for i, b := range samples {
-		if i%4 == 3 {
-			held = append(held, b)
-		} else {
-			input = append(input, b)
-		}
-	}
+// sampleBytes returns the bytes of samples.
+func sampleBytes(samples [][]byte) int64 {
 	var n int64
-	for i := len(input) - 1; i >= 0; i-- {
-		if r.trainCost(n+int64(len(input[i]))) > r.cfg.trainMemory {
-			input = input[i+1:]
-			break
-		}
-		n += int64(len(input[i]))
+	for _, b := range samples {
+		n += int64(len(b))
 	}
-	return input, held
+	return n
+}
+
+// trainingInput splits samples into those to train on and those held
+// out to measure the result on (train.HoldOut), within the route's
+// training memory less what measuring the result takes. A round's
+// samples, learnedRoundSamples or more, hold one out at least; fewer than
+// that may leave too few of either.
+func (r *learnedRoute) trainingInput(samples [][]byte) (input, held [][]byte) {
+	return train.HoldOut(samples, r.cfg.dictSize, r.cfg.trainMemory-r.measureCost())
 }
 
 // learnedMeasure is what a dictionary did to a set of samples, encoded

@@ -8,12 +8,13 @@ import (
 
 	"github.com/squeezehttp/squeeze/internal/decode"
 	"github.com/squeezehttp/squeeze/internal/pool"
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/writers"
 )
 
 // Middleware compresses responses and decodes request bodies. It is safe for
-// concurrent use; build it once with [New] and share it. The zero Middleware
-// behaves as one from New with no options.
+// concurrent use; build it once with [New] and share it. The zero Middleware,
+// and a nil one, behave as one from New with no options.
 type Middleware struct {
 	offers []offer
 	// isolating are the offers whose codings can isolate a secret, for
@@ -36,8 +37,8 @@ type Middleware struct {
 	trustETags bool
 	// slots pools the per-response state (slot.go).
 	slots sync.Pool
-	// shared is the store of WithSharedStore, nil without one (shared.go).
-	shared *shared
+	// shared guards the store of WithSharedStore, nil without one (shared.go).
+	shared *storeguard.Guard
 	// hiding is WithLengthHiding, nil when off (lengthhiding.go).
 	hiding *lengthHiding
 }
@@ -102,7 +103,7 @@ func New(opts ...Option) (*Middleware, error) {
 	}
 	if m.dicts != nil && m.shared != nil {
 		m.dicts.shared = m.shared
-		m.dicts.live = newRecentKeys(liveURLBytes, liveURLFor)
+		m.dicts.live = storeguard.NewRecentKeys(liveURLBytes, liveURLFor)
 	}
 	bufferSize := max(c.bufferSize, c.minSize)
 	if m.buffers, err = pool.NewBuffers(bufferSize); err != nil {

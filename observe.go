@@ -71,8 +71,9 @@ type SharedStoreInfo struct {
 }
 
 // LearnedInfo describes one step of a learned dictionary: Step names it
-// ("trained", "adopted", "refused", "delta", the samples refused by reason,
-// "deltas_stopped", "publish_failed", "unregistrable"), and
+// (each end of a round: "trained", "kept", "refused", "claim_lost",
+// "discarded", "superseded", "unmeasured"; "adopted", "delta", the samples
+// refused by reason, "deltas_stopped", "publish_failed", "unregistrable"), and
 // docs/reference.md ("Observability") says what each sets of Samples, Size,
 // Plain, Saved and Elapsed. New steps may be added; an observer ignores the
 // ones it does not know.
@@ -97,6 +98,18 @@ const (
 	learnedDeltasStopped      = "deltas_stopped"
 	learnedPublishFailed      = "publish_failed"
 	learnedUnregistrable      = "unregistrable"
+
+	// The ends of a round besides learnedTrained and learnedRefused
+	// (learned_train.go): the live dictionary saved enough; another
+	// replica claimed the training; the training gave no dictionary that
+	// saves anything on the samples held out; a newer or the same
+	// dictionary went live while it trained; a dictionary could not be
+	// measured.
+	learnedKept       = "kept"
+	learnedClaimLost  = "claim_lost"
+	learnedDiscarded  = "discarded"
+	learnedSuperseded = "superseded"
+	learnedUnmeasured = "unmeasured"
 )
 
 // SharedResult is the outcome of a call to the store of [WithSharedStore],

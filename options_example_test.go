@@ -162,6 +162,7 @@ func ExampleSharedWriteBudget() {
 	}
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Cache-Control", "max-age=60") // a browser keeps only a fresh dictionary
 		_, _ = w.Write(page(r.URL.RawQuery))
 	}))
 	for i := range 20 {

@@ -64,12 +64,25 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 	defer rw.keepBuffer(outBuf)
 	out, split, ok, noEncoder := rw.encodeWhole(o, body, (*outBuf)[:0:len(body)-1])
 	if fb != nil {
-		limit := len(body) - 1
+		// The delta goes out only if the coding it replaces is no
+		// smaller, which a delta that won before wins again
+		// (delta_wins.go).
+		var won uint64
 		if ok {
-			limit = len(out) - 1
+			won = deltaKey(rw.m.dicts.knownSeed, body, o, fb)
 		}
-		if rw.sendSmallerThanDelta(h, fb, body, &key, store, limit) {
-			return true
+		if won == 0 || !o.dict.wins.won(won) {
+			limit := len(body) - 1
+			if ok {
+				limit = len(out) - 1
+			}
+			sent, deltaWon := rw.sendSmallerThanDelta(h, fb, body, &key, store, limit)
+			if sent {
+				return true
+			}
+			if won != 0 && deltaWon {
+				o.dict.wins.note(won)
+			}
 		}
 	}
 	if !ok {
@@ -86,22 +99,23 @@ func (rw *responseWriter) sendWhole(h http.Header, f *facts, body []byte) bool {
 // sendSmallerThanDelta sends body in fb's coding, the one the client's
 // Accept-Encoding gets without the dictionary, if it comes out no longer
 // than limit bytes, the delta's length less one, and reports whether it
-// did; the cache, if this response leads k's flight, then keeps it and the
+// did, and, if not, whether the delta won (fb's encoding came out longer;
+// no encoder to be had is no contest); the cache, if this response leads k's flight, then keeps it and the
 // verdict that the delta lost (storeBeaten). A delta never goes out larger
 // than the coding it replaces: its header alone takes 36 or 40 bytes, more
 // than a dictionary that shares little with a small body saves.
-func (rw *responseWriter) sendSmallerThanDelta(h http.Header, fb *offer, body []byte, k *cacheKey, store bool, limit int) bool {
+func (rw *responseWriter) sendSmallerThanDelta(h http.Header, fb *offer, body []byte, k *cacheKey, store bool, limit int) (sent, deltaWon bool) {
 	buf := rw.getBuffer()
 	defer rw.keepBuffer(buf)
-	out, split, ok, _ := rw.encodeWhole(fb, body, (*buf)[:0:max(limit, 0)])
+	out, split, ok, noEncoder := rw.encodeWhole(fb, body, (*buf)[:0:max(limit, 0)])
 	if !ok {
-		return false
+		return false, !noEncoder
 	}
 	rw.m.storeBeaten(rw.req, h, k, store, body, limit+1, fb, out)
 	rw.offer = fb
 	rw.written = int64(len(body))
 	rw.sendEncodedBody(h, fb.coding, out, stateSent, split)
-	return true
+	return true, false
 }
 
 // sendBeaten sends body in fb's coding, the one the client's

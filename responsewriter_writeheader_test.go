@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/squeezehttp/squeeze"
 	"github.com/squeezehttp/squeeze/internal/testtool"
@@ -195,6 +196,15 @@ func TestZeroMiddlewareIsUsable(t *testing.T) {
 			}
 			if got := testtool.Decode(t, "gzip", rec.Body.Bytes()); !bytes.Equal(got, textBody(1, 4096)) {
 				t.Errorf("body did not round-trip")
+			}
+			// Its other methods take it as the defaults too.
+			if !tc.m.Compresses("text/html") || tc.m.Compresses("image/png") {
+				t.Errorf("%s Middleware: Compresses disagrees with the default content types", tc.name)
+			}
+			files := tc.m.FileServer(fstest.MapFS{"app.js": {Data: textBody(2, 4096)}})
+			rec = serveAt(files, "/app.js", "gzip")
+			if rec.Code != http.StatusOK || rec.Header().Get("Content-Encoding") != "gzip" {
+				t.Errorf("%s Middleware's FileServer: %d, Content-Encoding %q; want 200, gzip", tc.name, rec.Code, rec.Header().Get("Content-Encoding"))
 			}
 		})
 	}

@@ -14,11 +14,12 @@ import (
 // budget (shared_admission.go): a flood of bodies a client chose writes
 // nothing until each is asked for, and then no more than the budget.
 
-// bodyOf serves as application/javascript what body returns for the
-// request's path and raw query.
+// bodyOf serves as application/javascript, fresh for an hour, what body
+// returns for the request's path and raw query.
 func bodyOf(body func(path, query string) []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/javascript")
+		w.Header().Set("Cache-Control", "max-age=3600")
 		_, _ = w.Write(body(r.URL.Path, r.URL.RawQuery))
 	})
 }

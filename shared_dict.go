@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 )
 
 // This file holds the dictionaries a fleet shares through its SharedStore
@@ -25,7 +26,7 @@ import (
 // must be one of this Middleware's own WithDictionaryMatch patterns. Only
 // a wrong framing or hash is the value's fault: a sound value on another
 // pattern may be a learned route's, which shares the key, and is only not
-// for this store (sharedNotHere in shared.go). Whether the pattern matches
+// for this store (storeguard.NotHere). Whether the pattern matches
 // the request's path is begin's check, as for any dictionary, after the
 // fetch: a request on another pattern's path gets no delta, but neither
 // marks the value bad nor keeps it from the requests it does match.
@@ -111,25 +112,25 @@ func (s *dictStore) responseServed(d *dictionary, r *http.Request) {
 	if named, ok := cdt.ParseAvailableDictionary(r.Header["Available-Dictionary"]); ok && named == d.hash {
 		from = fromEarnedResponse
 		if url != "" {
-			s.live.note(url)
+			s.live.Note(url)
 		}
-	} else if url != "" && s.live.has(url) {
+	} else if url != "" && s.live.Has(url) {
 		from = fromEarnedResponse
 	}
 	s.seen(d, from)
 }
 
 // share writes d to the shared store if it is due (public, earned, not
-// written yet: see sharedCandidate). A write the store's wrapper did not
+// written yet: see storeguard.Candidate). A write the store's wrapper did not
 // start (the budget, the breaker or the values in flight had no room), or
 // that the store did not take, is given back, to be made when d earns
 // again.
 func (s *dictStore) share(d *dictionary) {
-	if !d.fleet.start() {
+	if !d.fleet.Start() {
 		return
 	}
 	if !s.publish(d) {
-		d.fleet.abort()
+		d.fleet.Abort()
 		return
 	}
 	d.refreshed.Store(time.Now().UnixNano())
@@ -137,7 +138,7 @@ func (s *dictStore) share(d *dictionary) {
 
 // keepFresh keeps d's key fresh in the fleet's store while this replica
 // uses d (seen: sent, named, sent as a delta against), at most once per
-// refresh period (defaultSharedRefreshEvery) for d, once the store holds
+// refresh period (storeguard.DefaultRefreshEvery) for d, once the store holds
 // it (written or read from there): an LRU store (Redis's allkeys-lru)
 // evicts what was touched least recently, and a replica that serves d from
 // its own copy never reads the key, so without this a flood of writes
@@ -146,16 +147,16 @@ func (s *dictStore) share(d *dictionary) {
 // found gone (evicted, expired: a SharedStoreSizer tells) is written
 // again if this replica earned it (share), within the write budget.
 func (s *dictStore) keepFresh(d *dictionary) {
-	if !d.fleet.inStore() {
+	if !d.fleet.InStore() {
 		return
 	}
 	now := time.Now().UnixNano()
 	last := d.refreshed.Load()
-	if now-last < int64(s.shared.refreshEvery) || !d.refreshed.CompareAndSwap(last, now) {
+	if now-last < int64(s.shared.RefreshEvery()) || !d.refreshed.CompareAndSwap(last, now) {
 		return
 	}
-	s.shared.refresh(sharedDictKey(d.hash), func() {
-		d.fleet.abort() // gone: due again, if earned and public
+	s.shared.Refresh(sharedDictKey(d.hash), func() {
+		d.fleet.Abort() // gone: due again, if earned and public
 		s.share(d)
 	})
 }
@@ -167,28 +168,28 @@ func (s *dictStore) keepFresh(d *dictionary) {
 // does not fit the framing is not shared. It reports false when the write
 // was not started for now.
 func (s *dictStore) publish(d *dictionary) bool {
-	if len(d.pattern) > 0xffff || sharedDictHeader+len(d.pattern)+len(d.data) > s.shared.maxValue {
+	if len(d.pattern) > 0xffff || sharedDictHeader+len(d.pattern)+len(d.data) > s.shared.MaxValue() {
 		return true
 	}
-	if s.shared.breaker.blocked() {
+	if s.shared.Blocked() {
 		return false
 	}
-	return s.shared.setAsync(sharedDictKey(d.hash), sharedDictValue(d), 0, d.fleet.abort)
+	return s.shared.SetAsync(sharedDictKey(d.hash), sharedDictValue(d), 0, d.fleet.Abort)
 }
 
 // fetch returns the dictionary with this hash from the shared store, kept
 // in this store (counted against its budget) once verified, or nil. The
 // caller checks that its pattern matches the request's path.
 func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
-	limit := int(min(s.maxBody+int64(sharedDictHeader+s.longestPattern()), int64(s.shared.maxValue)))
-	v, ok := s.shared.lookup(ctx, sharedDictKey(hash), "dict", limit, true, func(value []byte) (any, sharedVerdict) {
-		d, verdict := s.verifyShared(hash, value)
+	limit := int(min(s.maxBody+int64(sharedDictHeader+s.longestPattern()), int64(s.shared.MaxValue())))
+	v, ok := s.shared.Lookup(ctx, sharedDictKey(hash), "dict", limit, true, func(value []byte) (any, storeguard.Verdict) {
+		d, verdict := verifySharedDict(hash, value, s.patterns, s.maxBody)
 		if d == nil {
 			return nil, verdict
 		}
-		d.fleet.taken() // the store holds it: not written back
+		d.fleet.Taken() // the store holds it: not written back
 		d.refreshed.Store(time.Now().UnixNano())
-		return s.insert(d, int64(cap(value))+dictEntryBytes, 0), sharedTaken
+		return s.insert(d, int64(cap(value))+dictEntryBytes, 0), storeguard.Taken
 	})
 	if !ok {
 		return nil
@@ -196,30 +197,34 @@ func (s *dictStore) fetch(ctx context.Context, hash [32]byte) *dictionary {
 	return v.(*dictionary)
 }
 
-// verifyShared returns the dictionary value holds and sharedTaken, if it
-// is the one that hashes to hash, on one of s.patterns, and one the store
-// would have remembered itself (not empty, within the largest body). It
-// checks the value, never the request that asked for it. A value whose
-// framing or hash is wrong is sharedBad, refused whoever asks; a sound one
-// on a pattern not in s.patterns or longer than the largest body is
-// sharedNotHere, since it may be a learned route's (shared_learned.go),
-// whose dictionaries share the key. Its caller charges it the whole
-// value's capacity, which its bytes keep. The checks that cost little
-// come first: a hostile value costs a hash of its bytes only when its
-// framing and pattern would be used.
-func (s *dictStore) verifyShared(hash [32]byte, value []byte) (*dictionary, sharedVerdict) {
+// verifySharedDict is the one check of a dictionary value read from the
+// store under hash, for every reader: it returns the dictionary value
+// holds and storeguard.Taken if its framing holds, its pattern is one of
+// patterns (the reader's own: a dictStore's WithDictionaryMatch
+// patterns, a learned route's one), its bytes are not empty, at most
+// maxLen long and hash to hash. It checks the value, never the request
+// that asked for it. A value whose framing or hash is wrong is
+// storeguard.Bad, refused whoever asks; a sound one on a pattern not in
+// patterns or longer than maxLen is storeguard.NotHere, since it may be
+// another reader's (a learned route's and a WithDictionaryMatch pattern's
+// dictionaries share the key). The dictionary's pattern is the reader's
+// own string, its data value's bytes, which its caller charges the whole
+// value's capacity. The checks that cost little come first: a hostile
+// value costs a hash of its bytes only when its framing and pattern would
+// be used.
+func verifySharedDict(hash [32]byte, value []byte, patterns []string, maxLen int64) (*dictionary, storeguard.Verdict) {
 	pattern, data, ok := parseSharedDict(value)
 	if !ok || len(data) == 0 {
-		return nil, sharedBad
+		return nil, storeguard.Bad
 	}
-	i := slices.Index(s.patterns, pattern)
-	if i < 0 || int64(len(data)) > s.maxBody {
-		return nil, sharedNotHere
+	i := slices.Index(patterns, pattern)
+	if i < 0 || int64(len(data)) > maxLen {
+		return nil, storeguard.NotHere
 	}
 	if sha256.Sum256(data) != hash {
-		return nil, sharedBad
+		return nil, storeguard.Bad
 	}
-	return &dictionary{hash: hash, data: data, pattern: s.patterns[i]}, sharedTaken
+	return &dictionary{hash: hash, data: data, pattern: patterns[i]}, storeguard.Taken
 }
 
 // longestPattern returns the length of the longest WithDictionaryMatch

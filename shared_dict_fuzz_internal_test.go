@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"testing"
+
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 )
 
-// FuzzSharedDictionaryValue runs the checks of a dictionary value read
-// from the fleet's store, by a WithDictionaryMatch store and by a learned
-// route, on any bytes: they never panic, a value whose framing they accept
+// FuzzSharedDictionaryValue runs the check of a dictionary value read
+// from the fleet's store (verifySharedDict), as a WithDictionaryMatch
+// store and a learned route make it, on any bytes: they never panic, a value whose framing they accept
 // frames again to the same bytes, and a dictionary they take has the
 // reader's own pattern, fits its size and hashes to the key it was read
 // under. honest makes the key the hash of the value's dictionary bytes, so
@@ -24,8 +26,7 @@ func FuzzSharedDictionaryValue(f *testing.F) {
 	f.Add([]byte("sqzd2\x00\x05/js/*abc"), true)
 
 	const maxBody = 1 << 10
-	s := &dictStore{patterns: []string{"/js/*", "/css/*"}, maxBody: maxBody}
-	r := &learnedRoute{cfg: learnedConfig{pattern: "/search/*", dictSize: maxBody}}
+	patterns, learned := []string{"/js/*", "/css/*"}, []string{"/search/*"}
 	f.Fuzz(func(t *testing.T, value []byte, honest bool) {
 		pattern, body, framed := parseSharedDict(value)
 		if framed {
@@ -38,8 +39,8 @@ func FuzzSharedDictionaryValue(f *testing.F) {
 		if honest && framed {
 			hash = sha256.Sum256(body)
 		}
-		check := func(reader string, d *dictionary, v sharedVerdict, patterns []string, max int) {
-			if v != sharedTaken {
+		check := func(reader string, d *dictionary, v storeguard.Verdict, patterns []string, max int) {
+			if v != storeguard.Taken {
 				if d != nil {
 					t.Fatalf("%s: verdict %v with a dictionary", reader, v)
 				}
@@ -62,9 +63,9 @@ func FuzzSharedDictionaryValue(f *testing.F) {
 			}
 			t.Fatalf("%s: took pattern %q, not its own %q", reader, d.pattern, patterns)
 		}
-		d, v := s.verifyShared(hash, value)
-		check("WithDictionaryMatch", d, v, s.patterns, maxBody)
-		d, v = r.verifyLearned(hash, value)
-		check("learned route", d, v, []string{r.cfg.pattern}, r.cfg.dictSize)
+		d, v := verifySharedDict(hash, value, patterns, maxBody)
+		check("WithDictionaryMatch", d, v, patterns, maxBody)
+		d, v = verifySharedDict(hash, value, learned, maxBody)
+		check("learned route", d, v, learned, maxBody)
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 )
 
 // This file holds the best-level encodings a fleet shares through its
@@ -52,7 +54,7 @@ func sharedClaimKey(key string) string { return "claim:" + key }
 // plain body of size bytes with SHA-256 sum, in coding, against dict for a
 // delta.
 type sharedVariant struct {
-	s      *shared
+	s      *storeguard.Guard
 	key    string
 	sum    [32]byte
 	size   int
@@ -62,7 +64,7 @@ type sharedVariant struct {
 
 // newSharedVariant returns the variant of the plain body with SHA-256 sum
 // and size bytes in coding at level, against d for a delta.
-func newSharedVariant(s *shared, sum [32]byte, size int, coding string, level int, d *dictionary) *sharedVariant {
+func newSharedVariant(s *storeguard.Guard, sum [32]byte, size int, coding string, level int, d *dictionary) *sharedVariant {
 	var dict string
 	if d != nil {
 		dict = string(d.hash[:])
@@ -83,12 +85,12 @@ func (v *sharedVariant) verifyMemory() int64 {
 func (v *sharedVariant) take(ctx context.Context, limit int) (value []byte, rejected bool) {
 	// The fetch may outlive get's wait: the flag is set from its goroutine.
 	var bad atomic.Bool
-	got, ok := v.s.get(ctx, v.key, limit, func(value []byte) (any, sharedVerdict) {
+	got, ok := v.s.Get(ctx, v.key, limit, func(value []byte) (any, storeguard.Verdict) {
 		if !v.verify(value) {
 			bad.Store(true)
-			return nil, sharedBad
+			return nil, storeguard.Bad
 		}
-		return value, sharedTaken
+		return value, storeguard.Taken
 	})
 	if !ok {
 		return nil, bad.Load()
@@ -126,31 +128,16 @@ func (v *sharedVariant) verify(value []byte) bool {
 	return [32]byte(h.Sum(sum[:0])) == v.sum
 }
 
-// claimOutcome is what a claim to upgrade a variant found.
-type claimOutcome uint8
-
-const (
-	// claimWon: this replica does the work and writes the result.
-	claimWon claimOutcome = iota
-	// claimLost: another replica holds the claim; this one waits for its
-	// result and looks again later.
-	claimLost
-	// claimUnknown: the store did not answer; this replica does the work
-	// for itself, as it would without a store, and writes the result if
-	// the store takes it.
-	claimUnknown
-)
-
 // claim claims the work of making the variant's encoding for
 // sharedClaimLifetime.
-func (v *sharedVariant) claim(ctx context.Context) claimOutcome {
-	return v.s.claim(ctx, sharedClaimKey(v.key), []byte{1}, sharedClaimLifetime)
+func (v *sharedVariant) claim(ctx context.Context) storeguard.ClaimOutcome {
+	return v.s.Claim(ctx, sharedClaimKey(v.key), []byte{1}, sharedClaimLifetime)
 }
 
 // publish writes the variant's encoding, made by this replica, in the
 // background.
 func (v *sharedVariant) publish(encoded []byte) {
-	_ = v.s.setAsync(v.key, encoded, 0, nil)
+	_ = v.s.SetAsync(v.key, encoded, 0, nil)
 }
 
 // upgradeFromFleet is the fleet's side of the cache's upgrade of j's entry
@@ -185,7 +172,7 @@ func (c *cacheCore) upgradeFromFleet(j *upgradeJob, d *dictionary) (v *sharedVar
 		if !j.entry.public.Load() {
 			return nil, false // not public: no claim, no write
 		}
-		if !rejected && v.claim(context.Background()) == claimLost {
+		if !rejected && v.claim(context.Background()) == storeguard.Lost {
 			j.entry.hits.Store(0)
 			return v, true
 		}

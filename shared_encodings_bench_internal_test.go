@@ -94,9 +94,10 @@ func BenchmarkSharedUpgradeTake(b *testing.B) {
 			}
 			b.Run(body.name+"/"+coding+"/shared-hit", func(b *testing.B) {
 				best := encode(b, upgradeLevel(coding))
-				s := newShared(&config{shared: &mapStore{m: map[string][]byte{}}, sharedTimeout: 5 * time.Second}, nil)
+				store := &mapStore{m: map[string][]byte{}}
+				s := newShared(&config{shared: store, sharedTimeout: 5 * time.Second}, nil)
 				v := newSharedVariant(s, sha256.Sum256(body.plain), len(body.plain), coding, upgradeLevel(coding), d)
-				if err := s.store.Set(context.Background(), v.key, best, 0); err != nil {
+				if err := store.Set(context.Background(), v.key, best, 0); err != nil {
 					b.Fatal(err)
 				}
 				b.SetBytes(int64(len(body.plain)))

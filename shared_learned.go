@@ -2,12 +2,13 @@ package squeeze
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/squeezehttp/squeeze/internal/storeguard"
 )
 
 // This file holds the learned dictionaries a fleet shares through its
@@ -50,9 +51,9 @@ const learnedPollEvery = time.Second
 func (r *learnedRoute) pointerKey() string { return "learned:" + r.key }
 
 // claim claims the training of generation gen of the route's dictionary.
-func (r *learnedRoute) claim(gen uint64) claimOutcome {
+func (r *learnedRoute) claim(gen uint64) storeguard.ClaimOutcome {
 	key := "claim:learned:" + r.key + ":" + strconv.FormatUint(gen, 10)
-	return r.s.shared.claim(context.Background(), key, []byte{1}, learnedClaimLifetime)
+	return r.s.shared.Claim(context.Background(), key, []byte{1}, learnedClaimLifetime)
 }
 
 // share writes ld, just trained, to the store under its hash, then the
@@ -92,8 +93,8 @@ func (r *learnedRoute) write(ld *learnedDict) bool {
 	v = append(v, d.hash[:]...)
 	// Each write comes out of the replica's write budget; the pointer is
 	// written only once the dictionary is.
-	return sh.admit(len(value)) && sh.set(context.Background(), sharedDictKey(d.hash), value, 0) &&
-		sh.admit(len(v)) && sh.set(context.Background(), r.pointerKey(), v, 0)
+	return sh.Admit(len(value)) && sh.Set(context.Background(), sharedDictKey(d.hash), value, 0) &&
+		sh.Admit(len(v)) && sh.Set(context.Background(), r.pointerKey(), v, 0)
 }
 
 // retryShare shares again, in the background, the route's dictionary the
@@ -140,13 +141,13 @@ func (r *learnedRoute) poll() { r.pollCtx(context.Background()) }
 // pollCtx is poll within ctx.
 func (r *learnedRoute) pollCtx(ctx context.Context) {
 	sh := r.s.shared
-	v, ok := sh.get(ctx, r.pointerKey(), sharedLearnedLen, func(value []byte) (any, sharedVerdict) {
+	v, ok := sh.Get(ctx, r.pointerKey(), sharedLearnedLen, func(value []byte) (any, storeguard.Verdict) {
 		if len(value) != sharedLearnedLen || string(value[:len(sharedLearnedMagic)]) != sharedLearnedMagic {
-			return nil, sharedBad
+			return nil, storeguard.Bad
 		}
 		p := learnedPointer{gen: binary.BigEndian.Uint64(value[len(sharedLearnedMagic):])}
 		copy(p.hash[:], value[len(sharedLearnedMagic)+8:])
-		return p, sharedTaken
+		return p, storeguard.Taken
 	})
 	if !ok {
 		return
@@ -168,41 +169,24 @@ func (r *learnedRoute) pollCtx(ctx context.Context) {
 }
 
 // fetch returns the route's dictionary with this hash from the store,
-// verified (verifyLearned), or nil; named says a client's request named
-// it (see shared.lookup). It is not kept anywhere: the caller publishes
+// verified (verifySharedDict), or nil; named says a client's request named
+// it (see storeguard.Guard.Lookup). It is not kept anywhere: the caller publishes
 // it or stores it within a budget. The key is the one of every dictionary
 // of that hash: the route reads it through a via of its own, since it
-// checks it against its own pattern and size (see shared.lookup).
+// checks it against its own pattern and size (see storeguard.Guard.Lookup).
 func (r *learnedRoute) fetch(ctx context.Context, hash [32]byte, named bool) *dictionary {
 	limit := sharedDictHeader + len(r.cfg.pattern) + r.cfg.dictSize
-	v, ok := r.s.shared.lookup(ctx, sharedDictKey(hash), "learned:"+r.key, limit, named, func(value []byte) (any, sharedVerdict) {
-		d, verdict := r.verifyLearned(hash, value)
+	v, ok := r.s.shared.Lookup(ctx, sharedDictKey(hash), "learned:"+r.key, limit, named, func(value []byte) (any, storeguard.Verdict) {
+		d, verdict := verifySharedDict(hash, value, []string{r.cfg.pattern}, int64(r.cfg.dictSize))
+		if d != nil {
+			d.learned = true
+		}
 		return d, verdict
 	})
 	if !ok {
 		return nil
 	}
 	return v.(*dictionary)
-}
-
-// verifyLearned returns the dictionary value holds and sharedTaken if it
-// is the route's (its pattern), within its size, and hashes to hash. A
-// value whose framing or hash is wrong is sharedBad; a sound one of
-// another pattern or longer than the route's size is sharedNotHere: it
-// may be a dictionary of WithDictionaryMatch, or another route's. The
-// cheap checks come first.
-func (r *learnedRoute) verifyLearned(hash [32]byte, value []byte) (*dictionary, sharedVerdict) {
-	pattern, data, ok := parseSharedDict(value)
-	if !ok || len(data) == 0 {
-		return nil, sharedBad
-	}
-	if pattern != r.cfg.pattern || len(data) > r.cfg.dictSize {
-		return nil, sharedNotHere
-	}
-	if sha256.Sum256(data) != hash {
-		return nil, sharedBad
-	}
-	return &dictionary{hash: hash, data: data, pattern: r.cfg.pattern, learned: true}, sharedTaken
 }
 
 // fetchForClient returns the route's dictionary with this hash, which a

@@ -61,31 +61,9 @@ type SharedStoreSizer interface {
 	GetOrSize(ctx context.Context, key string, limit int) (value []byte, size int, ok bool, err error)
 }
 
-// Defaults of the SharedOptions of the same names.
-const (
-	// defaultSharedTimeout is the per-call deadline of a SharedStore when
-	// SharedTimeout is not given: a Redis GET of a value of some hundreds
-	// of kilobytes on the same network takes well under a millisecond, one
-	// of defaultSharedMaxValue a few milliseconds (see
-	// docs/perf-history.md), so this leaves room for a loaded store while
-	// bounding what a store that has gone away costs a request.
-	defaultSharedTimeout = 25 * time.Millisecond
-
-	// defaultSharedMaxValue is the largest value, in bytes, written to or
-	// read from a SharedStore when SharedMaxValue is not given: 4 MiB, more
-	// than a large script bundle.
-	defaultSharedMaxValue = 4 << 20
-)
-
-// Breaker settings of the shared store: after sharedBreakerFailures calls
-// in a row fail (an error or a timeout; a value that fails verification is
-// an answer, counted apart),
-// no call is made for sharedBreakerCooldown; then one call probes the
-// store, and closes the breaker if it succeeds or opens it again if not.
-const (
-	sharedBreakerFailures = 5
-	sharedBreakerCooldown = 2 * time.Second
-)
+// The defaults of SharedTimeout (25 ms) and SharedMaxValue (4 MiB), and
+// the breaker's settings (5 failures in a row open it for 2 seconds), are
+// storeguard's, which says why.
 
 // maxSharedTimeout is the longest per-call timeout SharedTimeout
 // takes: the wait is added to a request's latency.

@@ -167,7 +167,7 @@ func newUpgradeEncoder(coding string, level int, d *dictionary) (writers.Encoder
 		if err != nil {
 			return nil, err
 		}
-		return &framedEncoder{header: cdt.Header(DCZ, d.hash), inner: zw}, nil
+		return newFramedEncoder(cdt.Header(DCZ, d.hash), zw), nil
 	case DCB:
 		prepared, err := brrr.PrepareDictionary(d.data)
 		if err != nil {
@@ -180,7 +180,7 @@ func newUpgradeEncoder(coding string, level int, d *dictionary) (writers.Encoder
 		if err != nil {
 			return nil, err
 		}
-		return &framedEncoder{header: cdt.Header(DCB, d.hash), inner: bw}, nil
+		return newFramedEncoder(cdt.Header(DCB, d.hash), bw), nil
 	}
 	return writers.NewEncoder(coding, level)
 }

@@ -110,6 +110,7 @@ func BenchmarkDelta(b *testing.B) {
 		serveBody := func(body []byte) http.Handler {
 			return m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/javascript")
+				w.Header().Set("Cache-Control", "max-age=3600") // a browser keeps only a fresh dictionary
 				w.Write(body)
 			}))
 		}
@@ -223,6 +224,7 @@ func TestDeltaInflightMemory(t *testing.T) {
 		big := bytes.Repeat(p.new, 4) // streamed: past the 32 KiB buffer
 		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/javascript")
+			w.Header().Set("Cache-Control", "max-age=3600") // a browser keeps only a fresh dictionary
 			if r.URL.Path == "/v/old" {
 				w.Write(p.old)
 				return

@@ -17,7 +17,7 @@ import (
 )
 
 // adapt returns the JSON config of a Caddyfile, as caddy adapt does.
-func adapt(t *testing.T, caddyfile string) ([]byte, error) {
+func adapt(t testing.TB, caddyfile string) ([]byte, error) {
 	t.Helper()
 	adapter := caddyconfig.GetAdapter("caddyfile")
 	if adapter == nil {

@@ -133,6 +133,7 @@ func floodReplica(t *testing.T, store squeeze.SharedStore, files [][]byte, opts 
 			return
 		}
 		w.Header().Set("Content-Type", "application/javascript")
+		w.Header().Set("Cache-Control", "max-age=3600") // a browser keeps only a fresh dictionary
 		if q := req.URL.RawQuery; q != "" {
 			_, _ = fmt.Fprintf(w, "/* %s */\n", q)
 		}

@@ -72,6 +72,7 @@ func startReplica(t *testing.T, store squeeze.SharedStore, files [][]byte, opts 
 			return
 		}
 		w.Header().Set("Content-Type", "application/javascript")
+		w.Header().Set("Cache-Control", "max-age=3600") // a browser keeps only a fresh dictionary
 		_, _ = w.Write(files[v-1])
 	}))
 	srv := httptest.NewServer(h)

@@ -87,7 +87,7 @@ const (
 
 	// DefaultTimeout bounds each call when WithTimeout is not given. It is
 	// the backstop for callers without a deadline of their own and longer
-	// than squeeze's defaultSharedTimeout, so that squeeze's setting
+	// than squeeze's default SharedTimeout (25 ms), so that squeeze's setting
 	// is the one that bounds a request's wait; within it a value at
 	// squeeze's largest limits crosses a loaded loopback or a data-centre
 	// network (docs/perf-history.md).

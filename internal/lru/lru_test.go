@@ -282,4 +282,18 @@ func TestCacheWithNoEntriesFindsNothing(t *testing.T) {
 	if lru.EntrySize[string, int]() == 0 {
 		t.Error("EntrySize is 0")
 	}
+	if _, ok := c.Remove("z"); ok || c.Charge("z", 1) {
+		t.Error("Remove or Charge found an entry under a key never added")
+	}
+	// A budget of zero holds weightless entries only, and no reservation
+	// but an empty one.
+	z := lru.New[string, int](0, nil)
+	if !z.Add("free", 1, 0) || z.Add("heavy", 1, 1) || !z.Reserve(0) || z.Reserve(1) || z.Len() != 1 || z.Used() != 0 {
+		t.Errorf("a budget of zero: Len %d, Used %d, Reserved %d; want one weightless entry and nothing reserved", z.Len(), z.Used(), z.Reserved())
+	}
+	for k := range z.All() {
+		if k != "free" {
+			t.Errorf("All yields %q", k)
+		}
+	}
 }

@@ -55,6 +55,8 @@ func TestTrain(t *testing.T) {
 		err  bool
 	}{
 		{name: "no samples", samples: nil, size: 1 << 10, memory: plenty, want: 0, fill: true},
+		{name: "no samples, no memory", samples: nil, size: 1 << 10, memory: 0, want: 0, fill: true},
+		{name: "empty samples, size zero", samples: [][]byte{nil}, size: 0, memory: 0, want: 0, fill: true},
 		{name: "empty samples", samples: [][]byte{{}, {}, nil}, size: 1 << 10, memory: plenty, want: 0, fill: true},
 		{name: "shorter than a d-mer", samples: [][]byte{[]byte("abc"), []byte("de")}, size: 1 << 10, memory: plenty, want: 0, fill: true},
 		{name: "size zero", samples: pages(4, 1<<10), size: 0, memory: plenty, want: 0, fill: true},
@@ -84,6 +86,9 @@ func TestTrain(t *testing.T) {
 			}
 			if tt.fill && len(r.Dict) != tt.want || !tt.fill && len(r.Dict) > tt.want {
 				t.Errorf("dictionary of %d bytes; want %d (exactly: %v)", len(r.Dict), tt.want, tt.fill)
+			}
+			if tt.want == 0 && r.Dict != nil {
+				t.Errorf("an empty dictionary of %d bytes, want nil", len(r.Dict))
 			}
 			if len(r.Dict) > max(tt.size, 0) {
 				t.Errorf("dictionary of %d bytes, over the size of %d", len(r.Dict), tt.size)
