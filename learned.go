@@ -279,8 +279,7 @@ func LearnedCredentialHeaders(names ...string) LearnedOption {
 // strong ETag and a day's max-age; every text/html response squeeze
 // handles links it (Link: <url>; rel="compression-dictionary"), so a
 // browser fetches it when idle. Later responses on the route go to clients
-// holding it as [DCZ] or [DCB] deltas, in whichever of those came out
-// smaller on samples held out of its training (neither if it lost).
+// holding it as [DCZ] or [DCB] deltas, whichever its samples show smaller.
 //
 // Every round of samples after that measures what the dictionary saves;
 // below [LearnedRetrainBelow] it is trained again, and the one it replaces
