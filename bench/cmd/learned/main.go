@@ -12,6 +12,16 @@
 //
 //	go run ./cmd/learned -html /usr/share/doc/git-doc -json /tmp/cldr/package/main
 //
+// With -sites it prints instead the served table of
+// bench/measured/trainer.md for the sites of bench.Sites named: the
+// held-out half as dcb, as dcz and as a client accepting both (Chromium)
+// gets it, against br 11 and issue 33's goal, with the server's CPU as
+// ratios; -sample-defaults keeps the route's default sample options, and
+// -levels prints the sweep of the levels a delta could go out at:
+//
+//	go run ./cmd/learned -sites git,cldr,python,sqlite -repeat 3 -cap 2097152 -size 262144
+//	go run ./cmd/learned -sites git,cldr -levels -cap 2097152
+//
 // The corpora are not part of the repository; the program fails, saying
 // how to install them, when one is missing:
 //
