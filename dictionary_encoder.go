@@ -59,11 +59,14 @@ func dczTail(data []byte) []byte {
 // per stream, not twice: a pool resets an encoder when it is given back
 // and again when it is lent (internal/pool), and a dictionary encoder's
 // reset is what a delta pays for its dictionary on every response (the
-// zstd encoder copies the dictionary's tables and history back).
+// zstd encoder copies the dictionary's tables and history back). dst is
+// an object of its own, not a field, so that the inner encoder does not
+// point back into the framedEncoder: go-brrr's Writer has a finalizer,
+// and the garbage collector never frees a cycle through one.
 type framedEncoder struct {
 	header []byte
 	inner  writers.Encoder
-	dst    destination
+	dst    *destination
 	// started is set once the header is written; used once inner has
 	// been written, flushed or closed since it was last reset.
 	started, used bool
@@ -72,8 +75,8 @@ type framedEncoder struct {
 // newFramedEncoder returns inner behind header, reset to write to
 // io.Discard until its own Reset.
 func newFramedEncoder(header []byte, inner writers.Encoder) *framedEncoder {
-	e := &framedEncoder{header: header, inner: inner, dst: destination{io.Discard}}
-	inner.Reset(&e.dst)
+	e := &framedEncoder{header: header, inner: inner, dst: &destination{io.Discard}}
+	inner.Reset(e.dst)
 	return e
 }
 
@@ -120,7 +123,7 @@ func (e *framedEncoder) Close() error {
 func (e *framedEncoder) Reset(w io.Writer) {
 	e.dst.w, e.started = w, false
 	if e.used {
-		e.inner.Reset(&e.dst)
+		e.inner.Reset(e.dst)
 		e.used = false
 	}
 }

@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"weak"
 
 	"github.com/klauspost/compress/zstd"
+	brrr "github.com/molecule-man/go-brrr"
 
 	"github.com/squeezehttp/squeeze/internal/testtool"
 )
@@ -202,5 +205,35 @@ func TestFramedEncoderResetsItsInnerEncoderOncePerResponse(t *testing.T) {
 	}
 	if n := inner.resets - before; n != responses {
 		t.Errorf("%d responses reset the inner encoder %d times; want %d", responses, n, responses)
+	}
+}
+
+// A delta encoder dropped after use is freed: go-brrr's Writer at the
+// levels it runs workers for (br 11, the Cache's upgrades) has a
+// finalizer, and a cycle through it (the inner encoder writing into its
+// framedEncoder) is never collected, which held every upgrade encoder,
+// 32 MB each, for good.
+func TestFramedEncoderDroppedIsFreed(t *testing.T) {
+	data := deltaBenchPage(1)
+	prepared, err := brrr.PrepareDictionary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw, err := brrr.NewWriterOptions(nil, 11, brrr.WriterOptions{Dictionaries: []*brrr.PreparedDictionary{prepared}, LGWin: dcbWindowBits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newFramedEncoder([]byte("H"), bw)
+	e.Reset(io.Discard)
+	_, _ = e.Write(deltaBenchPage(2))
+	_ = e.Close()
+	e.Reset(io.Discard)
+	freed := weak.Make(e)
+	e = nil
+	for range 4 {
+		runtime.GC()
+	}
+	if freed.Value() != nil {
+		t.Error("a dropped dcb encoder is still on the heap after four collections")
 	}
 }

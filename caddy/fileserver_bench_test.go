@@ -34,6 +34,10 @@ import (
 // reports its mean thread CPU per response (µs), and x-squeeze, x-cache and
 // x-trusted are encode's over theirs: above 1, squeeze spends less.
 //
+// SQUEEZE_CADDY_ONLY, a comma-separated list of the sites, runs only
+// those, to profile one alone; "bare" is squeeze without a dictionary
+// pattern, what the dictionaries cost.
+//
 // The bundles are the release pairs of internal/corpus (react-dom and
 // lodash), or, with SQUEEZE_CADDY_SITE set, the name-version.js pairs in
 // that directory (bench/caddy.sh's: js-cookie, axios and Vue).
