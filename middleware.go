@@ -184,9 +184,8 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// Close stops m's background work (upgrades, learned rounds, calls to the
-// shared store) and waits for it: call it after [http.Server.Shutdown]. m
-// goes on serving, starting none. Close returns nil, also when called again.
+// Close stops m's background work (upgrades, learned rounds, store calls)
+// and waits for it; call it after [http.Server.Shutdown]. m still serves.
 func (m *Middleware) Close() error {
 	if m == nil {
 		return nil
