@@ -99,6 +99,11 @@ type dictionary struct {
 	// against it. One of a route's live dictionaries is outside the
 	// remembered store and not charged to its budget.
 	learned bool
+	// codings are the delta codings offered against a learned dictionary,
+	// preferred first, as the route's last round chose them on samples
+	// the dictionary was not trained on (learned_codings.go); nil for the
+	// store's codings, in its order, as for every other dictionary.
+	codings atomic.Pointer[[]string]
 
 	dcz, dcb lazyOffer
 	// wins are the bodies whose deltas beat the coding they replace
@@ -737,12 +742,20 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 		return nil, pattern, varies
 	}
 	s.seen(d, byHash) // a client holds it: it has earned the fleet's store
-	if o = s.offerFor(d, coding); o == nil && len(s.codings) == 2 {
+	codings := s.codings
+	if chosen := d.codings.Load(); chosen != nil {
+		// A learned dictionary's round chose its codings and their order.
+		codings = *chosen
+		if coding = explicitCoding(r.Header["Accept-Encoding"], codings); coding == "" {
+			return nil, pattern, varies
+		}
+	}
+	if o = s.offerFor(d, coding); o == nil && len(codings) == 2 {
 		// The other dictionary coding, if the client names it too: dcb
 		// is refused for a dictionary whose tables do not fit the budget.
-		other := s.codings[0]
+		other := codings[0]
 		if other == coding {
-			other = s.codings[1]
+			other = codings[1]
 		}
 		if explicitCoding(r.Header["Accept-Encoding"], []string{other}) != "" {
 			o = s.offerFor(d, other)

@@ -66,9 +66,8 @@ func dictionaryHeaders(h http.Header, varies bool, useAs, fresh string, links []
 // Why a browser would not register a response as a dictionary
 // (unregistrable), as the once-per-route log line says it.
 const (
-	unregistrableBlocked    = "its caching headers say no-cache or no-store (Cache-Control, or Pragma: no-cache)"
-	unregistrableRevalidate = "its Cache-Control says must-revalidate"
-	unregistrableStale      = "it has no freshness: neither a max-age nor a stale-while-revalidate above zero, an Expires later than its Date, nor a Last-Modified before it; give it a max-age above zero"
+	unregistrableBlocked = "its caching headers say no-cache or no-store (Cache-Control, or Pragma: no-cache)"
+	unregistrableStale   = "it has no freshness: neither a max-age nor a stale-while-revalidate above zero, an Expires later than its Date, nor a Last-Modified before it; give it a max-age above zero"
 )
 
 // unregistrable returns why a browser would not store a response with
@@ -76,17 +75,18 @@ const (
 // the response gets when it has none ("" for none). RFC 9842 section
 // 2.2.1 has the client keep a dictionary only while its response is
 // fresh, and Chromium, the one client that does, registers one only while
-// its freshness and stale-while-revalidate exceed its age: none whose
-// Cache-Control says no-cache or no-store, or whose Pragma says no-cache;
-// freshness from max-age, else from an Expires later than its Date (or
-// now), else, for a 200 that does not say must-revalidate, heuristically
-// a tenth of the time since its Last-Modified; s-maxage, for shared
-// caches, does not count; the age is its Age, or how long ago its Date
-// was. squeeze is stricter in two places: it treats must-revalidate as
-// blocking (Chromium keeps such a dictionary while fresh) and an invalid
-// max-age or Expires as stale. A Use-As-Dictionary the client ignores
-// only costs a remembered body and misleads whoever reads the header, so
-// none is sent.
+// its freshness and stale-while-revalidate exceed its age
+// (HttpResponseHeaders::GetFreshnessLifetimes): none whose Cache-Control
+// says no-cache or no-store, or whose Pragma says no-cache; freshness from
+// max-age, else from an Expires later than its Date (or now), else, for a
+// 200, a tenth of the time since its Last-Modified; must-revalidate drops
+// that heuristic and stale-while-revalidate; s-maxage, for shared caches,
+// does not count; the age is its Age, or how long ago its Date was.
+// TestChromiumRegistersTheDictionariesSqueezeMarks checks the rule against
+// Chromium. squeeze is stricter in one place: an invalid max-age or
+// Expires is stale (RFC 9111 §4.2.1, §5.3). A Use-As-Dictionary the client
+// ignores only costs a remembered body and misleads whoever reads the
+// header, so none is sent.
 func unregistrable(h http.Header, fresh string) string {
 	cc := h
 	if fresh != "" && !hasField(h, "Cache-Control") {
@@ -115,10 +115,11 @@ func unregistrable(h http.Header, fresh string) string {
 	switch {
 	case blocked || headerHasToken(fieldValues(h, "Pragma"), "no-cache"):
 		return unregistrableBlocked
-	case revalidate:
-		return unregistrableRevalidate
 	case hasMaxAge && maxAge < 0:
 		return unregistrableStale
+	}
+	if revalidate {
+		swr = 0
 	}
 	now := time.Now()
 	date, age := now, time.Duration(0)
@@ -139,7 +140,7 @@ func unregistrable(h http.Header, fresh string) string {
 		if t, ok := oneTime(h, "Expires"); ok && t.After(date) {
 			freshness = t.Sub(date)
 		}
-	default:
+	case !revalidate:
 		if t, ok := oneTime(h, "Last-Modified"); ok && !t.After(date) {
 			freshness = date.Sub(t) / 10
 		}
@@ -205,7 +206,7 @@ func (s *dictStore) registrable(h http.Header, fresh string, req *http.Request, 
 	}
 	s.report(LearnedInfo{Step: learnedUnregistrable})
 	if route.logged.CompareAndSwap(false, true) {
-		s.logf("squeeze: %s %q: a response to %s went out without Use-As-Dictionary: %s, so a browser would not keep it as a dictionary (RFC 9842 section 2.2.1) (logged once per route; the counters count every one as unregistrable)",
+		s.logf("squeeze: %s %q: a response to %s went out without Use-As-Dictionary, as a browser would not keep it as a dictionary (RFC 9842 section 2.2.1): %s (logged once per route; the counters count every one as unregistrable)",
 			route.kind, route.name, req.URL.EscapedPath(), why)
 	}
 	return false

@@ -34,7 +34,12 @@ var unregistrableCases = []struct {
 	{"public, Last-Modified a day ago", map[string]string{"Cache-Control": "public", "Last-Modified": time.Now().Add(-24 * time.Hour).UTC().Format(http.TimeFormat)}, true, true},
 	{"no-cache", map[string]string{"Cache-Control": "no-cache, max-age=60"}, false, false},
 	{"Pragma no-cache", map[string]string{"Cache-Control": "max-age=60", "Pragma": "no-cache"}, false, false},
-	{"must-revalidate", map[string]string{"Cache-Control": "max-age=60, must-revalidate"}, false, false},
+	// Chromium keeps a dictionary that must be revalidated while it is
+	// fresh, but gives it neither stale-while-revalidate nor a heuristic
+	// freshness.
+	{"must-revalidate", map[string]string{"Cache-Control": "max-age=60, must-revalidate"}, true, true},
+	{"must-revalidate, stale-while-revalidate", map[string]string{"Cache-Control": "max-age=0, must-revalidate, stale-while-revalidate=60"}, false, false},
+	{"must-revalidate, Last-Modified", map[string]string{"Cache-Control": "must-revalidate", "Last-Modified": time.Now().Add(-24 * time.Hour).UTC().Format(http.TimeFormat)}, false, false},
 	{"max-age=0", map[string]string{"Cache-Control": "max-age=0"}, false, false},
 	{"Age past max-age", map[string]string{"Cache-Control": "max-age=60", "Age": "120"}, false, false},
 	{"s-maxage only", map[string]string{"Cache-Control": "public, s-maxage=60"}, false, false},

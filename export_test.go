@@ -108,3 +108,7 @@ const (
 // SetSharedRefreshEvery sets how often, at most, m refreshes the key of a
 // shared dictionary it uses.
 func SetSharedRefreshEvery(m *Middleware, d time.Duration) { m.shared.SetRefreshEvery(d) }
+
+// Registrable reports whether squeeze judges that a browser registers a
+// 200 response with header h as a dictionary (unregistrable).
+func Registrable(h http.Header) bool { return unregistrable(h, "") == "" }

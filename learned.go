@@ -163,7 +163,7 @@ func LearnedSamples(n int) LearnedOption {
 // LearnedTrainingMemory sets the most a training may allocate: the
 // samples it trains on are the newest whose training fits (the samples,
 // about seven bytes per dictionary byte, a table of up to 8 MiB that
-// shrinks to fit, and 6 MiB for the encoders that measure the result;
+// shrinks to fit, and 10 MiB or more for the encoders that measure it;
 // see docs/reference.md#learned-dictionaries). The default is
 // 64 MiB; n must be at least 16 MiB.
 func LearnedTrainingMemory(n int64) LearnedOption {
@@ -279,7 +279,7 @@ func LearnedCredentialHeaders(names ...string) LearnedOption {
 // strong ETag and a day's max-age; every text/html response squeeze
 // handles links it (Link: <url>; rel="compression-dictionary"), so a
 // browser fetches it when idle. Later responses on the route go to clients
-// holding it as [DCZ] or [DCB] deltas.
+// holding it as [DCZ] or [DCB] deltas, whichever its samples show smaller.
 //
 // Every round of samples after that measures what the dictionary saves;
 // below [LearnedRetrainBelow] it is trained again, and the one it replaces
@@ -523,8 +523,9 @@ func (r *learnedRoute) newest() *learnedDict {
 // newLearnedDict makes the live dictionary of data, of generation gen,
 // for the route: served at the route's path and its hash, with
 // Use-As-Dictionary naming the pattern and an id, the hash's base64url,
-// which every replica derives alike.
-func (r *learnedRoute) newLearnedDict(data []byte, gen uint64) *learnedDict {
+// which every replica derives alike. codings are the delta codings the
+// round that trained it chose (learned_codings.go), nil for the store's.
+func (r *learnedRoute) newLearnedDict(data []byte, gen uint64, codings []string) *learnedDict {
 	hash := sha256.Sum256(data)
 	name := base64.RawURLEncoding.EncodeToString(hash[:])
 	id, _ := sfv.QuoteString(name)
@@ -539,6 +540,9 @@ func (r *learnedRoute) newLearnedDict(data []byte, gen uint64) *learnedDict {
 		},
 		path: r.cfg.path + name,
 		gen:  gen,
+	}
+	if codings != nil {
+		ld.sd.d.codings.Store(&codings)
 	}
 	ld.announced.Store(time.Now().UnixNano())
 	return ld

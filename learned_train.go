@@ -3,8 +3,6 @@ package squeeze
 import (
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/squeezehttp/squeeze/internal/storeguard"
 	"github.com/squeezehttp/squeeze/internal/train"
 )
@@ -24,9 +22,19 @@ import (
 // trains on and those held out, are internal/train's.
 
 // learnedMeasureCost bounds what a round allocates beside the training
-// itself: the two zstd encoders that measure the dictionary (about 4.5
-// MiB) and their output.
-const learnedMeasureCost = 6 << 20
+// itself, for a dictionary of size bytes and samples of at most maxSample:
+// the encoders that measure the dictionary and choose its codings
+// (chooseCodings: a dcz encoder, a dcb encoder and the dictionary's
+// prepared dcb tables, about 8.7 MiB at 64 KiB, 10.1 at 256 KiB and 13.1
+// with 768 KiB, measured with runtime.MemStats) and their output.
+func learnedMeasureCost(size, maxSample int64) int64 {
+	return 9<<20 + 2*dcbTableBytes(int(size)) + 2*maxSample
+}
+
+// measureCost is learnedMeasureCost for r's dictionaries and samples.
+func (r *learnedRoute) measureCost() int64 {
+	return learnedMeasureCost(int64(r.cfg.dictSize), r.maxSample())
+}
 
 // startJob runs f in the background, counted in s.jobs.
 func (s *dictStore) startJob(f func()) {
@@ -51,9 +59,16 @@ func (r *learnedRoute) round(samples [][]byte, cost int64) {
 		r.poll()
 	}
 	if ld := r.newest(); ld != nil {
-		m := r.s.measure(ld.sd.d.data, samples)
+		// The samples of this round are new responses, which the
+		// dictionary was not trained on (nor, for one taken from the
+		// fleet's store, this replica): the round chooses its codings
+		// again on them.
+		codings, m, ok := r.s.chooseCodings(ld.sd.d.data, samples)
+		if ok {
+			ld.sd.d.codings.Store(&codings)
+		}
 		switch {
-		case m.ratio <= 0:
+		case !ok || m.ratio <= 0:
 			r.s.report(LearnedInfo{Step: learnedUnmeasured, Samples: sampleBytes(samples), Size: int64(len(ld.sd.d.data))})
 			return
 		case 1-m.ratio >= r.cfg.retrain:
@@ -72,8 +87,9 @@ func (r *learnedRoute) round(samples [][]byte, cost int64) {
 // SharedStore under the fleet's claim. Each way it ends is reported:
 // "refused" when another training runs or the samples that fit the
 // memory budget are too few; "claim_lost" when another replica trains
-// it; "discarded" when the training gives no dictionary, or one that
-// saves nothing on the samples held out, which it was not trained on;
+// it; "discarded" when the training gives no dictionary, or one with
+// which neither dcz nor dcb beats the coding it replaces on the samples
+// held out, which it was not trained on (chooseCodings);
 // "unmeasured" when that cannot be measured; "superseded" when a newer
 // or the same dictionary went live meanwhile; else "trained". Only the
 // last publishes.
@@ -99,7 +115,7 @@ func (r *learnedRoute) train(samples [][]byte) {
 		return
 	}
 	t0 := time.Now()
-	trained, err := train.Train(input, r.cfg.dictSize, r.cfg.trainMemory-learnedMeasureCost, train.Options{})
+	trained, err := train.Train(input, r.cfg.dictSize, r.cfg.trainMemory-r.measureCost(), train.Options{})
 	elapsed := time.Since(t0)
 	data := trained.Dict
 	if err != nil {
@@ -111,16 +127,18 @@ func (r *learnedRoute) train(samples [][]byte) {
 		s.report(end)
 		return
 	}
-	m := s.measure(data, held)
+	// On the samples held out, which it was not trained on, the round
+	// chooses the delta codings it is offered in (learned_codings.go).
+	codings, m, ok := s.chooseCodings(data, held)
 	var ld *learnedDict
 	switch {
-	case m.ratio <= 0:
+	case !ok || m.ratio <= 0:
 		end.Step = learnedUnmeasured
-	case m.ratio >= 1:
-		end.Step = learnedDiscarded
+	case len(codings) == 0:
+		end.Step = learnedDiscarded // no delta coding beats the coding it replaces
 	default:
 		end.Step = learnedSuperseded
-		if ld = r.newLearnedDict(data, gen); r.publish(ld) {
+		if ld = r.newLearnedDict(data, gen, codings); r.publish(ld) {
 			r.measured(m)
 			end.Step = learnedTrained
 		}
@@ -146,7 +164,7 @@ func sampleBytes(samples [][]byte) int64 {
 // samples, learnedRoundSamples or more, hold one out at least; fewer than
 // that may leave too few of either.
 func (r *learnedRoute) trainingInput(samples [][]byte) (input, held [][]byte) {
-	return train.HoldOut(samples, r.cfg.dictSize, r.cfg.trainMemory-learnedMeasureCost)
+	return train.HoldOut(samples, r.cfg.dictSize, r.cfg.trainMemory-r.measureCost())
 }
 
 // learnedMeasure is what a dictionary did to a set of samples, encoded
@@ -155,38 +173,6 @@ func (r *learnedRoute) trainingInput(samples [][]byte) (input, held [][]byte) {
 // when it could not be told.
 type learnedMeasure struct {
 	ratio, savedPerByte float64
-}
-
-// measure encodes samples with zstd at the middleware's zstd level, as dcz
-// against data (against its tail, dczTail, as dcz serves a learned one) and
-// without a dictionary, and returns what the dictionary did.
-func (s *dictStore) measure(data []byte, samples [][]byte) learnedMeasure {
-	level := zstd.EncoderLevelFromZstd(s.zstdLevel)
-	plain, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
-		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(0)))
-	if err != nil {
-		return learnedMeasure{}
-	}
-	defer func() { _ = plain.Close() }()
-	delta, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
-		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(dczWindow(len(dczTail(data)))), zstd.WithEncoderDictRaw(0, dczTail(data)))
-	if err != nil {
-		return learnedMeasure{}
-	}
-	defer func() { _ = delta.Close() }()
-	var a, b, n int
-	var buf []byte
-	for _, p := range samples {
-		buf = plain.EncodeAll(p, buf[:0])
-		a += len(buf)
-		buf = delta.EncodeAll(p, buf[:0])
-		b += len(buf)
-		n += len(p)
-	}
-	if a == 0 || n == 0 {
-		return learnedMeasure{}
-	}
-	return learnedMeasure{ratio: float64(b) / float64(a), savedPerByte: float64(a-b) / float64(n)}
 }
 
 // reportDelta reports the bytes a response of plain bytes, sent as a

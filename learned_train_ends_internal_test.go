@@ -72,6 +72,7 @@ func TestLearnedRoundReportsEveryEnd(t *testing.T) {
 			samples: pages, want: learnedClaimLost,
 		},
 		{name: "discarded: the dictionary saves nothing held out", samples: noise(8, 8<<10), want: learnedDiscarded},
+		{name: "discarded: the training gives no dictionary", samples: noise(8, 1), want: learnedDiscarded},
 		{
 			// The live dictionary saves less than the threshold, and the
 			// training gives the same one again.

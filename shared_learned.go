@@ -163,7 +163,7 @@ func (r *learnedRoute) pollCtx(ctx context.Context) {
 	if d == nil {
 		return
 	}
-	if r.publish(r.newLearnedDict(d.data, p.gen)) {
+	if r.publish(r.newLearnedDict(d.data, p.gen, nil)) {
 		r.s.report(LearnedInfo{Step: learnedAdopted, Size: int64(len(d.data))})
 	}
 }
@@ -229,5 +229,5 @@ func (r *learnedRoute) serveFromFleet(ctx context.Context, path string) http.Han
 	if d == nil || !d.learned || d.pattern != r.cfg.pattern {
 		return nil
 	}
-	return r.newLearnedDict(d.data, 0).sd
+	return r.newLearnedDict(d.data, 0, nil).sd
 }

@@ -12,6 +12,16 @@
 //
 //	go run ./cmd/learned -html /usr/share/doc/git-doc -json /tmp/cldr/package/main
 //
+// With -sites it prints instead the served table of
+// bench/measured/trainer.md for the sites of bench.Sites named: the
+// held-out half as dcb, as dcz and as a client accepting both (Chromium)
+// gets it, against br 11 and issue 33's goal, with the server's CPU as
+// ratios; -sample-defaults keeps the route's default sample options, and
+// -levels prints the sweep of the levels a delta could go out at:
+//
+//	go run ./cmd/learned -sites git,cldr,python,sqlite -repeat 3 -cap 2097152 -size 262144
+//	go run ./cmd/learned -sites git,cldr -levels -cap 2097152
+//
 // The corpora are not part of the repository; the program fails, saying
 // how to install them, when one is missing:
 //
@@ -56,9 +66,17 @@ func main() {
 	npm := flag.String("npm", "/tmp/trainer-corpora", "with -sites: the directory the npm packages are unpacked under (numbers/, dates/)")
 	size := flag.Int("size", 256<<10, "with -sites: LearnedDictionarySize (256 KiB is its default)")
 	capBytes := flag.Int64("cap", 4<<20, "with -sites: the most bytes of each half")
+	sampleDefaults := flag.Bool("sample-defaults", false, "with -sites: keep the route's default LearnedSamples, LearnedSampleBudget and LearnedTrainingMemory (one round of the first pages that fill it), instead of training on the whole training half")
+	levelSweep := flag.Bool("levels", false, "with -sites: print the sweep of the levels a learned delta may go out at instead")
 	flag.Parse()
+	if *sites != "" && *levelSweep {
+		if err := levels(*sites, *npm, *size, *capBytes); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *sites != "" {
-		if err := served(*sites, *npm, *size, *capBytes, *repeat); err != nil {
+		if err := served(*sites, *npm, *size, *capBytes, *repeat, *sampleDefaults); err != nil {
 			fail(err)
 		}
 		return
@@ -82,7 +100,7 @@ func main() {
 	var rows, cpu []string
 	var first result
 	for i, c := range corpora {
-		r, err := measure(c, *repeat, 0)
+		r, err := measure(c, *repeat, 0, false)
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", c.name, err))
 		}
@@ -138,10 +156,23 @@ type result struct {
 	row, cpuRow    string
 	saving, median float64
 	// The held-out half's bytes (dcb and dcz at the Middleware's levels,
-	// headers included) and the server's CPU per response by coding.
+	// headers included; 0 for a coding the route does not offer) and the
+	// server's CPU per response by coding, chromium for the requests
+	// that name both delta codings as Chromium does.
 	br11, dcb, dcz, dictLen int
 	cpu                     map[string]time.Duration
+	// chromium is the bytes of the held-out half to a client accepting
+	// what Chromium accepts, and chromiumCodings what it went out as.
+	chromium        int
+	chromiumCodings map[string]int
 }
+
+// chromiumAccepts is the Accept-Encoding Chromium sends with a dictionary,
+// and chromium the name its requests' figures go under.
+const (
+	chromiumAccepts = "gzip, deflate, br, zstd, dcb, dcz"
+	chromium        = "Chromium"
+)
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "learned:", err)
@@ -179,9 +210,17 @@ var linkRE = regexp.MustCompile(`<([^>]+)>; rel="compression-dictionary"`)
 // measure serves c's training half through a Middleware learning /doc/*
 // until it links a dictionary, then its held-out half in each coding.
 // A size of 0 is the default LearnedDictionarySize.
-func measure(c corpus, repeat, size int) (result, error) {
-	opts := []squeeze.LearnedOption{squeeze.LearnedSamples(len(c.train)), squeeze.LearnedSampleBudget(16 << 20),
-		squeeze.LearnedTrainingMemory(256 << 20), squeeze.LearnedInterval(time.Hour)}
+//
+// With sampleDefaults the route keeps its default sample options
+// (LearnedSamples, LearnedSampleBudget, LearnedTrainingMemory): its one
+// round trains on the first pages that fill it, none over a fifth of the
+// budget. Otherwise the round takes the whole training half.
+func measure(c corpus, repeat, size int, sampleDefaults bool) (result, error) {
+	opts := []squeeze.LearnedOption{squeeze.LearnedInterval(time.Hour)}
+	if !sampleDefaults {
+		opts = append(opts, squeeze.LearnedSamples(len(c.train)), squeeze.LearnedSampleBudget(16<<20),
+			squeeze.LearnedTrainingMemory(256<<20))
+	}
 	if size > 0 {
 		opts = append(opts, squeeze.LearnedDictionarySize(size))
 	}
@@ -217,19 +256,32 @@ func measure(c corpus, repeat, size int) (result, error) {
 	for i := range c.train {
 		get("/doc/"+strconv.Itoa(i), "Accept-Encoding", "br")
 	}
+	// With the default sample options the route has one round (its
+	// interval is an hour), which may publish nothing: a dictionary that
+	// beats neither zstd nor br on the pages it held out is not published,
+	// and the held-out pages then go out without one.
 	var dict []byte
-	for deadline := time.Now().Add(5 * time.Minute); dict == nil; time.Sleep(100 * time.Millisecond) {
+	wait := 5 * time.Minute
+	if sampleDefaults {
+		wait = time.Minute
+	}
+	for deadline := time.Now().Add(wait); dict == nil; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			return result{}, fmt.Errorf("no dictionary was learned in 5 minutes")
+			if sampleDefaults {
+				break
+			}
+			return result{}, fmt.Errorf("no dictionary was learned in %v", wait)
 		}
 		if l := linkRE.FindStringSubmatch(get("/").Header().Get("Link")); l != nil {
 			dict = get(l[1]).Body.Bytes()
 		}
 	}
 	avail := ":" + availableHash(dict) + ":"
-	var plain, br11, zstd19, dcb, dcz, dcb11, dcz19 int
+	var plain, br11, zstd19, dcb, dcz, dcb11, dcz19, chromiumBytes int
 	var perDoc []float64
 	cpuOf := map[string]time.Duration{}
+	chromiumCodings := map[string]int{}
+	offered := map[string]bool{squeeze.DCB: true, squeeze.DCZ: true}
 	for k, doc := range c.held {
 		path := "/doc/" + strconv.Itoa(len(c.train)+k)
 		plain += len(doc)
@@ -243,10 +295,20 @@ func measure(c corpus, repeat, size int) (result, error) {
 		}
 		br11, zstd19 = br11+len(b11), zstd19+len(z19)
 		sizes := map[string]int{}
-		for _, coding := range []string{squeeze.Brotli, squeeze.Zstd, squeeze.DCB, squeeze.DCZ} {
+		for _, coding := range []string{squeeze.Brotli, squeeze.Zstd, squeeze.DCB, squeeze.DCZ, chromium} {
+			if dict == nil && (coding == squeeze.DCB || coding == squeeze.DCZ) {
+				offered[coding] = false
+				continue
+			}
 			hdr := []string{"Accept-Encoding", coding}
-			if coding == squeeze.DCB || coding == squeeze.DCZ {
+			switch coding {
+			case squeeze.DCB, squeeze.DCZ:
 				hdr = append(hdr, "Available-Dictionary", avail)
+			case chromium:
+				hdr = []string{"Accept-Encoding", chromiumAccepts, "Available-Dictionary", avail}
+				if dict == nil {
+					hdr = hdr[:2]
+				}
 			}
 			t0, _ := bench.CPUTime()
 			var rec *httptest.ResponseRecorder
@@ -255,23 +317,37 @@ func measure(c corpus, repeat, size int) (result, error) {
 			}
 			t1, _ := bench.CPUTime()
 			cpuOf[coding] += t1 - t0
-			if got := rec.Header().Get("Content-Encoding"); got != coding {
+			got := rec.Header().Get("Content-Encoding")
+			switch {
+			case coding == chromium:
+				chromiumCodings[got]++
+			case got != coding && (coding == squeeze.DCB || coding == squeeze.DCZ):
+				offered[coding] = false // the route's round did not choose it
+				continue
+			case got != coding:
 				return result{}, fmt.Errorf("%s went out as %q, want %s", path, got, coding)
 			}
-			if err := check(coding, rec.Body.Bytes(), dict, doc); err != nil {
-				return result{}, fmt.Errorf("%s as %s: %w", path, coding, err)
+			if err := check(got, rec.Body.Bytes(), dict, doc); err != nil {
+				return result{}, fmt.Errorf("%s as %s: %w", path, got, err)
 			}
 			sizes[coding] = rec.Body.Len()
 		}
-		dcb, dcz = dcb+sizes[squeeze.DCB], dcz+sizes[squeeze.DCZ]
-		perDoc = append(perDoc, 1-float64(sizes[squeeze.DCB])/float64(len(b11)))
-		b, z, err := bestDeltas(dict, doc)
-		if err != nil {
-			return result{}, err
+		dcb, dcz, chromiumBytes = dcb+sizes[squeeze.DCB], dcz+sizes[squeeze.DCZ], chromiumBytes+sizes[chromium]
+		if sizes[squeeze.DCB] > 0 {
+			perDoc = append(perDoc, 1-float64(sizes[squeeze.DCB])/float64(len(b11)))
 		}
-		dcb11, dcz19 = dcb11+b, dcz19+z
+		if dict != nil {
+			b, z, err := bestDeltas(dict, doc)
+			if err != nil {
+				return result{}, err
+			}
+			dcb11, dcz19 = dcb11+b, dcz19+z
+		}
 	}
 	sort.Float64s(perDoc)
+	if len(perDoc) == 0 {
+		perDoc = []float64{0}
+	}
 	pct := func(a, b int) string { return fmt.Sprintf("%.1f%%", 100*(1-float64(a)/float64(b))) }
 	row := fmt.Sprintf("| %s | %d docs | %d | %d | %d | %d | %d | %d | %d | %s | %s | %.1f%% | %d B |",
 		c.name, len(c.held), plain, br11, zstd19, dcb, dcz, dcb11, dcz19, pct(dcb, br11), pct(dcz19, zstd19),
@@ -279,8 +355,17 @@ func measure(c corpus, repeat, size int) (result, error) {
 	n := time.Duration(len(c.held) * repeat)
 	us := func(coding string) string { return fmt.Sprintf("%.1f µs", float64(cpuOf[coding]/n)/1e3) }
 	cpuRow := fmt.Sprintf("| %s | %s | %s | %s | %s |", c.name, us(squeeze.Brotli), us(squeeze.Zstd), us(squeeze.DCB), us(squeeze.DCZ))
+	for coding, ok := range offered {
+		if !ok {
+			if coding == squeeze.DCB {
+				dcb = 0
+			} else {
+				dcz = 0
+			}
+		}
+	}
 	return result{row: row, cpuRow: cpuRow, saving: 100 * (1 - float64(dcb)/float64(br11)), median: 100 * perDoc[len(perDoc)/2],
-		br11: br11, dcb: dcb, dcz: dcz, dictLen: len(dict), cpu: cpuOf}, nil
+		br11: br11, dcb: dcb, dcz: dcz, dictLen: len(dict), cpu: cpuOf, chromium: chromiumBytes, chromiumCodings: chromiumCodings}, nil
 }
 
 // check decodes body, sent in coding, and compares it with want.
@@ -361,7 +446,7 @@ func bestDeltas(dict, doc []byte) (int, int, error) {
 // (its content, raw) saves against br 11, and whether the deltas save two
 // thirds of that at least (issue 33's goal for the defaults); then the
 // server's CPU per response.
-func served(names, npm string, size int, capBytes int64, repeat int) error {
+func served(names, npm string, size int, capBytes int64, repeat int, sampleDefaults bool) error {
 	var rows, cpu []string
 	for _, site := range bench.Sites(npm) {
 		if !selected(site.Name, names) {
@@ -372,7 +457,7 @@ func served(names, npm string, size int, capBytes int64, repeat int) error {
 			return err
 		}
 		c := corpus{name: site.Name, contentType: site.ContentType, train: train, held: held}
-		r, err := measure(c, repeat, size)
+		r, err := measure(c, repeat, size, sampleDefaults)
 		if err != nil {
 			return fmt.Errorf("%s: %w", site.Name, err)
 		}
@@ -386,30 +471,61 @@ func served(names, npm string, size int, capBytes int64, repeat int) error {
 		}
 		saved := func(n int64) float64 { return 1 - float64(n)/float64(r.br11) }
 		goal := 2 * saved(ref) / 3
-		meets := func(n int) string {
-			if saved(int64(n)) >= goal {
-				return "yes"
+		cell := func(n int) string {
+			if n == 0 {
+				return "not offered"
 			}
-			return "**no**"
+			meets := "**no**"
+			if saved(int64(n)) >= goal {
+				meets = "yes"
+			}
+			return fmt.Sprintf("%d (%.1f%%) %s", n, 100*saved(int64(n)), meets)
 		}
 		tuned := "no (held out)"
 		if site.Tuned {
 			tuned = "yes"
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %d docs | %d | %d (%.1f%%) | %.1f%% | %d (%.1f%%) %s | %d (%.1f%%) %s | %d B |",
+		var went []string
+		for _, coding := range []string{squeeze.DCB, squeeze.DCZ, squeeze.Zstd, squeeze.Brotli} {
+			if n := r.chromiumCodings[coding]; n > 0 {
+				went = append(went, fmt.Sprintf("%s %d", coding, n))
+			}
+		}
+		dictCell := fmt.Sprintf("%d B", r.dictLen)
+		if r.dictLen == 0 {
+			dictCell = "none published"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %d docs | %d | %d (%.1f%%) | %.1f%% | %s | %s | %s: %s | %s |",
 			site.Name, tuned, len(held), r.br11, ref, 100*saved(ref), 100*goal,
-			r.dcb, 100*saved(int64(r.dcb)), meets(r.dcb), r.dcz, 100*saved(int64(r.dcz)), meets(r.dcz), r.dictLen))
+			cell(r.dcb), cell(r.dcz), strings.Join(went, ", "), cell(r.chromium), dictCell))
 		n := time.Duration(len(held) * repeat)
-		us := func(coding string) string { return fmt.Sprintf("%.1f µs", float64(r.cpu[coding]/n)/1e3) }
-		cpu = append(cpu, fmt.Sprintf("| %s | %s | %s | %s | %s |", site.Name, us(squeeze.Brotli), us(squeeze.Zstd), us(squeeze.DCB), us(squeeze.DCZ)))
+		us := func(coding string) string {
+			if coding == squeeze.DCB && r.dcb == 0 || coding == squeeze.DCZ && r.dcz == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f µs", float64(r.cpu[coding]/n)/1e3)
+		}
+		ratio := func(a, b string) string {
+			if a == squeeze.DCB && r.dcb == 0 || a == squeeze.DCZ && r.dcz == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2fx", float64(r.cpu[a])/float64(r.cpu[b]))
+		}
+		cpu = append(cpu, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |", site.Name,
+			us(squeeze.Brotli), us(squeeze.Zstd), us(squeeze.DCB), us(squeeze.DCZ), us(chromium),
+			ratio(squeeze.DCB, squeeze.Brotli), ratio(squeeze.DCZ, squeeze.Zstd), ratio(chromium, squeeze.Zstd)))
 	}
-	fmt.Printf("LearnedDictionarySize %d; bytes of the held-out half, savings against br 11:\n\n", size)
-	fmt.Println("| corpus | tuned on | held out | br 11 | zstd -19, zstd --train's dictionary | goal (2/3 of it) | dcb | dcz | our dictionary |")
-	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	how := "the round trained on the whole training half (LearnedSamples, LearnedSampleBudget 16 MiB, LearnedTrainingMemory 256 MiB)"
+	if sampleDefaults {
+		how = "the route's sample options at their defaults (one round of the first pages that fill 32 samples or 1 MiB)"
+	}
+	fmt.Printf("LearnedDictionarySize %d, %s; bytes of the held-out half, savings against br 11 (dcb and dcz: a client naming that coding alone; Chromium: one accepting %q, which without the dictionary gets zstd):\n\n", size, how, chromiumAccepts)
+	fmt.Println("| corpus | tuned on | held out | br 11 | zstd -19, zstd --train's dictionary | goal (2/3 of it) | dcb (5) | dcz (3) | Chromium gets | our dictionary |")
+	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	fmt.Println(strings.Join(rows, "\n"))
-	fmt.Printf("\nThe server's CPU per held-out response (process CPU over %d requests of each):\n\n", repeat)
-	fmt.Println("| corpus | br | zstd | dcb | dcz |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: |")
+	fmt.Printf("\nThe server's CPU per held-out response (process CPU over %d requests of each page in each coding, the codings in turn on each page), and as ratios against the same codec at the same level without the dictionary (Chromium's against zstd, what it gets without one):\n\n", repeat)
+	fmt.Println("| corpus | br (5) | zstd (3) | dcb (5) | dcz (3) | Chromium | dcb / br | dcz / zstd | Chromium / zstd |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	fmt.Println(strings.Join(cpu, "\n"))
 	return nil
 }
