@@ -303,12 +303,19 @@ type cacheKey struct {
 	// host, uri and etag are the validator key: the request's Host and
 	// RequestURI, and the response's strong ETag; site is the request's
 	// Sec-Fetch-Site when the response varies on it (cacheFields.site).
+	// With uri set and etag empty, the key is a request's (byRequest): it
+	// finds the stream its last response stored, whose bytes the next
+	// response's are compared with (streamByContent).
 	host, uri, etag, site string
 	// file is the SHA-256 of a file's plain bytes in the key of a file
 	// server's representation (fileReps), and empty in a response's: the
 	// two keyspaces never meet.
 	file string
 }
+
+// byRequest reports whether k is a request's key, under which a stream
+// found by content is kept (streamByContent).
+func (k *cacheKey) byRequest() bool { return k.uri != "" && k.etag == "" }
 
 // cacheEntry is immutable once stored: an upgrade stores a new entry.
 type cacheEntry struct {
@@ -527,11 +534,34 @@ func (c *cacheCore) add(k *cacheKey, e *cacheEntry, held int64) bool {
 	} else {
 		c.bytes.Add(more) // the excess goes back
 	}
+	if k.byRequest() {
+		// A stream's bytes compared under its request's key: the last
+		// body stands, the one the next response most likely carries.
+		// The entry replaced gives its weight back as it goes.
+		if _, added := c.store.Set(*k, e); added {
+			c.entries.Add(1)
+		}
+		c.stores.Add(1)
+		return true
+	}
 	if _, stored := c.store.SetIfAbsent(*k, e); !stored {
 		c.bytes.Add(-e.weight)
 		return true // another's entry is there
 	}
 	c.entries.Add(1)
 	c.stores.Add(1)
+	return true
+}
+
+// lead makes the caller lead the flight for k, a request's key
+// (cacheKey.byRequest), unless a flight for it is under way: one fill of a
+// key at a time, and nobody waits for it. The leader ends it with endHeld.
+func (c *cacheCore) lead(k *cacheKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flights[*k] != nil {
+		return false
+	}
+	c.flights[*k] = &flight{done: make(chan struct{})}
 	return true
 }
