@@ -63,11 +63,13 @@ import (
 //   - A body that ends within the buffer is found by content whatever
 //     its ETag: real handlers send one tag over per-user, per-language or
 //     per-tenant bytes, and were correct before a cache stood in front of
-//     them. A stream cannot be compared before it is sent, so it is found
-//     by its strong ETag only when the Middleware was told to trust them
-//     (CacheTrustedETags), and then only under Host and RequestURI, with
-//     no Vary but squeeze's own and no Authorization unless the response
-//     is shareable (validatorKey).
+//     them. A stream cannot be hashed before it is sent, so it is found by
+//     its request (Host, RequestURI, coding), whose last stream is a
+//     candidate its bytes are compared with as they pass, held back
+//     (streamByContent); or by its strong ETag, when the Middleware was
+//     told to trust them (CacheTrustedETags), and then only with no Vary
+//     but squeeze's own and no Authorization unless the response is
+//     shareable (validatorKey).
 //   - Identical concurrent misses are joined by a small in-flight map, not
 //     golang.org/x/sync/singleflight: the work to share is not a function
 //     the cache can call but the leader's whole response, fed by its
@@ -88,9 +90,9 @@ import (
 // wrote, whatever its ETag, Vary, cookies or mount point say. A whole delta
 // that lost to the coding without its dictionary leaves that coding's
 // encoding, and under the delta's key the verdict that it lost, so the same
-// request is not encoded twice again. Streams are not cached, unless
-// [CacheTrustedETags] says that the handlers' strong ETags identify their
-// bytes. Never stored: HEAD responses, statuses other than 200, responses
+// request is not encoded twice again. A stream is held back while its bytes
+// are those its request's last one stored, sent stored if they are all,
+// unless [CacheTrustedETags]. Never stored: HEADs, statuses but 200, responses
 // with Set-Cookie, Cache-Control no-store or private, Vary: * or trailers,
 // flushed streams, responses cut short (a panic, a write error, a length
 // mismatch), and entries over an eighth of the cache.
@@ -275,15 +277,15 @@ type CacheOption func(*config)
 // the buffer, see [WithBufferSize]) from its [Cache] by the response's
 // strong ETag, and store such streams, as a shared cache would. A hit
 // sends the stored encoding without encoding anything, and reads and
-// discards the handler's body.
+// discards the handler's body, which it does not compare.
 //
-// Risk: squeeze cannot compare a stream with what it stored, so this
+// Risk: squeeze does not compare such a stream with what it stored: this
 // relies on every handler changing a strong ETag whenever its bytes change
 // (RFC 9110 §8.8.3): a tag that names a version of data rendered per user
 // sends one client's stream to another. squeeze still keys an entry by
 // Host and request-target, and never stores a stream that varies on other
 // fields or answers Authorization unless public (RFC 9111 §3.5). Without
-// this option only bodies that end within the buffer are cached.
+// this option a stream is found by content (see [Cache]), at its end.
 func CacheTrustedETags() CacheOption {
 	return func(cfg *config) { cfg.trustETags = true }
 }
