@@ -12,8 +12,9 @@ package squeeze
 // advance asks decide for a verdict and a Reason, and commit carries it
 // out: the header edits (Vary, ETag, and each responseHook's: the
 // dictionaries'), the header, then what was held back, by sendHeld. The
-// body then goes one way: out of the Cache (cachedWhole, cachedStream),
-// through an encoder (sendWhole for a body that ended within the buffer, in
+// body then goes one way: out of the Cache (cachedWhole, cachedStream, or
+// streamByContent once the stream held back ended equal to its entry's:
+// stateComparing), through an encoder (sendWhole for a body that ended within the buffer, in
 // responsewriter_send.go; a stream, teed by the cache's fill, otherwise),
 // or plain (pass). Every byte reaches the client through wire. finish ends
 // the response as the handler returns: each hook's ended, told how it
