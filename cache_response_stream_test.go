@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -266,4 +267,59 @@ func TestCacheStreamFoundByContentNeverStoresPrivate(t *testing.T) {
 			})
 		})
 	}
+}
+
+// attackHandler serves body, identical for every request, with the
+// headers and status the request's X-Variant names: each response's own.
+func attackHandler(body []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := r.Header.Get("X-Variant")
+		h := w.Header()
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("Content-Language", "lang-"+v)
+		h.Set("Link", "</"+v+">; rel=preload")
+		h.Set("X-Own", v)
+		status := http.StatusOK
+		if v == "404" {
+			status = http.StatusNotFound
+		}
+		w.WriteHeader(status)
+		writeChunks(w, body, 4096)
+		if strings.HasPrefix(v, "t") {
+			h.Set(http.TrailerPrefix+"X-Sum", "sum-"+v) // a trailer set at the end
+		}
+	}
+}
+
+// A stream found by content carries its own handler's header, status and
+// trailers, not those of the response that stored the encoding.
+func TestCacheStreamFoundByContentCarriesItsOwnHeaderAndTrailers(t *testing.T) {
+	body := textBody(11, 100<<10)
+	c := newCache(t, 64<<20)
+	h := newMiddleware(t, squeeze.WithCache(c)).Handler(attackHandler(body))
+	forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, cl *http.Client) {
+		for _, v := range []string{"a", "b", "404", "c", "t1", "t2", "d"} {
+			before := c.Stats().Hits
+			res, raw := fetch(t, cl, srv.URL+"/same", "gzip", "X-Variant", v)
+			checkBody(t, res.Header, raw, body)
+			want := http.StatusOK
+			if v == "404" {
+				want = http.StatusNotFound
+			}
+			if res.StatusCode != want {
+				t.Errorf("%s: status %d, want %d", v, res.StatusCode, want)
+			}
+			for _, f := range [][2]string{{"Content-Language", "lang-" + v}, {"Link", "</" + v + ">; rel=preload"}, {"X-Own", v}} {
+				if got := res.Header.Get(f[0]); got != f[1] {
+					t.Errorf("%s: %s %q, want %q", v, f[0], got, f[1])
+				}
+			}
+			if hit := c.Stats().Hits > before; hit != (v == "b" || v == "c" || v == "d") {
+				t.Errorf("%s: a hit: %v", v, hit) // the others are no hit: a 404, a trailer
+			}
+			if got, want := res.Trailer.Get("X-Sum"), "sum-"+v; strings.HasPrefix(v, "t") && got != want {
+				t.Errorf("%s: trailer X-Sum %q, want %q", v, got, want)
+			}
+		}
+	})
 }

@@ -350,11 +350,14 @@ func (rw *responseWriter) compare(p []byte) bool {
 // as the handler returns: if they were all of them, and all the handler
 // declared, the candidate's encoding goes out with its Content-Length and
 // the handler's own header, as a body found by content within the buffer
-// does; otherwise the stream goes on encoded (unhold) for finish to end.
+// does; otherwise the stream goes on encoded (unhold) for finish to end,
+// as it does when the handler set a trailer, which a body with a
+// Content-Length cannot carry over HTTP/1.1.
 func (rw *responseWriter) endCompared() {
 	fill := rw.fill
 	e := fill.cand
-	if rw.written != int64(len(e.plain)) || rw.hdr.declared >= 0 && rw.hdr.declared != rw.written || rw.marks() != nil {
+	if rw.written != int64(len(e.plain)) || rw.hdr.declared >= 0 && rw.hdr.declared != rw.written || rw.marks() != nil ||
+		hasPrefixedTrailers(rw.w.Header()) {
 		_ = rw.unhold()
 		return
 	}
