@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // Streams found by content (streamByContent): a body longer than the
@@ -319,6 +320,45 @@ func TestCacheStreamFoundByContentCarriesItsOwnHeaderAndTrailers(t *testing.T) {
 			}
 			if got, want := res.Trailer.Get("X-Sum"), "sum-"+v; strings.HasPrefix(v, "t") && got != want {
 				t.Errorf("%s: trailer X-Sum %q, want %q", v, got, want)
+			}
+		}
+	})
+}
+
+// Two sites served at one request-target, by Host, with bodies that differ
+// only in their last byte, each get their own bytes, and a hit each from
+// their own second response on.
+func TestCacheStreamFoundByContentHostsGetTheirOwnBytes(t *testing.T) {
+	a := textBody(20, 100<<10)
+	b := bytes.Clone(a)
+	b[len(b)-1] ^= 1
+	c := newCache(t, 64<<20)
+	h := newMiddleware(t, squeeze.WithCache(c)).Handler(bodyHandler(func(r *http.Request) []byte {
+		if strings.HasPrefix(r.Host, "b.") {
+			return b
+		}
+		return a
+	}))
+	forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, cl *http.Client) {
+		for i := range 6 {
+			host, want := "a.example", a
+			if i%2 == 1 {
+				host, want = "b.example", b
+			}
+			if srv.EnableHTTP2 {
+				host += ".h2" // sites of their own: the Cache is the first subtest's too
+			}
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/app.js", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = host
+			req.Header.Set("Accept-Encoding", "gzip")
+			before := c.Stats().Hits
+			res, raw := testtool.Do(t, cl, req)
+			checkBody(t, res.Header, raw, want)
+			if hit := c.Stats().Hits > before; hit != (i >= 2) {
+				t.Errorf("response %d (%s) a hit: %v", i+1, host, hit)
 			}
 		}
 	})
