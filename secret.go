@@ -416,6 +416,13 @@ func mergeSpans(spans []span) []span {
 // the response's length, whether it begins the secret.
 func (rw *responseWriter) feed(p []byte, given []span) error {
 	sec := rw.marks()
+	if cap(sec.carry) < sec.longest {
+		// One buffer for both: the carry is at most the longest less
+		// one, the head the carry and the longest.
+		buf := make([]byte, 0, 3*sec.longest)
+		sec.carry = append(buf[:0:sec.longest], sec.carry...)
+		sec.head = buf[sec.longest:sec.longest]
+	}
 	c, sent := sec.carry, sec.sent
 	nc := len(c)
 	spans := sec.find(p, given)
