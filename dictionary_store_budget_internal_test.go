@@ -135,11 +135,11 @@ func TestDictionaryStoreBudgetHoldsDCBTables(t *testing.T) {
 	}
 }
 
-// heldHeapWithin returns the heap growth measure reports, measuring again
-// with a new Middleware, up to three times in all, while it is over bound:
-// the heap is every goroutine's, and other tests' leftovers may hold more
-// at the end of one measurement than at its start; measure does the same
-// each time, so the least growth is its own.
+// heldHeapWithin returns the heap growth measure reports, measuring again,
+// up to three times in all, while it is over bound: the heap is every
+// goroutine's, and other tests' leftovers may hold more at the end of one
+// measurement than at its start. measure builds what it measures anew each
+// time (a new Middleware, new copies), so the least growth is its own.
 func heldHeapWithin(bound int64, measure func() int64) int64 {
 	least := int64(math.MaxInt64)
 	for range 3 {
@@ -202,19 +202,23 @@ func TestDCBTableBytesCoversThePreparedDictionary(t *testing.T) {
 	for _, n := range []int{5, 2 << 10, 100 << 10, 1 << 20, 3 << 20} {
 		data := make([]byte, n)
 		_, _ = rand.NewChaCha8([32]byte{byte(n), byte(n >> 8), byte(n >> 16)}).Read(data)
+		charged := dcbTableBytes(n)
 		// Many copies of a small dictionary, so that what other tests'
 		// goroutines allocate meanwhile is small against what is measured.
-		keep := make([]*brrr.PreparedDictionary, max(4, (4<<20)/max(int(dcbTableBytes(n)), 1)))
-		before := heldHeap()
-		for i := range keep {
-			var err error
-			if keep[i], err = brrr.PrepareDictionary(data); err != nil {
-				t.Fatal(err)
+		copies := max(4, (4<<20)/max(int(charged), 1))
+		held := heldHeapWithin(int64(copies)*(charged+charged/50+1024), func() int64 {
+			keep := make([]*brrr.PreparedDictionary, copies)
+			before := heldHeap()
+			for i := range keep {
+				var err error
+				if keep[i], err = brrr.PrepareDictionary(data); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		held := (heldHeap() - before) / int64(len(keep))
-		runtime.KeepAlive(keep)
-		charged := dcbTableBytes(n)
+			grew := heldHeap() - before
+			runtime.KeepAlive(keep)
+			return grew
+		}) / int64(copies)
 		t.Logf("%d-byte dictionary: go-brrr holds %d bytes, charged %d", n, held, charged)
 		if held > charged+charged/50+1024 {
 			t.Errorf("%d-byte dictionary: go-brrr holds %d bytes of tables, dcbTableBytes charges %d", n, held, charged)
