@@ -183,12 +183,12 @@ func (tc fleetVariant) wantRefused(t *testing.T, rewrite func(v []byte) []byte) 
 	a, ca := newFleetReplica(t, store, tc)
 	tc.upgrade(t, a, ca, 4)
 	best := tc.get(t, a, 1)
-	store.rewrite = func(key string, v []byte) []byte {
+	store.setRewrite(func(key string, v []byte) []byte {
 		if strings.HasPrefix(key, "enc:") {
 			return rewrite(v)
 		}
 		return v
-	}
+	})
 	b, cb := newFleetReplica(t, store, tc)
 	tc.upgrade(t, b, cb, 4)
 	if s := cb.Stats(); s.Upgrades != 1 || s.UpgradesShared != 0 {
@@ -388,12 +388,12 @@ func TestSharedUpgradeOfFiles(t *testing.T) {
 				store.values[key] = alt
 				store.mu.Unlock()
 				if corrupt {
-					store.rewrite = func(key string, v []byte) []byte {
+					store.setRewrite(func(key string, v []byte) []byte {
 						if strings.HasPrefix(key, "enc:") {
 							v[len(v)/2] ^= 0x20
 						}
 						return v
-					}
+					})
 				}
 				b, waitB := replica()
 				get(b)

@@ -31,8 +31,9 @@ type memStore struct {
 	// breaks its contract).
 	hang, stuck atomic.Bool
 	release     chan struct{}
-	// rewrite, if set, replaces the value a Get returns, limit or not (a
-	// corrupting or hostile store).
+	// rewrite, if set (setRewrite, under mu: a replica's background
+	// refresh may be reading it), replaces the value a Get returns, limit
+	// or not (a corrupting or hostile store).
 	rewrite func(key string, v []byte) []byte
 	// entered, if set, receives a token as each Get starts; gate, if set,
 	// holds each Get until it is closed.
@@ -99,9 +100,10 @@ func (s *memStore) GetOrSize(ctx context.Context, key string, limit int) ([]byte
 	}
 	s.mu.Lock()
 	v, ok := s.values[key]
+	rewrite := s.rewrite
 	s.mu.Unlock()
-	if s.rewrite != nil && ok {
-		v = s.rewrite(key, append([]byte(nil), v...))
+	if rewrite != nil && ok {
+		v = rewrite(key, append([]byte(nil), v...))
 		return v, len(v), true, nil
 	}
 	if !ok {
@@ -111,6 +113,13 @@ func (s *memStore) GetOrSize(ctx context.Context, key string, limit int) ([]byte
 		return nil, len(v), true, nil
 	}
 	return append(make([]byte, 0, len(v)), v...), len(v), true, nil
+}
+
+// setRewrite sets what rewrites the values Gets return from now on.
+func (s *memStore) setRewrite(rewrite func(key string, v []byte) []byte) {
+	s.mu.Lock()
+	s.rewrite = rewrite
+	s.mu.Unlock()
 }
 
 func (s *memStore) Set(ctx context.Context, key string, value []byte, _ time.Duration) error {
