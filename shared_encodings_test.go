@@ -434,15 +434,16 @@ func TestSharedUpgradeFetchIsCountedInTheBudget(t *testing.T) {
 	b, cb := newFleetReplica(t, store, tc)
 	entry := tc.get(t, b, 3) // a store and two hits
 	before := cb.Stats().Bytes
-	store.entered, store.gate = make(chan struct{}, 1), make(chan struct{})
+	entered, gate := make(chan struct{}, 1), make(chan struct{})
+	store.setGate(entered, gate)
 	tc.get(t, b, 1) // the third hit queues the upgrade, which asks the store
 	select {
-	case <-store.entered:
+	case <-entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the upgrade never asked the store")
 	}
 	during := cb.Stats().Bytes
-	close(store.gate)
+	close(gate)
 	squeeze.WaitUpgrades(cb)
 	const decoder = 1 << 20
 	if held := during - before; held < int64(len(entry)-1)+decoder {
