@@ -3,7 +3,9 @@ package squeeze
 import (
 	"bytes"
 	"crypto/sha256"
+	"io"
 	"math/bits"
+	"runtime"
 	"testing"
 )
 
@@ -125,5 +127,39 @@ func TestDictStoreRemembersKnownBodiesByTheirBytes(t *testing.T) {
 	s.remember(a, "/js/*", false, fromResponse, 0)
 	if s.lookup(sha256.Sum256(a)) == nil {
 		t.Fatal("a body whose dictionary was evicted is not remembered again")
+	}
+}
+
+// A learned dictionary's dcz pool lends the encoder it built before
+// however often the garbage collector ran while it sat idle: building one
+// hashes the dictionary into tables of its own, which costs a response
+// many times what it encodes. A remembered dictionary's pool keeps none.
+func TestLearnedDCZPoolKeepsItsEncoderAcrossCollections(t *testing.T) {
+	s, err := newDictStore(&config{dictMatch: []string{"/*"}, dictStoreSize: 64 << 20}, 3, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("<li>a learned dictionary of a site</li>\n"), 2000)
+	d := &dictionary{hash: sha256.Sum256(data), data: data, static: true, learned: true}
+	o := s.offerFor(d, DCZ)
+	if o == nil {
+		t.Fatal("no dcz offer")
+	}
+	first, err := o.encoders.Get(io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.encoders.Put(first)
+	for i := range 3 {
+		runtime.GC()
+		runtime.GC()
+		e, err := o.encoders.Get(io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.encoders.Put(e)
+		if e != first {
+			t.Fatalf("after collections %d: a new encoder, not the one built before", i+1)
+		}
 	}
 }

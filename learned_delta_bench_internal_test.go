@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,7 +45,11 @@ func deltaBenchPage(i int) []byte {
 // once per dictionary. dcz/whole, in the same alternation, is an encoder
 // given all of the dictionary and reset at both Get and Put, as dcz was
 // before dczHistory and framedEncoder's single reset: x-plain of what they
-// saved.
+// saved. dcz/collected is dcz with two garbage collections before each
+// alternation, untimed, as a server collects between two responses of a
+// route among others': the plain pool, a sync.Pool, gives its idle
+// encoder up and builds one anew, as dcz's did before it kept one
+// (newDCZ), whose new encoder hashes the dictionary too.
 func BenchmarkLearnedDeltaCost(b *testing.B) {
 	page := deltaBenchPage(1000)
 	m, err := New(WithDictionaryMatch("/*"))
@@ -67,11 +72,11 @@ func BenchmarkLearnedDeltaCost(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, coding := range []string{DCZ, DCB, "dcz/whole"} {
+		for _, coding := range []string{DCZ, DCB, "dcz/whole", "dcz/collected"} {
 			var delta *pool.Encoders
 			if coding == "dcz/whole" {
 				delta = whole
-			} else if o := s.offerFor(d, coding); o != nil {
+			} else if o := s.offerFor(d, strings.TrimSuffix(coding, "/collected")); o != nil {
 				delta = o.encoders
 			} else {
 				b.Fatalf("no %s offer", coding)
@@ -98,6 +103,10 @@ func BenchmarkLearnedDeltaCost(b *testing.B) {
 				encode(plain)
 				var withDict, without time.Duration
 				for range b.N {
+					if strings.HasSuffix(coding, "/collected") {
+						runtime.GC()
+						runtime.GC()
+					}
 					withDict += encode(delta)
 					without += encode(plain)
 				}
