@@ -2,7 +2,6 @@ package squeeze
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"runtime"
@@ -52,18 +51,24 @@ func deltaBenchPage(i int) []byte {
 // (newDCZ), whose new encoder hashes the dictionary too.
 func BenchmarkLearnedDeltaCost(b *testing.B) {
 	page := deltaBenchPage(1000)
-	m, err := New(WithDictionaryMatch("/*"))
+	m, err := New(WithLearnedDictionary("/*"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	s := m.dicts
-	for _, size := range []int{64 << 10, 1 << 20} {
+	route := s.learner.routes[0]
+	for gen, size := range []int{64 << 10, 1 << 20} {
 		var data []byte
 		for i := 0; len(data) < size; i++ {
 			data = append(data, deltaBenchPage(i)...)
 		}
 		data = data[len(data)-size:]
-		d := &dictionary{hash: sha256.Sum256(data), data: data, static: true, learned: true}
+		// Each live on the route, as a learned dictionary a client holds is.
+		ld := route.newLearnedDict(data, uint64(gen+1), nil)
+		if !route.publish(ld) {
+			b.Fatal("the dictionary was not published")
+		}
+		d := ld.sd.d
 		whole, err := pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {
 			return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(s.level(DCZ))),
 				zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(dczWindow(len(data))),
