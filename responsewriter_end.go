@@ -9,6 +9,9 @@ import "net/http"
 // take the truncated body for a whole one.
 func (rw *responseWriter) finish(completed bool) {
 	if !completed {
+		if rw.state == stateComparing {
+			_ = rw.unhold() // what a stream in progress would have sent
+		}
 		rw.releaseEncoder()
 		rw.untouched = rw.state == stateWaiting && rw.status == 0
 	} else {
@@ -20,6 +23,9 @@ func (rw *responseWriter) finish(completed bool) {
 		}
 		if rw.state == stateWaiting {
 			_ = rw.advance(atEnd, nil)
+		}
+		if rw.state == stateComparing {
+			rw.endCompared()
 		}
 		if rw.state == stateEncoding {
 			rw.endStream()

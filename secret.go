@@ -184,6 +184,11 @@ func (rw *responseWriter) secretState() (*secrets, error) {
 	if sec := rw.marks(); sec != nil {
 		return sec, nil
 	}
+	if rw.state == stateComparing {
+		if err := rw.unhold(); err != nil { // no stored encoding isolates it
+			return nil, err
+		}
+	}
 	switch rw.state {
 	case stateWaiting, stateHandedBack, stateFinished, stateHijacked, stateSent:
 	case stateDiscarding:

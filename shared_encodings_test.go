@@ -183,12 +183,12 @@ func (tc fleetVariant) wantRefused(t *testing.T, rewrite func(v []byte) []byte) 
 	a, ca := newFleetReplica(t, store, tc)
 	tc.upgrade(t, a, ca, 4)
 	best := tc.get(t, a, 1)
-	store.rewrite = func(key string, v []byte) []byte {
+	store.setRewrite(func(key string, v []byte) []byte {
 		if strings.HasPrefix(key, "enc:") {
 			return rewrite(v)
 		}
 		return v
-	}
+	})
 	b, cb := newFleetReplica(t, store, tc)
 	tc.upgrade(t, b, cb, 4)
 	if s := cb.Stats(); s.Upgrades != 1 || s.UpgradesShared != 0 {
@@ -388,12 +388,12 @@ func TestSharedUpgradeOfFiles(t *testing.T) {
 				store.values[key] = alt
 				store.mu.Unlock()
 				if corrupt {
-					store.rewrite = func(key string, v []byte) []byte {
+					store.setRewrite(func(key string, v []byte) []byte {
 						if strings.HasPrefix(key, "enc:") {
 							v[len(v)/2] ^= 0x20
 						}
 						return v
-					}
+					})
 				}
 				b, waitB := replica()
 				get(b)
@@ -424,15 +424,16 @@ func TestSharedUpgradeFetchIsCountedInTheBudget(t *testing.T) {
 	b, cb := newFleetReplica(t, store, tc)
 	entry := tc.get(t, b, 3) // a store and two hits
 	before := cb.Stats().Bytes
-	store.entered, store.gate = make(chan struct{}, 1), make(chan struct{})
+	entered, gate := make(chan struct{}, 1), make(chan struct{})
+	store.setGate(entered, gate)
 	tc.get(t, b, 1) // the third hit queues the upgrade, which asks the store
 	select {
-	case <-store.entered:
+	case <-entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the upgrade never asked the store")
 	}
 	during := cb.Stats().Bytes
-	close(store.gate)
+	close(gate)
 	squeeze.WaitUpgrades(cb)
 	const decoder = 1 << 20
 	if held := during - before; held < int64(len(entry)-1)+decoder {
