@@ -78,7 +78,7 @@ func (rw *responseWriter) leaveUntouched() {
 func (rw *responseWriter) endStream() {
 	t0 := rw.clock()
 	if rw.hdr.declared < 0 || rw.written == rw.hdr.declared || rw.head {
-		_ = rw.sendCarry(true) // what may have begun a marked secret
+		_ = rw.endCarry() // held back in case it began a marked secret
 		rw.closed = rw.closeStream()
 	} else {
 		_ = rw.enc.Flush()

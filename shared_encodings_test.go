@@ -158,16 +158,26 @@ func TestSharedUpgradeRejectsWhatFailsVerification(t *testing.T) {
 		for _, bad := range []struct {
 			name    string
 			rewrite func(v []byte) []byte
+			// other: the rewrite returns another body's encoding, made
+			// before the store is asked, not within its Get: a best-level
+			// encoding under -race on a loaded machine outlasted the
+			// shared timeout, and the Get failed with nothing verified.
+			other bool
 		}{
-			{"a byte flipped", func(v []byte) []byte { v[len(v)/2] ^= 0x40; return v }},
-			{"cut short", func(v []byte) []byte { return v[:len(v)-3] }},
-			{"another body's encoding", func([]byte) []byte { return encodeOther(t, tc) }},
-			{"trailing bytes", func(v []byte) []byte { return append(v, 0, 0, 0) }},
-			{"garbage", func(v []byte) []byte { return randomBody(5, len(v)) }},
-			{"empty", func([]byte) []byte { return nil }},
+			{"a byte flipped", func(v []byte) []byte { v[len(v)/2] ^= 0x40; return v }, false},
+			{"cut short", func(v []byte) []byte { return v[:len(v)-3] }, false},
+			{"another body's encoding", nil, true},
+			{"trailing bytes", func(v []byte) []byte { return append(v, 0, 0, 0) }, false},
+			{"garbage", func(v []byte) []byte { return randomBody(5, len(v)) }, false},
+			{"empty", func([]byte) []byte { return nil }, false},
 		} {
 			t.Run(tc.name+"/"+bad.name, func(t *testing.T) {
-				tc.wantRefused(t, bad.rewrite)
+				rewrite := bad.rewrite
+				if bad.other {
+					other := encodeOther(t, tc)
+					rewrite = func([]byte) []byte { return bytes.Clone(other) }
+				}
+				tc.wantRefused(t, rewrite)
 			})
 		}
 	}
