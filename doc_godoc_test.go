@@ -120,11 +120,9 @@ func TestGodocHasNoInternalsOrBrokenLinks(t *testing.T) {
 }
 
 // The root package's exported top-level names (funcs, types, consts and
-// vars) stay at most 96, so that its doc reads as a list of features
-// (issue 36); a new name replaces one or nests under its feature. (96:
-// LearnedCredentialHeaders, the credentials an operator names, issue 33.4;
-// the learned steps it added are LearnedInfo.Step strings.)
-func TestRootPackageExportsAtMost96Names(t *testing.T) {
+// vars) stay at most 95, so that its doc reads as a list of features
+// (issue 36); a new name replaces one or nests under its feature.
+func TestRootPackageExportsAtMost95Names(t *testing.T) {
 	bp, err := build.ImportDir(".", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +158,8 @@ func TestRootPackageExportsAtMost96Names(t *testing.T) {
 			}
 		}
 	}
-	if len(names) > 96 {
-		t.Errorf("the root package exports %d top-level names, want at most 96", len(names))
+	if len(names) > 95 {
+		t.Errorf("the root package exports %d top-level names, want at most 95", len(names))
 	}
 }
 
