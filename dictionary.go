@@ -6,20 +6,16 @@ import (
 	"encoding/base64"
 	"fmt"
 	"hash/maphash"
-	"log"
 	"math/bits"
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 	"weak"
 
 	"github.com/klauspost/compress/zstd"
 	brrr "github.com/molecule-man/go-brrr"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/squeezehttp/squeeze/internal/cdt"
-	"github.com/squeezehttp/squeeze/internal/lifetime"
 	"github.com/squeezehttp/squeeze/internal/lru"
 	"github.com/squeezehttp/squeeze/internal/pool"
 	"github.com/squeezehttp/squeeze/internal/storeguard"
@@ -192,25 +188,12 @@ type dictStore struct {
 	shared *storeguard.Guard
 	live   *storeguard.RecentKeys
 
-	// learned holds the routes of WithLearnedDictionary (learned.go);
-	// training lets one of their trainings run at a time, jobs counts
-	// their background work, and observe is the Middleware's observer.
-	learned  []*learnedRoute
-	training *semaphore.Weighted
-	jobs     sync.WaitGroup
-	observe  func(LearnedInfo)
-	// logf logs what an operator must hear of once (learned.go).
-	logf func(format string, args ...any)
+	// learner holds the routes of WithLearnedDictionary and their
+	// training (learner.go): the store asks it for live learned
+	// dictionaries, and reports and logs through it.
+	learner *learner
 	// routes are the patterns' routes for registrable's log, in order.
 	routes []dictRoute
-	// offers are the Middleware's offers without a dictionary: a learned
-	// route measures its streamed deltas against them (learned.go).
-	offers []offer
-	// pollEvery is the least time between two reads of a learned route's
-	// pointer in the fleet's store (shared_learned.go).
-	pollEvery time.Duration
-	// life is the Middleware's, which runs the jobs (internal/lifetime).
-	life *lifetime.Lifetime
 
 	mu         sync.Mutex
 	remembered *lru.Cache[[32]byte, *dictionary] // weighing what each costs
@@ -284,11 +267,6 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		known:      map[uint64]weak.Pointer[dictionary]{},
 		knownSeed:  maphash.MakeSeed(),
 		expect:     newExpectedBodies(),
-		training:   semaphore.NewWeighted(1),
-		observe:    c.observer.Learned,
-		logf:       log.Printf,
-		pollEvery:  learnedPollEvery,
-		life:       new(lifetime.Lifetime), // New gives it the Middleware's
 	}
 	s.routes = make([]dictRoute, len(s.patterns))
 	for i, p := range s.patterns {
@@ -311,8 +289,8 @@ func newDictStore(c *config, zstdLevel, brLevel int) (*dictStore, error) {
 		s.links = append(s.links, "<"+sd.path+`>; rel="compression-dictionary"`)
 		s.standaloneMatch = append(s.standaloneMatch, sd.match)
 	}
-	s.learned = newLearnedRoutes(s, c.learned)
-	if len(s.links) > 0 || len(s.learned) > 0 {
+	s.learner = newLearner(c, s)
+	if len(s.links) > 0 || len(s.learner.routes) > 0 {
 		s.linkHook = &dictLinks{links: s.links, s: s}
 	}
 	return s, nil
@@ -323,7 +301,7 @@ func (s *dictStore) lookup(hash [32]byte) *dictionary {
 	if d := s.static[hash]; d != nil {
 		return d
 	}
-	if d := s.lookupLearned(hash); d != nil {
+	if d := s.learner.lookup(hash); d != nil {
 		return d
 	}
 	s.mu.Lock()
@@ -500,7 +478,7 @@ func (s *dictStore) insert(d *dictionary, weight, reserved int64) *dictionary {
 // room (its cost leaves with it): then the state is not to be built. A
 // static dictionary, or a live learned one, is not charged.
 func (s *dictStore) charge(d *dictionary, n int64) bool {
-	if d.static || d.learned && s.liveLearned(d) {
+	if d.static || d.learned && s.learner.holds(d) {
 		return true
 	}
 	s.mu.Lock()
@@ -513,7 +491,7 @@ func (s *dictStore) charge(d *dictionary, n int64) bool {
 
 // uncharge gives back n bytes charged for d whose state could not be built.
 func (s *dictStore) uncharge(d *dictionary, n int64) {
-	if d.static || d.learned && s.liveLearned(d) {
+	if d.static || d.learned && s.learner.holds(d) {
 		return // not charged
 	}
 	s.mu.Lock()

@@ -204,9 +204,9 @@ func (s *dictStore) registrable(h http.Header, fresh string, req *http.Request, 
 	if why == "" {
 		return true
 	}
-	s.report(LearnedInfo{Step: learnedUnregistrable})
+	s.learner.report(LearnedInfo{Step: learnedUnregistrable})
 	if route.logged.CompareAndSwap(false, true) {
-		s.logf("squeeze: %s %q: a response to %s went out without Use-As-Dictionary, as a browser would not keep it as a dictionary (RFC 9842 section 2.2.1): %s (logged once per route; the counters count every one as unregistrable)",
+		s.learner.logf("squeeze: %s %q: a response to %s went out without Use-As-Dictionary, as a browser would not keep it as a dictionary (RFC 9842 section 2.2.1): %s (logged once per route; the counters count every one as unregistrable)",
 			route.kind, route.name, req.URL.EscapedPath(), why)
 	}
 	return false
@@ -268,4 +268,15 @@ func htmlLinks(links []string, typed bool, contentType string) []string {
 		return nil
 	}
 	return links
+}
+
+// pageLinks returns the Link values a response carries (typed: contentType
+// is the response's own, not sniffed): on text/html, one to each standalone
+// dictionary and to each learned route's newest live dictionary; else nil.
+func (s *dictStore) pageLinks(typed bool, contentType string) []string {
+	links := htmlLinks(s.links, typed, contentType)
+	if len(s.learner.routes) == 0 || !typed || !matchTypes(htmlTypes, contentType) {
+		return links
+	}
+	return s.learner.appendLinks(links)
 }

@@ -47,13 +47,13 @@ func (sd *standaloneDictionary) ServeHTTP(w http.ResponseWriter, r *http.Request
 // standaloneFor returns the handler of the WithDictionary dictionary at the
 // request's path, or nil. Only GET and HEAD are answered.
 func (s *dictStore) standaloneFor(r *http.Request) http.Handler {
-	if s == nil || len(s.standalone) == 0 && len(s.learned) == 0 || r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if s == nil || len(s.standalone) == 0 && len(s.learner.routes) == 0 || r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return nil
 	}
 	if sd := s.standalone[r.URL.Path]; sd != nil {
 		return sd
 	}
-	return s.learnedServer(r.Context(), r.URL.Path)
+	return s.learner.server(r.Context(), r.URL.Path)
 }
 
 // standaloneConfig is one WithDictionary.

@@ -55,9 +55,7 @@ func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) 
 	if s.shared != nil {
 		// Every response may link a learned dictionary: the fleet's
 		// newest is looked for now and then (shared_learned.go).
-		for _, lr := range s.learned {
-			lr.maybePoll(r.Context())
-		}
+		s.learner.maybePoll(r.Context())
 	}
 	path := r.URL.EscapedPath()
 	o, pattern, varies := s.begin(r, path, ranged)
@@ -67,7 +65,7 @@ func (s *dictStore) follow(r *http.Request, ranged bool) (*offer, responseHook) 
 	} else if s.linkHook != nil {
 		hook = s.linkHook
 	}
-	if lr := s.learnedFor(path); lr != nil {
+	if lr := s.learner.routeFor(path); lr != nil {
 		if o != nil && lr.stopped.Load() && lr.holds(o.dict) {
 			o = nil // the route's deltas fell below their floor (learned.go)
 		}
@@ -87,7 +85,7 @@ func (s *dictStore) begin(r *http.Request, path string, ranged bool) (o *offer, 
 	for _, p := range s.standaloneMatch {
 		varies = varies || cdt.MatchPath(p, path)
 	}
-	lr := s.learnedFor(path)
+	lr := s.learner.routeFor(path)
 	varies = varies || lr != nil
 	avail := r.Header["Available-Dictionary"]
 	if _, ok := deltaSite(r.Header); ranged || len(avail) == 0 || len(s.codings) == 0 || !ok {

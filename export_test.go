@@ -75,19 +75,19 @@ func SetLengthHidingSecret(m *Middleware, secret [32]byte) { m.hiding.secret = s
 // (rounds, trainings, looks for the fleet's) has ended.
 func WaitLearned(m *Middleware) {
 	if m.dicts != nil {
-		m.dicts.jobs.Wait()
+		m.dicts.learner.jobs.Wait()
 	}
 }
 
 // SetLearnedLog sets the log of m's learned dictionaries.
 func SetLearnedLog(m *Middleware, logf func(format string, args ...any)) {
-	m.dicts.logf = logf
+	m.dicts.learner.logf = logf
 }
 
 // SetLearnedPollEvery sets the least time between two reads of a learned
 // route's pointer in m's shared store.
 func SetLearnedPollEvery(m *Middleware, d time.Duration) {
-	m.dicts.pollEvery = d
+	m.dicts.learner.pollEvery = d
 }
 
 // SetSharedStoreLog replaces the logger of m's shared store's failures.

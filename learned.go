@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/squeezehttp/squeeze/internal/cdt"
 	"github.com/squeezehttp/squeeze/internal/sfv"
 )
 
@@ -24,10 +23,11 @@ import (
 // trains and the others take its dictionary by hash (shared_learned.go).
 //
 // A learned route follows its responses through the dictionary store's
-// hook (learnedResponse wraps the hook dictionary.go returns): the store
-// answers Available-Dictionary from the route's live dictionaries, serves
-// them at their URLs and links the newest from every text/html response,
-// as it does for the dictionaries of WithDictionary.
+// hook (learnedResponse wraps the hook dictionary.go returns): the store,
+// through the learner the routes share (learner.go), answers
+// Available-Dictionary from the route's live dictionaries, serves them at
+// their URLs and links the newest from every text/html response, as it
+// does for the dictionaries of WithDictionary.
 
 // learnedMinSamples is the fewest samples a dictionary is trained on:
 // fewer show nothing that repeats across responses.
@@ -68,8 +68,9 @@ const learnedMaxAge = 24 * time.Hour
 // learnedRoute is the state of one WithLearnedDictionary: the samples it
 // holds, its live dictionaries, and the state of its rounds.
 type learnedRoute struct {
-	s   *dictStore
-	cfg learnedConfig
+	// learner is what the Middleware's routes share (learner.go).
+	learner *learner
+	cfg     learnedConfig
 	// key names the route in the fleet's store (shared_learned.go).
 	key string
 
@@ -154,90 +155,17 @@ type learnedDict struct {
 	announced atomic.Int64
 }
 
-// newLearnedRoutes builds the routes of c for s.
-func newLearnedRoutes(s *dictStore, c []learnedConfig) []*learnedRoute {
+// newLearnedRoutes builds the routes of c for l.
+func newLearnedRoutes(l *learner, c []learnedConfig) []*learnedRoute {
 	var routes []*learnedRoute
 	for _, lc := range c {
 		sum := sha256.Sum256([]byte(lc.pattern))
-		r := &learnedRoute{s: s, cfg: lc, key: base64.RawURLEncoding.EncodeToString(sum[:])}
+		r := &learnedRoute{learner: l, cfg: lc, key: base64.RawURLEncoding.EncodeToString(sum[:])}
 		r.dictRoute.kind, r.dictRoute.name = "learned dictionary", lc.pattern
 		r.live.Store(&learnedSet{})
 		routes = append(routes, r)
 	}
 	return routes
-}
-
-// learnedFor returns the learned route whose pattern path matches, or nil.
-func (s *dictStore) learnedFor(path string) *learnedRoute {
-	for _, r := range s.learned {
-		if cdt.MatchPath(r.cfg.pattern, path) {
-			return r
-		}
-	}
-	return nil
-}
-
-// lookupLearned returns the live learned dictionary with this hash, noting
-// that a client announced it, or nil.
-func (s *dictStore) lookupLearned(hash [32]byte) *dictionary {
-	for _, r := range s.learned {
-		for _, ld := range r.live.Load().dicts {
-			if ld.sd.d.hash == hash {
-				ld.announced.Store(time.Now().UnixNano())
-				return ld.sd.d
-			}
-		}
-	}
-	return nil
-}
-
-// learnedServer returns the handler of the learned dictionary served at
-// path, or nil: one of a route's live dictionaries, or, with a
-// SharedStore, one another replica linked (serveFromFleet), within ctx.
-func (s *dictStore) learnedServer(ctx context.Context, path string) http.Handler {
-	for _, r := range s.learned {
-		if !strings.HasPrefix(path, r.cfg.path) {
-			continue
-		}
-		for _, ld := range r.live.Load().dicts {
-			if ld.path == path {
-				return ld.sd
-			}
-		}
-		if s.shared != nil {
-			if h := r.serveFromFleet(ctx, path); h != nil {
-				return h
-			}
-		}
-	}
-	return nil
-}
-
-// pageLinks returns the Link values a response carries (typed: contentType
-// is the response's own, not sniffed): on text/html, one to each standalone
-// dictionary and to each learned route's newest live dictionary; else nil.
-func (s *dictStore) pageLinks(typed bool, contentType string) []string {
-	links := htmlLinks(s.links, typed, contentType)
-	if len(s.learned) == 0 || !typed || !matchTypes(htmlTypes, contentType) {
-		return links
-	}
-	for _, r := range s.learned {
-		if l := r.live.Load().link; l != "" {
-			links = append(links[:len(links):len(links)], l)
-		}
-	}
-	return links
-}
-
-// liveLearned reports whether d is one of the live dictionaries of a
-// learned route.
-func (s *dictStore) liveLearned(d *dictionary) bool {
-	for _, r := range s.learned {
-		if r.holds(d) {
-			return true
-		}
-	}
-	return false
 }
 
 // holds reports whether d is one of the route's live dictionaries.
@@ -273,7 +201,7 @@ func (r *learnedRoute) newLearnedDict(data []byte, gen uint64, codings []string)
 			etag:        `"` + name + `"`,
 			useAs:       useAsDictionary(r.cfg.pattern) + ", id=" + id,
 			contentType: "text/plain; charset=utf-8", // compressed on the way, as text
-			s:           r.s,
+			s:           r.learner.s,
 			route:       &r.dictRoute,
 		},
 		path: r.cfg.path + name,
@@ -348,7 +276,7 @@ func (r *learnedRoute) wantsProbe() bool {
 // route's probe.
 func (r *learnedRoute) probeStream(coding string, body []byte, sent int64) {
 	defer r.probing.Store(false)
-	replaced, ok := r.s.encodedLen(coding, body)
+	replaced, ok := r.learner.encodedLen(coding, body)
 	if !ok {
 		return
 	}
@@ -370,8 +298,8 @@ func (r *learnedRoute) probeStream(coding string, body []byte, sent int64) {
 	if !stop || !r.stopped.CompareAndSwap(false, true) {
 		return
 	}
-	r.s.report(LearnedInfo{Step: learnedDeltasStopped, Plain: last.plain, Saved: last.replaced - last.delta})
-	r.s.logf("squeeze: learned dictionary %q: %d streamed deltas went out in %d bytes where the coding they replace took %d: below the floor of %.0f%% saved, the route sends no deltas until its next dictionary or a round that measures its dictionary saving",
+	r.learner.report(LearnedInfo{Step: learnedDeltasStopped, Plain: last.plain, Saved: last.replaced - last.delta})
+	r.learner.logf("squeeze: learned dictionary %q: %d streamed deltas went out in %d bytes where the coding they replace took %d: below the floor of %.0f%% saved, the route sends no deltas until its next dictionary or a round that measures its dictionary saving",
 		r.cfg.pattern, last.count, last.delta, last.replaced, 100*learnedDeltaFloor)
 }
 
@@ -436,7 +364,7 @@ func (r *learnedRoute) addSample(body []byte, n int64) {
 		r.state.Store(learnedRound)
 	}
 	r.mu.Unlock()
-	if full && !r.s.startJob(func(ctx context.Context) { r.round(ctx, round, cost) }) {
+	if full && !r.learner.startJob(func(ctx context.Context) { r.round(ctx, round, cost) }) {
 		// The Middleware is closed: no round runs, and none is collected.
 		r.release(cost)
 		r.resumeAt.Store(math.MaxInt64)
@@ -492,7 +420,7 @@ func (l *learnedResponse) committed(h http.Header, f facts) bool {
 	// hook (or none) wrote; the Links come once, from it if there is one.
 	var links []string
 	if l.inner == nil {
-		links = l.r.s.pageLinks(f.typed, f.contentType)
+		links = l.r.learner.s.pageLinks(f.typed, f.contentType)
 	}
 	dictionaryHeaders(h, true, "", "", links)
 	r := l.r
@@ -568,12 +496,12 @@ var refusalWords = [...]string{
 // query string may be a secret.
 func (r *learnedRoute) refused(why sampleRefusal, req *http.Request) {
 	held, need := r.pending.Load(), int64(r.cfg.samples)
-	r.s.report(LearnedInfo{Step: refusalResults[why], Samples: held, Size: need})
+	r.learner.report(LearnedInfo{Step: refusalResults[why], Samples: held, Size: need})
 	bit := uint32(1) << why
 	if old := r.logged.Load(); old&bit != 0 || !r.logged.CompareAndSwap(old, old|bit) {
 		return
 	}
-	r.s.logf("squeeze: learned dictionary %q: a response to %s was not sampled: %s; the route holds %d of the %d samples of its next round (logged once per route and reason; the counters count every one)",
+	r.learner.logf("squeeze: learned dictionary %q: a response to %s was not sampled: %s; the route holds %d of the %d samples of its next round (logged once per route and reason; the counters count every one)",
 		r.cfg.pattern, req.URL.EscapedPath(), refusalWords[why], held, need)
 }
 
@@ -628,7 +556,7 @@ func (l *learnedResponse) ended(end responseEnd) {
 	}
 	wentDelta := l.delta != "" && end.completed && !end.lengthMismatch && headerHasToken(l.h["Content-Encoding"], l.delta)
 	if wentDelta {
-		r.s.reportDelta(r, l.n)
+		r.learner.reportDelta(r, l.n)
 	}
 	l.h = nil
 	if l.probing {
@@ -659,45 +587,4 @@ func (l *learnedResponse) ended(end responseEnd) {
 	}
 	r.addSample(body, l.reserved)
 	l.body, l.sampling, l.reserved = nil, false, 0
-}
-
-// encodedLen returns the length of body encoded in the coding a delta in
-// coding replaces: the same codec without the dictionary (zstd for dcz, br
-// for dcb) when the Middleware offers it, else its first offer, from the
-// Middleware's pools. ok is false when there is none or it failed.
-func (s *dictStore) encodedLen(coding string, body []byte) (n int64, ok bool) {
-	var fb *offer
-	for i := range s.offers {
-		if s.offers[i].coding == deltaCodec(coding) {
-			fb = &s.offers[i]
-			break
-		}
-	}
-	if fb == nil && len(s.offers) > 0 {
-		fb = &s.offers[0]
-	}
-	if fb == nil {
-		return 0, false
-	}
-	var c byteCount
-	e, err := fb.encoders.Get(&c)
-	if err != nil {
-		return 0, false
-	}
-	defer fb.encoders.Put(e)
-	if _, err := e.Write(body); err != nil {
-		return 0, false
-	}
-	if err := e.Close(); err != nil {
-		return 0, false
-	}
-	return int64(c), true
-}
-
-// byteCount is an io.Writer that counts what is written to it.
-type byteCount int64
-
-func (c *byteCount) Write(p []byte) (int, error) {
-	*c += byteCount(len(p))
-	return len(p), nil
 }

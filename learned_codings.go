@@ -73,11 +73,11 @@ func deltaCodingsOf(trials []codingTrial) []string {
 // what dcz at the store's zstd level did against the zstd it replaces (the
 // round's measure, which LearnedRetrainBelow is compared with). It returns
 // false when nothing could be measured.
-func (s *dictStore) chooseCodings(data []byte, held [][]byte) ([]string, learnedMeasure, bool) {
+func (l *learner) chooseCodings(data []byte, held [][]byte) ([]string, learnedMeasure, bool) {
 	var trials []codingTrial
 	var dcz *codingTrial
-	for _, coding := range s.codings {
-		t, ok := s.trial(coding, data, held)
+	for _, coding := range l.s.codings {
+		t, ok := l.trial(coding, data, held)
 		if !ok {
 			return nil, learnedMeasure{}, false
 		}
@@ -87,7 +87,7 @@ func (s *dictStore) chooseCodings(data []byte, held [][]byte) ([]string, learned
 		}
 	}
 	if dcz == nil {
-		t, ok := s.trial(DCZ, data, held)
+		t, ok := l.trial(DCZ, data, held)
 		if !ok {
 			return nil, learnedMeasure{}, false
 		}
@@ -105,14 +105,14 @@ func (s *dictStore) chooseCodings(data []byte, held [][]byte) ([]string, learned
 }
 
 // trial encodes held as coding against data and in the coding it replaces.
-func (s *dictStore) trial(coding string, data []byte, held [][]byte) (codingTrial, bool) {
+func (l *learner) trial(coding string, data []byte, held [][]byte) (codingTrial, bool) {
 	t := codingTrial{coding: coding}
 	var err error
-	if t.delta, err = encodeAll(coding, s.level(coding), data, held); err != nil {
+	if t.delta, err = encodeAll(coding, l.s.level(coding), data, held); err != nil {
 		return t, false
 	}
 	for _, h := range held {
-		n, ok := s.encodedLen(coding, h)
+		n, ok := l.encodedLen(coding, h)
 		if !ok {
 			return t, false
 		}

@@ -43,7 +43,7 @@ func TestLearnedDictionaryWhoseDCZLostGoesOutOnlyAsDCB(t *testing.T) {
 		t.Fatal(err)
 	}
 	pages := learnedSamples(2, 16<<10)
-	r := m.dicts.learned[0]
+	r := m.dicts.learner.routes[0]
 	dict := pages[0]
 	if !r.publish(r.newLearnedDict(dict, 1, []string{DCB})) {
 		t.Fatal("the dictionary was not published")

@@ -14,8 +14,9 @@ import (
 // measures the live dictionary on the samples, and trains a new one when
 // there is none or it saves less than the route's threshold.
 //
-// Training is bounded three ways: one at a time per Middleware (a
-// training that finds another running is refused and counted), at most
+// Training is bounded three ways: one at a time per Middleware (the
+// learner's, learner.go: a training that finds another running is refused
+// and counted), at most
 // one round per route per interval, and an input whose training fits the
 // route's memory budget with learnedMeasureCost beside it, which
 // TestLearnedTrainingStaysWithinItsMemoryBudget checks against what the
@@ -37,21 +38,6 @@ func (r *learnedRoute) measureCost() int64 {
 	return learnedMeasureCost(int64(r.cfg.dictSize), r.maxSample())
 }
 
-// startJob runs f in the background, counted in s.jobs, as the
-// Middleware's work (internal/lifetime); it reports false, running
-// nothing, once the Middleware is closed.
-func (s *dictStore) startJob(f func(ctx context.Context)) bool {
-	s.jobs.Add(1)
-	if !s.life.Go(func(ctx context.Context) {
-		defer s.jobs.Done()
-		f(ctx)
-	}) {
-		s.jobs.Done()
-		return false
-	}
-	return true
-}
-
 // round is the job of one round of samples, whose reservation is cost,
 // within ctx: the route rests for its interval afterwards, whatever it
 // found. Every end of a round is reported as one step (roundEnd): "kept",
@@ -62,7 +48,7 @@ func (r *learnedRoute) round(ctx context.Context, samples [][]byte, cost int64) 
 		r.state.Store(learnedResting)
 	}()
 	defer r.release(cost)
-	if r.s.shared != nil {
+	if r.learner.s.shared != nil {
 		r.poll(ctx)
 	}
 	if ld := r.newest(); ld != nil {
@@ -70,18 +56,18 @@ func (r *learnedRoute) round(ctx context.Context, samples [][]byte, cost int64) 
 		// dictionary was not trained on (nor, for one taken from the
 		// fleet's store, this replica): the round chooses its codings
 		// again on them.
-		codings, m, ok := r.s.chooseCodings(ld.sd.d.data, samples)
+		codings, m, ok := r.learner.chooseCodings(ld.sd.d.data, samples)
 		if ok {
 			ld.sd.d.codings.Store(&codings)
 		}
 		switch {
 		case !ok || m.ratio <= 0:
-			r.s.report(LearnedInfo{Step: learnedUnmeasured, Samples: sampleBytes(samples), Size: int64(len(ld.sd.d.data))})
+			r.learner.report(LearnedInfo{Step: learnedUnmeasured, Samples: sampleBytes(samples), Size: int64(len(ld.sd.d.data))})
 			return
 		case 1-m.ratio >= r.cfg.retrain:
 			r.measured(m)
 			plain := sampleBytes(samples)
-			r.s.report(LearnedInfo{Step: learnedKept, Samples: plain, Size: int64(len(ld.sd.d.data)),
+			r.learner.report(LearnedInfo{Step: learnedKept, Samples: plain, Size: int64(len(ld.sd.d.data)),
 				Plain: plain, Saved: int64(m.savedPerByte * float64(plain))})
 			return
 		}
@@ -102,28 +88,28 @@ func (r *learnedRoute) round(ctx context.Context, samples [][]byte, cost int64) 
 // or the same dictionary went live meanwhile; else "trained". Only the
 // last publishes.
 func (r *learnedRoute) train(ctx context.Context, samples [][]byte) {
-	s := r.s
-	if !s.training.TryAcquire(1) {
-		s.report(LearnedInfo{Step: learnedRefused, Samples: sampleBytes(samples)})
+	l := r.learner
+	if !l.training.TryAcquire(1) {
+		l.report(LearnedInfo{Step: learnedRefused, Samples: sampleBytes(samples)})
 		return
 	}
-	defer s.training.Release(1)
+	defer l.training.Release(1)
 	input, held := r.trainingInput(samples)
 	in := sampleBytes(input)
 	if len(input) < learnedMinSamples || len(held) == 0 {
-		s.report(LearnedInfo{Step: learnedRefused, Samples: in})
+		l.report(LearnedInfo{Step: learnedRefused, Samples: in})
 		return
 	}
 	r.mu.Lock()
 	gen := r.gen + 1
 	r.mu.Unlock()
-	if s.shared != nil && r.claim(ctx, gen) == storeguard.Lost {
+	if l.s.shared != nil && r.claim(ctx, gen) == storeguard.Lost {
 		// Another replica trains it; a later poll takes it.
-		s.report(LearnedInfo{Step: learnedClaimLost, Samples: in})
+		l.report(LearnedInfo{Step: learnedClaimLost, Samples: in})
 		return
 	}
-	if ctx.Err() != nil || s.life.Closed() { // the Middleware is closed: no training now
-		s.report(LearnedInfo{Step: learnedRefused, Samples: in})
+	if ctx.Err() != nil || l.life.Closed() { // the Middleware is closed: no training now
+		l.report(LearnedInfo{Step: learnedRefused, Samples: in})
 		return
 	}
 	t0 := time.Now()
@@ -136,12 +122,12 @@ func (r *learnedRoute) train(ctx context.Context, samples [][]byte) {
 	end := LearnedInfo{Samples: in, Size: int64(len(data)), Elapsed: elapsed}
 	if len(data) == 0 {
 		end.Step = learnedDiscarded
-		s.report(end)
+		l.report(end)
 		return
 	}
 	// On the samples held out, which it was not trained on, the round
 	// chooses the delta codings it is offered in (learned_codings.go).
-	codings, m, ok := s.chooseCodings(data, held)
+	codings, m, ok := l.chooseCodings(data, held)
 	var ld *learnedDict
 	switch {
 	case !ok || m.ratio <= 0:
@@ -155,8 +141,8 @@ func (r *learnedRoute) train(ctx context.Context, samples [][]byte) {
 			end.Step = learnedTrained
 		}
 	}
-	s.report(end)
-	if end.Step == learnedTrained && s.shared != nil {
+	l.report(end)
+	if end.Step == learnedTrained && l.s.shared != nil {
 		r.share(ctx, ld)
 	}
 }
@@ -185,23 +171,4 @@ func (r *learnedRoute) trainingInput(samples [][]byte) (input, held [][]byte) {
 // when it could not be told.
 type learnedMeasure struct {
 	ratio, savedPerByte float64
-}
-
-// reportDelta reports the bytes a response of plain bytes, sent as a
-// delta against one of r's dictionaries, saved: an estimate, from what the
-// last round measured per plain byte, of what zstd without the dictionary
-// would have sent less what the delta did.
-func (s *dictStore) reportDelta(r *learnedRoute, plain int64) {
-	per := r.savedPerByte()
-	if s.observe == nil || per <= 0 || plain <= 0 {
-		return
-	}
-	s.report(LearnedInfo{Step: learnedDelta, Plain: plain, Saved: int64(float64(plain) * per)})
-}
-
-// report sends e to the observer, if any.
-func (s *dictStore) report(e LearnedInfo) {
-	if s.observe != nil {
-		s.observe(e)
-	}
 }

@@ -57,17 +57,17 @@ func TestLearnedRoundReportsEveryEnd(t *testing.T) {
 		{
 			name: "refused: another training runs",
 			before: func(t *testing.T, r *learnedRoute) {
-				if !r.s.training.TryAcquire(1) {
+				if !r.learner.training.TryAcquire(1) {
 					t.Fatal("a training runs already")
 				}
-				t.Cleanup(func() { r.s.training.Release(1) })
+				t.Cleanup(func() { r.learner.training.Release(1) })
 			},
 			samples: pages, want: learnedRefused,
 		},
 		{name: "refused: too few samples to train on", samples: pages[:learnedMinSamples], want: learnedRefused},
 		{
 			name:    "refused: the Middleware is closed",
-			before:  func(t *testing.T, r *learnedRoute) { r.s.life.Close() },
+			before:  func(t *testing.T, r *learnedRoute) { r.learner.life.Close() },
 			samples: pages, want: learnedRefused,
 		},
 		{name: "refused: no samples", samples: nil, want: learnedRefused},
@@ -107,7 +107,7 @@ func TestLearnedRoundReportsEveryEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := m.dicts.learned[0]
+			r := m.dicts.learner.routes[0]
 			if tc.before != nil {
 				tc.before(t, r)
 			}

@@ -47,7 +47,7 @@ func newTestRoute(t *testing.T, opts ...LearnedOption) *learnedRoute {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.dicts.learned[0]
+	return m.dicts.learner.routes[0]
 }
 
 // TestLearnedTrainingStaysWithinItsMemoryBudget trains on 8 MiB of samples
@@ -92,13 +92,13 @@ func TestLearnedTrainingIsRefusedWhileAnotherRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := m.dicts.learned[0]
-	m.dicts.training.TryAcquire(1)
+	r := m.dicts.learner.routes[0]
+	m.dicts.learner.training.TryAcquire(1)
 	r.train(t.Context(), learnedSamples(8, 4<<10))
 	if refused != 1 || r.newest() != nil {
 		t.Errorf("with another training running: %d refusals, dictionary %v; want 1 and none", refused, r.newest())
 	}
-	m.dicts.training.Release(1)
+	m.dicts.learner.training.Release(1)
 	r.train(t.Context(), learnedSamples(8, 4<<10))
 	if refused != 1 || r.newest() == nil {
 		t.Errorf("with none running: %d refusals, dictionary %v; want 1 and one", refused, r.newest())
@@ -172,7 +172,7 @@ func TestLearnedRouteOfTheLongestSamplesTrains(t *testing.T) {
 		r.addSample(b[:n], n)
 		added++
 	}
-	r.s.jobs.Wait()
+	r.learner.jobs.Wait()
 	if r.newest() == nil {
 		t.Errorf("%d samples of %d bytes, the longest a budget of %d bytes samples, published no dictionary", added, n, r.cfg.budget)
 	}

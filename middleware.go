@@ -102,8 +102,8 @@ func New(opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	if m.dicts != nil {
-		m.dicts.offers = m.offers
-		m.dicts.life = &m.life
+		m.dicts.learner.offers = m.offers
+		m.dicts.learner.life = &m.life
 	}
 	if m.dicts != nil && m.shared != nil {
 		m.dicts.shared = m.shared

@@ -53,7 +53,7 @@ func (r *learnedRoute) pointerKey() string { return "learned:" + r.key }
 // claim claims the training of generation gen of the route's dictionary.
 func (r *learnedRoute) claim(ctx context.Context, gen uint64) storeguard.ClaimOutcome {
 	key := "claim:learned:" + r.key + ":" + strconv.FormatUint(gen, 10)
-	return r.s.shared.Claim(ctx, key, []byte{1}, learnedClaimLifetime)
+	return r.learner.s.shared.Claim(ctx, key, []byte{1}, learnedClaimLifetime)
 }
 
 // share writes ld, just trained, to the store under its hash, then the
@@ -71,10 +71,10 @@ func (r *learnedRoute) share(ctx context.Context, ld *learnedDict) {
 		r.unshared.CompareAndSwap(ld, nil)
 		return
 	}
-	r.s.report(LearnedInfo{Step: learnedPublishFailed, Size: int64(len(ld.sd.d.data))})
+	r.learner.report(LearnedInfo{Step: learnedPublishFailed, Size: int64(len(ld.sd.d.data))})
 	if r.unshared.Swap(ld) != ld {
-		r.s.logf("squeeze: learned dictionary %q: the shared store did not take the dictionary %s (generation %d); the other replicas cannot serve it until it does, and it is tried again at each poll (every %v at most)",
-			r.cfg.pattern, ld.path, ld.gen, r.s.pollEvery)
+		r.learner.logf("squeeze: learned dictionary %q: the shared store did not take the dictionary %s (generation %d); the other replicas cannot serve it until it does, and it is tried again at each poll (every %v at most)",
+			r.cfg.pattern, ld.path, ld.gen, r.learner.pollEvery)
 	}
 }
 
@@ -82,7 +82,7 @@ func (r *learnedRoute) share(ctx context.Context, ld *learnedDict) {
 // to it, each within the replica's write budget; it reports whether the
 // store took both.
 func (r *learnedRoute) write(ctx context.Context, ld *learnedDict) bool {
-	sh, d := r.s.shared, ld.sd.d
+	sh, d := r.learner.s.shared, ld.sd.d
 	if len(d.pattern) > 0xffff {
 		return true // no value can frame it: nothing to try again
 	}
@@ -108,7 +108,7 @@ func (r *learnedRoute) retryShare() {
 		r.unshared.CompareAndSwap(ld, nil) // superseded: the fleet has a newer one
 		return
 	}
-	r.s.startJob(func(ctx context.Context) { r.share(ctx, ld) })
+	r.learner.startJob(func(ctx context.Context) { r.share(ctx, ld) })
 }
 
 // maybePoll reads the fleet's pointer within the request whose context is
@@ -122,7 +122,7 @@ func (r *learnedRoute) maybePoll(ctx context.Context) {
 		return
 	}
 	defer r.polling.Store(false)
-	r.nextPoll.Store(now + int64(min(r.s.pollEvery, r.cfg.interval)))
+	r.nextPoll.Store(now + int64(min(r.learner.pollEvery, r.cfg.interval)))
 	r.retryShare()
 	r.poll(ctx)
 }
@@ -137,7 +137,7 @@ type learnedPointer struct {
 // generation newer than the route's newest dictionary, takes that
 // dictionary from the store, verified, and publishes it.
 func (r *learnedRoute) poll(ctx context.Context) {
-	sh := r.s.shared
+	sh := r.learner.s.shared
 	v, ok := sh.Get(ctx, r.pointerKey(), sharedLearnedLen, func(value []byte) (any, storeguard.Verdict) {
 		if len(value) != sharedLearnedLen || string(value[:len(sharedLearnedMagic)]) != sharedLearnedMagic {
 			return nil, storeguard.Bad
@@ -161,7 +161,7 @@ func (r *learnedRoute) poll(ctx context.Context) {
 		return
 	}
 	if r.publish(r.newLearnedDict(d.data, p.gen, nil)) {
-		r.s.report(LearnedInfo{Step: learnedAdopted, Size: int64(len(d.data))})
+		r.learner.report(LearnedInfo{Step: learnedAdopted, Size: int64(len(d.data))})
 	}
 }
 
@@ -173,7 +173,7 @@ func (r *learnedRoute) poll(ctx context.Context) {
 // checks it against its own pattern and size (see storeguard.Guard.Lookup).
 func (r *learnedRoute) fetch(ctx context.Context, hash [32]byte, named bool) *dictionary {
 	limit := sharedDictHeader + len(r.cfg.pattern) + r.cfg.dictSize
-	v, ok := r.s.shared.Lookup(ctx, sharedDictKey(hash), "learned:"+r.key, limit, named, func(value []byte) (any, storeguard.Verdict) {
+	v, ok := r.learner.s.shared.Lookup(ctx, sharedDictKey(hash), "learned:"+r.key, limit, named, func(value []byte) (any, storeguard.Verdict) {
 		d, verdict := verifySharedDict(hash, value, []string{r.cfg.pattern}, int64(r.cfg.dictSize))
 		if d != nil {
 			d.learned = true
@@ -195,7 +195,7 @@ func (r *learnedRoute) fetchForClient(ctx context.Context, hash [32]byte) *dicti
 	if d == nil {
 		return nil
 	}
-	return r.s.insert(d, int64(cap(d.data))+dictEntryBytes, 0)
+	return r.learner.s.insert(d, int64(cap(d.data))+dictEntryBytes, 0)
 }
 
 // serveFromFleet returns the handler of the route's dictionary at path
@@ -219,7 +219,7 @@ func (r *learnedRoute) serveFromFleet(ctx context.Context, path string) http.Han
 			return ld.sd
 		}
 	}
-	d := r.s.lookup(hash)
+	d := r.learner.s.lookup(hash)
 	if d == nil || !d.learned || d.pattern != r.cfg.pattern {
 		d = r.fetchForClient(ctx, hash)
 	}
