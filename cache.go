@@ -63,11 +63,13 @@ import (
 //   - A body that ends within the buffer is found by content whatever
 //     its ETag: real handlers send one tag over per-user, per-language or
 //     per-tenant bytes, and were correct before a cache stood in front of
-//     them. A stream cannot be compared before it is sent, so it is found
-//     by its strong ETag only when the Middleware was told to trust them
-//     (CacheTrustedETags), and then only under Host and RequestURI, with
-//     no Vary but squeeze's own and no Authorization unless the response
-//     is shareable (validatorKey).
+//     them. A stream cannot be hashed before it is sent, so it is found by
+//     its request (Host, RequestURI, coding), whose last stream is a
+//     candidate its bytes are compared with as they pass, held back
+//     (streamByContent); or by its strong ETag, when the Middleware was
+//     told to trust them (CacheTrustedETags), and then only with no Vary
+//     but squeeze's own and no Authorization unless the response is
+//     shareable (validatorKey).
 //   - Identical concurrent misses are joined by a small in-flight map, not
 //     golang.org/x/sync/singleflight: the work to share is not a function
 //     the cache can call but the leader's whole response, fed by its
@@ -88,9 +90,9 @@ import (
 // wrote, whatever its ETag, Vary, cookies or mount point say. A whole delta
 // that lost to the coding without its dictionary leaves that coding's
 // encoding, and under the delta's key the verdict that it lost, so the same
-// request is not encoded twice again. Streams are not cached, unless
-// [CacheTrustedETags] says that the handlers' strong ETags identify their
-// bytes. Never stored: HEAD responses, statuses other than 200, responses
+// request is not encoded twice again. A stream is held back while its bytes
+// are those its request's last one stored, sent stored if they are all,
+// unless [CacheTrustedETags]. Never stored: HEADs, statuses but 200, responses
 // with Set-Cookie, Cache-Control no-store or private, Vary: * or trailers,
 // flushed streams, responses cut short (a panic, a write error, a length
 // mismatch), and entries over an eighth of the cache.
@@ -275,15 +277,15 @@ type CacheOption func(*config)
 // the buffer, see [WithBufferSize]) from its [Cache] by the response's
 // strong ETag, and store such streams, as a shared cache would. A hit
 // sends the stored encoding without encoding anything, and reads and
-// discards the handler's body.
+// discards the handler's body, which it does not compare.
 //
-// Risk: squeeze cannot compare a stream with what it stored, so this
+// Risk: squeeze does not compare such a stream with what it stored: this
 // relies on every handler changing a strong ETag whenever its bytes change
 // (RFC 9110 §8.8.3): a tag that names a version of data rendered per user
 // sends one client's stream to another. squeeze still keys an entry by
 // Host and request-target, and never stores a stream that varies on other
 // fields or answers Authorization unless public (RFC 9111 §3.5). Without
-// this option only bodies that end within the buffer are cached.
+// this option a stream is found by content (see [Cache]), at its end.
 func CacheTrustedETags() CacheOption {
 	return func(cfg *config) { cfg.trustETags = true }
 }
@@ -303,12 +305,19 @@ type cacheKey struct {
 	// host, uri and etag are the validator key: the request's Host and
 	// RequestURI, and the response's strong ETag; site is the request's
 	// Sec-Fetch-Site when the response varies on it (cacheFields.site).
+	// With uri set and etag empty, the key is a request's (byRequest): it
+	// finds the stream its last response stored, whose bytes the next
+	// response's are compared with (streamByContent).
 	host, uri, etag, site string
 	// file is the SHA-256 of a file's plain bytes in the key of a file
 	// server's representation (fileReps), and empty in a response's: the
 	// two keyspaces never meet.
 	file string
 }
+
+// byRequest reports whether k is a request's key, under which a stream
+// found by content is kept (streamByContent).
+func (k *cacheKey) byRequest() bool { return k.uri != "" && k.etag == "" }
 
 // cacheEntry is immutable once stored: an upgrade stores a new entry.
 type cacheEntry struct {
@@ -527,11 +536,34 @@ func (c *cacheCore) add(k *cacheKey, e *cacheEntry, held int64) bool {
 	} else {
 		c.bytes.Add(more) // the excess goes back
 	}
+	if k.byRequest() {
+		// A stream's bytes compared under its request's key: the last
+		// body stands, the one the next response most likely carries.
+		// The entry replaced gives its weight back as it goes.
+		if _, added := c.store.Set(*k, e); added {
+			c.entries.Add(1)
+		}
+		c.stores.Add(1)
+		return true
+	}
 	if _, stored := c.store.SetIfAbsent(*k, e); !stored {
 		c.bytes.Add(-e.weight)
 		return true // another's entry is there
 	}
 	c.entries.Add(1)
 	c.stores.Add(1)
+	return true
+}
+
+// lead makes the caller lead the flight for k, a request's key
+// (cacheKey.byRequest), unless a flight for it is under way: one fill of a
+// key at a time, and nobody waits for it. The leader ends it with endHeld.
+func (c *cacheCore) lead(k *cacheKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flights[*k] != nil {
+		return false
+	}
+	c.flights[*k] = &flight{done: make(chan struct{})}
 	return true
 }

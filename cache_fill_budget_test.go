@@ -36,19 +36,19 @@ func heapAfterGC() int64 {
 // query string makes each one new), through a Middleware with c (none if
 // nil), and calls during once every handler has written its body and waits
 // for its slow client. It returns the heap growth at that point, and ends
-// the streams.
-func streamsInFlight(t *testing.T, c *squeeze.Cache, n int, body []byte, during func()) int64 {
+// the streams. opts are the Cache's options.
+func streamsInFlight(t *testing.T, c *squeeze.Cache, n int, body []byte, during func(), opts ...squeeze.CacheOption) int64 {
 	t.Helper()
-	opts := []squeeze.Option{
+	mopts := []squeeze.Option{
 		squeeze.WithEncodings("gzip"),
 		squeeze.WithLevel("gzip", -3), // stateless: no encoder memory to speak of
 	}
 	if c != nil {
-		opts = append(opts, squeeze.WithCache(c, squeeze.CacheTrustedETags())) // streams are stored only with it
+		mopts = append(mopts, squeeze.WithCache(c, opts...))
 	}
 	var wrote, done sync.WaitGroup
 	release := make(chan struct{})
-	h := newMiddleware(t, opts...).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newMiddleware(t, mopts...).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/javascript")
 		w.Header().Set("ETag", `"v1"`)
 		_, _ = w.Write(body)
@@ -78,7 +78,8 @@ func streamsInFlight(t *testing.T, c *squeeze.Cache, n int, body []byte, during 
 // budget, however many are in flight: the heap they hold with a cache
 // exceeds what they hold without one by the cache's size at most (twice
 // that, as a margin for the collector and the other tests' leftovers), and
-// Stats().Bytes never exceeds MaxBytes.
+// Stats().Bytes never exceeds MaxBytes; whether they are kept by trusted
+// ETag or by content, with their plain bytes.
 func TestCacheFillsInFlightStayWithinTheBudget(t *testing.T) {
 	if squeeze.RaceEnabled {
 		t.Skip("the race detector changes heap sizes")
@@ -91,12 +92,20 @@ func TestCacheFillsInFlightStayWithinTheBudget(t *testing.T) {
 	// without a budget, each stream would keep its whole copy.
 	body := randomBody(23, 7*(maxBytes/8)/8) // does not compress
 	without := streamsInFlight(t, nil, streams, body, func() {})
+	for _, mode := range cacheModes {
+		t.Run(mode.name, func(t *testing.T) {
+			fillsWithinTheBudget(t, mode.opts, maxBytes, streams, body, without)
+		})
+	}
+}
+
+func fillsWithinTheBudget(t *testing.T, opts []squeeze.CacheOption, maxBytes int64, streams int, body []byte, without int64) {
 	c := newCache(t, maxBytes)
 	with := streamsInFlight(t, c, streams, body, func() {
 		if s := c.Stats(); s.Bytes > s.MaxBytes {
 			t.Errorf("%d streams in flight: Bytes %d over MaxBytes %d", streams, s.Bytes, s.MaxBytes)
 		}
-	})
+	}, opts...)
 	const MiB = 1 << 20
 	t.Logf("%d streams of %d KiB in flight: heap +%.1f MiB without a cache, +%.1f MiB with a %d MiB cache",
 		streams, len(body)>>10, float64(without)/MiB, float64(with)/MiB, maxBytes/MiB)
@@ -140,14 +149,18 @@ func TestCacheBytesComeBackToTheEntriesAfterFills(t *testing.T) {
 	// 16 MiB, upgrades claim and give back their encoders.
 	for _, maxBytes := range []int64{1 << 20, 16 << 20} {
 		t.Run(strconv.FormatInt(maxBytes>>20, 10)+"MiB", func(t *testing.T) {
-			bytesComeBackToTheEntries(t, newCache(t, maxBytes))
+			for _, mode := range cacheModes {
+				t.Run(mode.name, func(t *testing.T) {
+					bytesComeBackToTheEntries(t, newCache(t, maxBytes), mode.opts)
+				})
+			}
 		})
 	}
 }
 
-func bytesComeBackToTheEntries(t *testing.T, c *squeeze.Cache) {
+func bytesComeBackToTheEntries(t *testing.T, c *squeeze.Cache, opts []squeeze.CacheOption) {
 	modes := []string{"whole", "panic", "short", "flush", "gone", "whole", "whole"}
-	h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags()), squeeze.WithEncodings(allCodings...)).Handler(
+	h := newMiddleware(t, squeeze.WithCache(c, opts...), squeeze.WithEncodings(allCodings...)).Handler(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			i, _ := strconv.Atoi(r.URL.Query().Get("i"))
 			body := textBody(i, 40<<10+i*997%(100<<10))

@@ -267,17 +267,8 @@ func (m *Middleware) validatorKey(r *http.Request, o *offer, cf *cacheFields) (c
 		cf.varies || (!cf.shared && hasAuthorization(r.Header)) {
 		return cacheKey{}, false
 	}
-	k := cacheKey{
-		coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID(),
-		host: r.Host, uri: r.RequestURI, etag: cf.etag,
-	}
-	if lines := r.Header["Sec-Fetch-Site"]; cf.site && len(lines) > 0 {
-		// Each line as sent, in order: equal keys only for requests
-		// that sent the same field. A request without it keys as for a
-		// response that does not vary on it, so that a Middleware with
-		// dictionaries and one without, sharing a Cache, share entries.
-		k.site = "\x00" + strings.Join(lines, "\x00")
-	}
+	k := requestKey(r, o, cf)
+	k.etag = cf.etag
 	return k, true
 }
 
@@ -296,29 +287,94 @@ func hasAuthorization(h http.Header) bool {
 }
 
 // cachedStream looks an encoded stream up by validator, only with
-// [CacheTrustedETags]: nothing else can show that a stored encoding holds
-// the bytes this handler is about to write. r is the request, o the
-// response's offer. It returns the stored encoding on a hit; on a miss of
-// a response it may store, it returns a fill that tees the stream, on its
-// way to dst, into the cache, and that follows the response as its hook.
-func (m *Middleware) cachedStream(r *http.Request, o *offer, h http.Header, f *facts, dst io.Writer) ([]byte, *cacheFill) {
+// [CacheTrustedETags]: nothing else can show, before the handler has
+// written it, that a stored encoding holds the bytes it is about to write.
+// r is the request, o the response's offer. It returns the stored encoding
+// on a hit; on a miss of a response it may store, it returns a fill that
+// tees the stream, on its way to dst, into the cache, and that follows the
+// response as its hook. looked is set when the stream had a key by
+// validator at all: one that had none may be found by content instead
+// (streamByContent).
+func (m *Middleware) cachedStream(r *http.Request, o *offer, h http.Header, f *facts, dst io.Writer) (stored []byte, fill *cacheFill, looked bool) {
 	if !m.trustETags || m.hiding.skipsCache(o.coding) {
-		return nil, nil
+		return nil, nil, false
 	}
 	cf, ok := m.cacheable(h, f)
 	if !ok {
-		return nil, nil
+		return nil, nil, false
 	}
 	k, ok := m.validatorKey(r, o, &cf)
 	if !ok {
-		return nil, nil
+		return nil, nil, false
 	}
 	e, leader := m.cache.lookup(r, &k, nil, upgradeLevel(k.coding), m.cache.patience, upgradeSource{dict: o.dict, life: &m.life})
 	if e != nil {
-		return e.body, nil
+		return e.body, nil, true
 	}
 	if leader {
-		return nil, &cacheFill{c: m.cache.cacheCore, key: k, dst: dst, level: k.level, leading: true}
+		return nil, &cacheFill{c: m.cache.cacheCore, key: k, dst: dst, level: k.level, leading: true}, true
 	}
-	return nil, nil
+	return nil, nil, true
+}
+
+// streamByContent is the Cache's part in a stream that cachedStream did
+// not answer, in a cacheable response to a GET (cacheable: the one
+// decision of what is stored): it returns a fill that follows the stream
+// (see cacheFill), or nil. The fill holds, as cand, the entry its
+// request's key (requestKey) holds, whose plain bytes the writer compares
+// the stream's with as they pass, holding them back, and sends in place of
+// an encoding when they are the same to the last; with no entry there it
+// leads, if no other response of the key does, a fill that keeps the
+// stream and its plain bytes for the next response. A response carries
+// only the encoding of the bytes its handler wrote either way: the key
+// only finds a candidate, and the bytes decide, as for a body within the
+// buffer. declared is the stream's declared length, -1 for none.
+func (m *Middleware) streamByContent(r *http.Request, o *offer, h http.Header, f *facts, declared int64) *cacheFill {
+	if m.cache == nil || m.hiding != nil || r.Method != http.MethodGet || r.RequestURI == "" {
+		return nil
+	}
+	cf, ok := m.cacheable(h, f)
+	if !ok {
+		return nil
+	}
+	fill := &cacheFill{c: m.cache.cacheCore, key: requestKey(r, o, &cf), level: o.encoders.Level(), declared: declared, byContent: true}
+	if e, ok := m.cache.store.GetIfPresent(fill.key); ok && e.plain != nil && e.lost == 0 {
+		fill.cand = e
+		return fill
+	}
+	m.cache.misses.Add(1)
+	if !m.cache.lead(&fill.key) {
+		return nil // another response of the key stores it
+	}
+	fill.leading = true
+	return fill
+}
+
+// requestKey returns the key under which a stream found by content is
+// kept: the offer's coding, level and dictionary, the request's Host and
+// request-target as sent, and its Sec-Fetch-Site when the response varies
+// on it, as validatorKey's, without an ETag.
+func requestKey(r *http.Request, o *offer, cf *cacheFields) cacheKey {
+	k := cacheKey{
+		coding: o.coding, level: o.encoders.Level(), dictionary: o.dictionaryID(),
+		host: r.Host, uri: r.RequestURI,
+	}
+	if lines := r.Header["Sec-Fetch-Site"]; cf.site && len(lines) > 0 {
+		// Each line as sent, in order: equal keys only for requests
+		// that sent the same field. A request without it keys as for a
+		// response that does not vary on it, so that a Middleware with
+		// dictionaries and one without, sharing a Cache, share entries.
+		k.site = "\x00" + strings.Join(lines, "\x00")
+	}
+	return k
+}
+
+// streamHit counts the hit of a stream found by content, e under k, whose
+// bytes the handler wrote to the last, and queues its upgrade as a hit by
+// content would; o is the response's offer.
+func (m *Middleware) streamHit(k *cacheKey, e *cacheEntry, o *offer) {
+	m.cache.hits.Add(1)
+	if best := upgradeLevel(k.coding); e.hits.Add(1) == upgradeAfter && e.level < best {
+		m.cache.enqueue(newUpgradeJob(k, e, best, upgradeSource{dict: o.dict, life: &m.life}), &m.life)
+	}
 }

@@ -15,9 +15,10 @@ import (
 // carries bytes its own handler did not produce, whatever its ETag, Vary,
 // cookies or mount point say.
 
-// cacheModes are the ways a Middleware may use its Cache: by default (whole
-// bodies by content, streams not cached) and trusting its handlers'
-// strong ETags for streams.
+// cacheModes are the ways a Middleware may use its Cache: by default
+// (found by content: whole bodies by their bytes, streams by their
+// request, compared with the bytes the last one stored) and trusting its
+// handlers' strong ETags for streams.
 var cacheModes = []struct {
 	name string
 	opts []squeeze.CacheOption
@@ -234,10 +235,11 @@ func TestCacheNeverServesAnotherHandlersBytes(t *testing.T) {
 }
 
 // What may be shared still is: a whole body is found by its content for
-// any request, and with CacheTrustedETags a stream is found by its ETag,
-// for a request with Authorization too when the response allows a shared
-// cache to reuse it (RFC 9111 §3.5). Without the option a stream is not
-// looked up at all; nor is one whose request has no RequestURI to key on.
+// any request, and a stream by its request, compared, for any request too;
+// with CacheTrustedETags a stream is found by its ETag, for a request with
+// Authorization only when the response allows a shared cache to reuse it
+// (RFC 9111 §3.5), and one that the ETag may not key is found by content.
+// A stream whose request has no RequestURI to key on is not looked up.
 func TestCacheSharesOnlyWhatMayBeShared(t *testing.T) {
 	const whole, stream = 4 << 10, 3 * squeeze.DefaultBufferSize
 	cases := []struct {
@@ -255,14 +257,14 @@ func TestCacheSharesOnlyWhatMayBeShared(t *testing.T) {
 			hdr: [2][]string{{"Cookie", "user=alice"}, {"Cookie", "user=bob"}}, hit: true, looked: true},
 		{name: "whole, Authorization", n: whole,
 			hdr: [2][]string{{"Authorization", "Bearer a"}, {"Authorization", "Bearer b"}}, hit: true, looked: true},
-		{name: "stream by default", n: stream},
+		{name: "stream by default", n: stream, hit: true, looked: true},
 		{name: "stream, trusted", trusted: true, n: stream, hit: true, looked: true},
 		{name: "stream, trusted, Vary: accept-encoding", trusted: true, n: stream, vary: "accept-encoding, Available-Dictionary",
 			hit: true, looked: true},
 		{name: "stream, trusted, Vary: Cookie", trusted: true, n: stream, vary: "Cookie",
-			hdr: [2][]string{{"Cookie", "user=alice"}, {"Cookie", "user=alice"}}},
+			hdr: [2][]string{{"Cookie", "user=alice"}, {"Cookie", "user=alice"}}, hit: true, looked: true},
 		{name: "stream, trusted, Authorization", trusted: true, n: stream,
-			hdr: [2][]string{{"Authorization", "Bearer a"}, {"Authorization", "Bearer a"}}},
+			hdr: [2][]string{{"Authorization", "Bearer a"}, {"Authorization", "Bearer a"}}, hit: true, looked: true},
 		{name: "stream, trusted, Authorization, public", trusted: true, n: stream, cacheControl: "public, max-age=60",
 			hdr: [2][]string{{"Authorization", "Bearer a"}, {"Authorization", "Bearer b"}}, hit: true, looked: true},
 		{name: "stream, trusted, Authorization, s-maxage", trusted: true, n: stream, cacheControl: "s-maxage=60",

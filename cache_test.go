@@ -241,11 +241,6 @@ func TestCacheNeverStores(t *testing.T) {
 		}},
 		{"type not compressed", "GET", writeText("image/png", body, 0)},
 		{"HEAD", "HEAD", writeText("text/plain", body, 0)},
-		{"stream without ETag", "GET", writeText("text/plain", large, 4096)},
-		{"stream with a weak ETag", "GET", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("ETag", `W/"weak"`)
-			writeText("text/plain", large, 4096)(w, r)
-		}},
 		{"stream to a POST", "POST", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("ETag", `"post"`)
 			writeText("text/plain", large, 4096)(w, r)
@@ -275,20 +270,22 @@ func TestCacheNeverStores(t *testing.T) {
 		}},
 		{"over the per-entry limit, whole", "GET", writeText("text/plain", textBody(9, 16<<10), 0)},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			maxBytes := int64(16 << 20)
-			if strings.HasPrefix(tc.name, "over the per-entry limit") {
-				maxBytes = 64 << 10 // entries up to 8 KiB, plain and encoded
-			}
-			c := newCache(t, maxBytes)
-			h := newMiddleware(t, squeeze.WithCache(c, squeeze.CacheTrustedETags())).Handler(tc.handler)
-			for range 2 {
-				serve(h, tc.method, "gzip")
-			}
-			if s := c.Stats(); s.Stores != 0 || s.Hits != 0 || s.Entries != 0 {
-				t.Errorf("stats %+v, want nothing stored or served", s)
-			}
-		})
+		for _, mode := range cacheModes {
+			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
+				maxBytes := int64(16 << 20)
+				if strings.HasPrefix(tc.name, "over the per-entry limit") {
+					maxBytes = 64 << 10 // entries up to 8 KiB, plain and encoded
+				}
+				c := newCache(t, maxBytes)
+				h := newMiddleware(t, squeeze.WithCache(c, mode.opts...)).Handler(tc.handler)
+				for range 2 {
+					serve(h, tc.method, "gzip")
+				}
+				if s := c.Stats(); s.Stores != 0 || s.Hits != 0 || s.Entries != 0 {
+					t.Errorf("stats %+v, want nothing stored or served", s)
+				}
+			})
+		}
 	}
 }
 
@@ -473,8 +470,11 @@ func TestCacheConcurrentClientsGetTheirOwnBodies(t *testing.T) {
 	// whose key holds the host: they miss once per server. Whole bodies,
 	// with an ETag or without, are found by content, which holds no host:
 	// they miss over the first protocol only. Streams without an ETag
-	// (odd i) are not looked up.
-	lookups, contentKeys, validatorKeys := 0, map[string]bool{}, map[string]bool{}
+	// (odd i) are found by their request, which holds the host, and
+	// compared; their identical misses do not wait for one another, so
+	// they miss at least once per server and at most once a request.
+	lookups, contentKeys, validatorKeys, requestKeys := 0, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	requests := 0
 	for g := range 200 {
 		for j := range rounds {
 			i, coding := (g+j*7)%12, allCodings[(g+j)%len(allCodings)]
@@ -484,7 +484,8 @@ func TestCacheConcurrentClientsGetTheirOwnBodies(t *testing.T) {
 			case i%2 == 0:
 				validatorKeys[fmt.Sprint(i, coding)] = true
 			default:
-				continue
+				requestKeys[fmt.Sprint(i, coding)] = true
+				requests++
 			}
 			lookups++
 		}
@@ -520,8 +521,9 @@ func TestCacheConcurrentClientsGetTheirOwnBodies(t *testing.T) {
 			want += len(contentKeys)
 		}
 		first = false
-		if misses := s.Misses - before.Misses; misses != int64(want) {
-			t.Errorf("%d misses, want %d, one per distinct response: identical misses must encode once", misses, want)
+		if misses := s.Misses - before.Misses; misses < int64(want+len(requestKeys)) || misses > int64(want+requests) {
+			t.Errorf("%d misses, want %d and %d to %d more, one per distinct response but for streams by request: identical misses must encode once",
+				misses, want, len(requestKeys), requests)
 		}
 	})
 }

@@ -395,7 +395,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"saved_bytes", "Bytes the deltas against learned dictionaries saved over zstd without them (estimated).", ls.BytesSaved},
 		{"skipped_private", "Responses not sampled for a learned dictionary: private, no-store, setting a cookie or Vary: *.", ls.SkippedPrivate},
 		{"skipped_unmarked", "Responses not sampled for a learned dictionary: neither public nor given a max-age or s-maxage.", ls.SkippedUnmarked},
-		{"skipped_credentials", "Responses not sampled for a learned dictionary: not public, to a request with credentials.", ls.SkippedCredentials},
+		{"skipped_credentials", "Responses not sampled for a learned dictionary: not public, or varying on them, to a request with credentials.", ls.SkippedCredentials},
 		{"skipped_query", "Responses not sampled for a learned dictionary: not public, to a request with a query string.", ls.SkippedQuery},
 		{"skipped_type", "Responses not sampled for a learned dictionary: of a content type not compressed.", ls.SkippedType},
 		{"deltas_stopped", "Times a learned route stopped sending deltas that saved less than the floor.", ls.DeltasStopped},

@@ -562,13 +562,24 @@ func (s *dictStore) level(coding string) int {
 
 // newDCZ returns the pool of dcz encoders for d: zstd at the middleware's
 // zstd level with d as raw content dictionary, a learned one's last
-// dczHistoryMax bytes only (dczHistory), behind the dcz header.
+// dczHistoryMax bytes only (dczHistory), behind the dcz header. A live
+// learned dictionary's pool keeps one encoder however often the garbage
+// collector runs: each new encoder hashes the dictionary into tables of
+// its own and allocates them, which costs a response many times what it
+// encodes, and a route's pages, served among others', came each to a new
+// one (bench/measured/learned-delta-cost.md). A route holds few live
+// dictionaries (LearnedKeep), which the budget does not charge (charge);
+// the others, remembered in numbers and charged, keep none.
 func (s *dictStore) newDCZ(d *dictionary) (*pool.Encoders, error) {
 	header := cdt.Header(DCZ, d.hash)
 	history := dczHistory(d)
 	window := dczWindow(len(history))
 	level := s.zstdLevel
-	return pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {
+	newPool := pool.NewEncodersFunc
+	if d.learned && s.learner.holds(d) {
+		newPool = pool.NewEncodersFuncKeepingOne
+	}
+	return newPool(DCZ, func() (writers.Encoder, error) {
 		zw, err := zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
 			zstd.WithEncoderConcurrency(1),

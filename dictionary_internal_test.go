@@ -3,7 +3,9 @@ package squeeze
 import (
 	"bytes"
 	"crypto/sha256"
+	"io"
 	"math/bits"
+	"runtime"
 	"testing"
 )
 
@@ -125,5 +127,53 @@ func TestDictStoreRemembersKnownBodiesByTheirBytes(t *testing.T) {
 	s.remember(a, "/js/*", false, fromResponse, 0)
 	if s.lookup(sha256.Sum256(a)) == nil {
 		t.Fatal("a body whose dictionary was evicted is not remembered again")
+	}
+}
+
+// A live learned dictionary's dcz pool lends the encoder it built before
+// however often the garbage collector ran while it sat idle: building one
+// hashes the dictionary into tables of its own, which costs a response
+// many times what it encodes. A learned dictionary no route holds (one
+// fetched from the fleet's store, remembered and charged) keeps none.
+func TestLiveLearnedDCZPoolKeepsItsEncoderAcrossCollections(t *testing.T) {
+	m, err := New(WithLearnedDictionary("/p/*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.dicts.learner.routes[0]
+	live := r.newLearnedDict(bytes.Repeat([]byte("<li>a learned dictionary of a site</li>\n"), 2000), 1, nil)
+	if !r.publish(live) {
+		t.Fatal("the dictionary was not published")
+	}
+	data := bytes.Repeat([]byte("<li>an older dictionary of the site</li>\n"), 2000)
+	fetched := &dictionary{hash: sha256.Sum256(data), data: data, pattern: "/p/*", learned: true}
+	for _, tc := range []struct {
+		name string
+		d    *dictionary
+		keep bool
+	}{{"live", live.sd.d, true}, {"no route's", fetched, false}} {
+		o := m.dicts.offerFor(tc.d, DCZ)
+		if o == nil {
+			t.Fatalf("%s: no dcz offer", tc.name)
+		}
+		first, err := o.encoders.Get(io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.encoders.Put(first)
+		kept := true
+		for range 3 {
+			runtime.GC()
+			runtime.GC()
+			e, err := o.encoders.Get(io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.encoders.Put(e)
+			kept = kept && e == first
+		}
+		if kept != tc.keep {
+			t.Errorf("%s learned dictionary: its dcz encoder kept across collections %v, want %v", tc.name, kept, tc.keep)
+		}
 	}
 }

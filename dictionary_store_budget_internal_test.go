@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -105,21 +106,25 @@ func checkStoreAccounts(t *testing.T, s *dictStore) {
 // for, not a hundred against a 256 KiB budget.
 func TestDictionaryStoreBudgetHoldsDCBTables(t *testing.T) {
 	const budget = 1 << 20
-	m, h := apiStore(t, budget, nil, paddedJSON)
 	const n = 100 // 100 x ~2 KiB and their entries, inside the budget
-	for i := range n {
-		serveAPI(h, fmt.Sprint(i), "gzip", nil)
-	}
-	before := heldHeap()
-	dcb := 0
-	for i := range n {
-		q := fmt.Sprint(i)
-		if serveAPI(h, q, "dcb", paddedJSON(q)).Header().Get("Content-Encoding") == DCB {
-			dcb++
+	var dcb int
+	grew := heldHeapWithin(2*budget, func() int64 {
+		m, h := apiStore(t, budget, nil, paddedJSON)
+		for i := range n {
+			serveAPI(h, fmt.Sprint(i), "gzip", nil)
 		}
-	}
-	grew := heldHeap() - before
-	checkStoreAccounts(t, m.dicts)
+		before := heldHeap()
+		dcb = 0
+		for i := range n {
+			q := fmt.Sprint(i)
+			if serveAPI(h, q, "dcb", paddedJSON(q)).Header().Get("Content-Encoding") == DCB {
+				dcb++
+			}
+		}
+		grew := heldHeap() - before
+		checkStoreAccounts(t, m.dicts)
+		return grew
+	})
 	t.Logf("%d dcb responses; the heap grew by %d bytes against a %d-byte budget", dcb, grew, budget)
 	if dcb == 0 {
 		t.Fatal("no dcb responses: a 2 KiB dictionary's tables fit a 1 MiB budget")
@@ -130,21 +135,40 @@ func TestDictionaryStoreBudgetHoldsDCBTables(t *testing.T) {
 	}
 }
 
+// heldHeapWithin returns the heap growth measure reports, measuring again,
+// up to three times in all, while it is over bound: the heap is every
+// goroutine's, and other tests' leftovers may hold more at the end of one
+// measurement than at its start. measure builds what it measures anew each
+// time (a new Middleware, new copies), so the least growth is its own.
+func heldHeapWithin(bound int64, measure func() int64) int64 {
+	least := int64(math.MaxInt64)
+	for range 3 {
+		if least = min(least, measure()); least <= bound {
+			break
+		}
+	}
+	return least
+}
+
 // A flood of tiny distinct bodies on a dictionary path: each remembered
 // body costs its entry too, so the store keeps some 250 of them within a
 // 256 KiB budget, not the 13,000 their bytes alone would allow.
 func TestDictionaryStoreBudgetHoldsEntriesOfTinyBodies(t *testing.T) {
 	const budget = 256 << 10
-	m, h := apiStore(t, budget, nil, func(q string) []byte { return []byte(`{"q":"` + q + `"}`) })
-	before := heldHeap()
-	for i := range 12000 {
-		serveAPI(h, fmt.Sprintf("%010d", i), "gzip", nil) // 19-byte bodies
-	}
-	grew := heldHeap() - before
-	checkStoreAccounts(t, m.dicts)
-	m.dicts.mu.Lock()
-	stored := m.dicts.remembered.Len()
-	m.dicts.mu.Unlock()
+	var stored int
+	grew := heldHeapWithin(2*budget, func() int64 {
+		m, h := apiStore(t, budget, nil, func(q string) []byte { return []byte(`{"q":"` + q + `"}`) })
+		before := heldHeap()
+		for i := range 12000 {
+			serveAPI(h, fmt.Sprintf("%010d", i), "gzip", nil) // 19-byte bodies
+		}
+		grew := heldHeap() - before
+		checkStoreAccounts(t, m.dicts)
+		m.dicts.mu.Lock()
+		stored = m.dicts.remembered.Len()
+		m.dicts.mu.Unlock()
+		return grew
+	})
 	t.Logf("%d dictionaries stored; the heap grew by %d bytes against a %d-byte budget", stored, grew, budget)
 	if grew > 2*budget {
 		t.Errorf("the heap grew by %.1f MiB for %d tiny dictionaries against a %d KiB store: their entries are not charged",
@@ -178,19 +202,23 @@ func TestDCBTableBytesCoversThePreparedDictionary(t *testing.T) {
 	for _, n := range []int{5, 2 << 10, 100 << 10, 1 << 20, 3 << 20} {
 		data := make([]byte, n)
 		_, _ = rand.NewChaCha8([32]byte{byte(n), byte(n >> 8), byte(n >> 16)}).Read(data)
+		charged := dcbTableBytes(n)
 		// Many copies of a small dictionary, so that what other tests'
 		// goroutines allocate meanwhile is small against what is measured.
-		keep := make([]*brrr.PreparedDictionary, max(4, (4<<20)/max(int(dcbTableBytes(n)), 1)))
-		before := heldHeap()
-		for i := range keep {
-			var err error
-			if keep[i], err = brrr.PrepareDictionary(data); err != nil {
-				t.Fatal(err)
+		copies := max(4, (4<<20)/max(int(charged), 1))
+		held := heldHeapWithin(int64(copies)*(charged+charged/50+1024), func() int64 {
+			keep := make([]*brrr.PreparedDictionary, copies)
+			before := heldHeap()
+			for i := range keep {
+				var err error
+				if keep[i], err = brrr.PrepareDictionary(data); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		held := (heldHeap() - before) / int64(len(keep))
-		runtime.KeepAlive(keep)
-		charged := dcbTableBytes(n)
+			grew := heldHeap() - before
+			runtime.KeepAlive(keep)
+			return grew
+		}) / int64(copies)
 		t.Logf("%d-byte dictionary: go-brrr holds %d bytes, charged %d", n, held, charged)
 		if held > charged+charged/50+1024 {
 			t.Errorf("%d-byte dictionary: go-brrr holds %d bytes of tables, dcbTableBytes charges %d", n, held, charged)

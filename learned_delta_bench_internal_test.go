@@ -2,10 +2,10 @@ package squeeze
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,21 +44,31 @@ func deltaBenchPage(i int) []byte {
 // once per dictionary. dcz/whole, in the same alternation, is an encoder
 // given all of the dictionary and reset at both Get and Put, as dcz was
 // before dczHistory and framedEncoder's single reset: x-plain of what they
-// saved.
+// saved. dcz/collected is dcz with two garbage collections before each
+// alternation, untimed, as a server collects between two responses of a
+// route among others': the plain pool, a sync.Pool, gives its idle
+// encoder up and builds one anew, as dcz's did before it kept one
+// (newDCZ), whose new encoder hashes the dictionary too.
 func BenchmarkLearnedDeltaCost(b *testing.B) {
 	page := deltaBenchPage(1000)
-	m, err := New(WithDictionaryMatch("/*"))
+	m, err := New(WithLearnedDictionary("/*"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	s := m.dicts
-	for _, size := range []int{64 << 10, 1 << 20} {
+	route := s.learner.routes[0]
+	for gen, size := range []int{64 << 10, 1 << 20} {
 		var data []byte
 		for i := 0; len(data) < size; i++ {
 			data = append(data, deltaBenchPage(i)...)
 		}
 		data = data[len(data)-size:]
-		d := &dictionary{hash: sha256.Sum256(data), data: data, static: true, learned: true}
+		// Each live on the route, as a learned dictionary a client holds is.
+		ld := route.newLearnedDict(data, uint64(gen+1), nil)
+		if !route.publish(ld) {
+			b.Fatal("the dictionary was not published")
+		}
+		d := ld.sd.d
 		whole, err := pool.NewEncodersFunc(DCZ, func() (writers.Encoder, error) {
 			return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(s.level(DCZ))),
 				zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(dczWindow(len(data))),
@@ -67,11 +77,11 @@ func BenchmarkLearnedDeltaCost(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, coding := range []string{DCZ, DCB, "dcz/whole"} {
+		for _, coding := range []string{DCZ, DCB, "dcz/whole", "dcz/collected"} {
 			var delta *pool.Encoders
 			if coding == "dcz/whole" {
 				delta = whole
-			} else if o := s.offerFor(d, coding); o != nil {
+			} else if o := s.offerFor(d, strings.TrimSuffix(coding, "/collected")); o != nil {
 				delta = o.encoders
 			} else {
 				b.Fatalf("no %s offer", coding)
@@ -98,6 +108,10 @@ func BenchmarkLearnedDeltaCost(b *testing.B) {
 				encode(plain)
 				var withDict, without time.Duration
 				for range b.N {
+					if strings.HasSuffix(coding, "/collected") {
+						runtime.GC()
+						runtime.GC()
+					}
 					withDict += encode(delta)
 					without += encode(plain)
 				}

@@ -104,12 +104,12 @@ func TestLearnedDictionaryFromABadStoreIsRefused(t *testing.T) {
 	if dict == nil {
 		t.Fatal("replica 0 trained no dictionary")
 	}
-	store.rewrite = func(key string, v []byte) []byte {
+	store.setRewrite(func(key string, v []byte) []byte {
 		if strings.HasPrefix(key, "dict:") {
 			v[len(v)-1] ^= 1
 		}
 		return v
-	}
+	})
 	serveAt(hs[1], "/search/999", "br")
 	squeeze.WaitLearned(ms[1])
 	if url, _, _ := learnedOf(hs[1]); url != "" {

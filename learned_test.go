@@ -164,6 +164,10 @@ func TestLearnedDictionaryNeverHoldsPrivateResponses(t *testing.T) {
 		{"X-Api-Key named, max-age", map[string]string{"Cache-Control": "max-age=60"}, []string{"x-api-key", "k7Qx"}, "",
 			[]squeeze.LearnedOption{squeeze.LearnedCredentialHeaders("X-Api-Key")}},
 		{"Proxy-Authorization, max-age", map[string]string{"Cache-Control": "max-age=60"}, []string{"Proxy-Authorization", "Basic dXNlcjpwdw=="}, "", nil},
+		{"public, Vary: Cookie, to a cookie", map[string]string{"Cache-Control": "public, max-age=60", "Vary": "Accept-Encoding, cookie"}, []string{"Cookie", "session=abc"}, "", nil},
+		{"public, Vary: Authorization, to Authorization", map[string]string{"Cache-Control": "public", "Vary": "Authorization"}, []string{"Authorization", "Bearer token"}, "", nil},
+		{"public, Vary naming a credential header, to it", map[string]string{"Cache-Control": "public, max-age=60", "Vary": "X-Api-Key"}, []string{"X-Api-Key", "k7Qx"}, "",
+			[]squeeze.LearnedOption{squeeze.LearnedCredentialHeaders("X-Api-Key")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const secret = "SECRET-MARKER-7f3a9c-"
@@ -216,18 +220,22 @@ func TestLearnedDictionaryNeverHoldsPrivateResponses(t *testing.T) {
 // included, and a max-age one to a plain request.
 func TestLearnedDictionarySamplesWhatSaysItIsForEveryone(t *testing.T) {
 	for _, tc := range []struct {
-		name, cacheControl, query string
-		request                   []string
+		name, cacheControl, query, vary string
+		request                         []string
 	}{
-		{"public, with a query and a cookie", "public", "?q=1", []string{"Cookie", "theme=dark"}},
-		{"max-age, plain request", "max-age=60", "", nil},
-		{"s-maxage, plain request", "s-maxage=60", "", nil},
+		{"public, with a query and a cookie", "public", "?q=1", "", []string{"Cookie", "theme=dark"}},
+		{"max-age, plain request", "max-age=60", "", "", nil},
+		{"s-maxage, plain request", "s-maxage=60", "", "", nil},
+		{"public, Vary: Cookie, to a request without one", "public, max-age=60", "", "Cookie", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMiddleware(t, squeeze.WithLearnedDictionary("/search/*", squeeze.LearnedSamples(8), squeeze.LearnedInterval(0)))
 			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/html")
 				w.Header().Set("Cache-Control", tc.cacheControl)
+				if tc.vary != "" {
+					w.Header().Set("Vary", tc.vary)
+				}
 				_, _ = w.Write(searchPage("shop", len(r.URL.Path)))
 			}))
 			for i := range 8 {

@@ -2,6 +2,7 @@ package squeeze
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -69,12 +70,21 @@ func TestLearnedTrainingStaysWithinItsMemoryBudget(t *testing.T) {
 	if unbounded <= budget {
 		t.Fatalf("training on 8 MiB without a budget allocated %d bytes, within the %d budget: the test shows nothing", unbounded, budget)
 	}
-	r := newTestRoute(t, LearnedTrainingMemory(budget))
-	used := allocatedBy(func() { r.train(t.Context(), samples) })
-	t.Logf("allocated %d bytes within a budget of %d (%d without it)", used, budget, unbounded)
-	if r.newest() == nil {
-		t.Fatal("no dictionary was trained within the budget")
+	// Other tests' leftovers allocate too, and MemStats counts it: while
+	// over the budget, the training is measured again on a new route (up
+	// to three times in all), and the least is the training's own.
+	used := uint64(math.MaxUint64)
+	for range 3 {
+		r := newTestRoute(t, LearnedTrainingMemory(budget))
+		used = min(used, allocatedBy(func() { r.train(t.Context(), samples) }))
+		if r.newest() == nil {
+			t.Fatal("no dictionary was trained within the budget")
+		}
+		if used <= budget {
+			break
+		}
 	}
+	t.Logf("allocated %d bytes within a budget of %d (%d without it)", used, budget, unbounded)
 	if used > budget {
 		t.Errorf("training allocated %d bytes, over its budget of %d", used, budget)
 	}

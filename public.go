@@ -56,9 +56,10 @@ const (
 	// sampleUnmarked: it says nothing of sharing: neither public nor a
 	// max-age or s-maxage.
 	sampleUnmarked
-	// sampleCredentials: it has a freshness but not public, and the
-	// request carried credentials: Authorization, Cookie, or a header the
-	// operator named (LearnedCredentialHeaders).
+	// sampleCredentials: the request carried credentials (Authorization,
+	// Cookie, Proxy-Authorization, or a header the operator named:
+	// LearnedCredentialHeaders) and the response has a freshness but not
+	// public, or varies on one of those it carried.
 	sampleCredentials
 	// sampleQuery: it has a freshness but not public, and the request had
 	// a query string, which may be a secret (a share or reset link).
@@ -74,8 +75,8 @@ const (
 // stored encodings and remembered dictionaries follow: those go only to a
 // client that asks for the same URL or names the dictionary by hash,
 // while a learned dictionary is linked from every page. So
-// Cache-Control: public lets a response in whatever its request carried,
-// and a max-age or s-maxage (above zero) does only for a request with no
+// Cache-Control: public lets a response in whatever its request carried
+// (unless it varies on credentials the request carried), and a max-age or s-maxage (above zero) does only for a request with no
 // query string (a capability URL such as /docs/7?key=... sends no cookie
 // and often no Cache-Control) and no credentials of any kind: Cookie,
 // Authorization, Proxy-Authorization, and the header names of creds. A
@@ -85,6 +86,9 @@ func learnedSampleable(req *http.Request, resp http.Header, creds []string) samp
 	cf := readCacheFields(resp)
 	if cf.never {
 		return samplePrivate
+	}
+	if variesOnSentCredentials(req.Header, resp, creds) {
+		return sampleCredentials
 	}
 	if cf.public {
 		return sampleOK
@@ -99,6 +103,37 @@ func learnedSampleable(req *http.Request, resp http.Header, creds []string) samp
 		return sampleQuery
 	}
 	return sampleOK
+}
+
+// variesOnSentCredentials reports whether a Vary field of resp names a
+// credential field (Cookie, Authorization, Proxy-Authorization or one of
+// creds) that req carries: even under Cache-Control public such a
+// response is for the holders of those credentials alone, since a shared
+// cache gives it only to requests that carry the same ones.
+func variesOnSentCredentials(req, resp http.Header, creds []string) bool {
+	for k, lines := range resp {
+		if cacheFieldName(k) != "Vary" {
+			continue
+		}
+		for _, line := range lines {
+			for line != "" {
+				var name string
+				name, line = nextElement(line)
+				name = trimOWS(name)
+				for _, c := range [...]string{"Cookie", "Authorization", "Proxy-Authorization"} {
+					if equalFold(name, c) && hasAnyField(req, []string{c}) {
+						return true
+					}
+				}
+				for _, c := range creds {
+					if equalFold(name, c) && hasAnyField(req, []string{c}) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 // sharedFreshness reports whether the Cache-Control of h gives a shared

@@ -12,8 +12,9 @@ package squeeze
 // advance asks decide for a verdict and a Reason, and commit carries it
 // out: the header edits (Vary, ETag, and each responseHook's: the
 // dictionaries'), the header, then what was held back, by sendHeld. The
-// body then goes one way: out of the Cache (cachedWhole, cachedStream),
-// through an encoder (sendWhole for a body that ended within the buffer, in
+// body then goes one way: out of the Cache (cachedWhole, cachedStream, or
+// streamByContent once the stream held back ended equal to its entry's:
+// stateComparing), through an encoder (sendWhole for a body that ended within the buffer, in
 // responsewriter_send.go; a stream, teed by the cache's fill, otherwise),
 // or plain (pass). Every byte reaches the client through wire. finish ends
 // the response as the handler returns: each hook's ended, told how it
@@ -43,6 +44,12 @@ const (
 	stateEncoding
 	// stateSent means a whole body went out in one piece.
 	stateSent
+	// stateComparing holds a stream back, header and all, while its
+	// bytes are those of the Cache's candidate (streamByContent): the
+	// candidate's encoding goes out if the handler ends with them, and
+	// otherwise unhold encodes the bytes compared so far and goes on as
+	// stateEncoding.
+	stateComparing
 	// stateDiscarding means a stored encoding went out for a stream the
 	// cache knew by its ETag, or a HEAD's header for a stream: the
 	// handler's body is read and discarded.
@@ -108,6 +115,10 @@ type responseWriter struct {
 	// the dictionaries, and the cache's fill of a stream it stores; the
 	// first nhooks are set.
 	hooks [2]responseHook
+	// fill is the Cache's fill of a stream found by content, one of the
+	// hooks, whose candidate the stream is compared with while the state
+	// is stateComparing; nil otherwise.
+	fill *cacheFill
 	// sent counts the body bytes the underlying writer took (see wire);
 	// elapsed is the time spent in the encoder, measured only when an
 	// observer is set.
@@ -304,7 +315,7 @@ func (rw *responseWriter) coding() string {
 // snapshot of it if the status was chosen already (see restoreHeader).
 func (rw *responseWriter) header() http.Header {
 	h := rw.w.Header()
-	if rw.state == stateWaiting && rw.status != 0 {
+	if (rw.state == stateWaiting || rw.state == stateComparing) && rw.status != 0 {
 		if rw.after == nil {
 			rw.after = &afterStatus{}
 		}
@@ -430,6 +441,18 @@ func (rw *responseWriter) hold(p []byte) (bool, error) {
 
 // pass passes p on through the committed path.
 func (rw *responseWriter) pass(p []byte) (int, error) {
+	if rw.state == stateComparing {
+		if rw.compare(p) {
+			if rw.teeing != 0 {
+				rw.tee(p)
+			}
+			rw.written += int64(len(p))
+			return len(p), nil
+		}
+		if err := rw.unhold(); err != nil {
+			return 0, err
+		}
+	}
 	if rw.teeing != 0 && (rw.state == statePlain || rw.state == stateEncoding || rw.state == stateDiscarding) {
 		rw.tee(p) // a body a hook wants: one to remember as a dictionary
 	}
@@ -574,7 +597,7 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 		o := rw.offer
 		// A stream the cache knows by its strong ETag goes out stored;
 		// the handler's body is then discarded (cache.go).
-		stored, fill := rw.m.cachedStream(rw.req, o, h, f, (*wire)(rw))
+		stored, fill, looked := rw.m.cachedStream(rw.req, o, h, f, (*wire)(rw))
 		if stored != nil && rw.m.hiding != nil {
 			rw.holdHit(h, stored)
 			return rw.sendHeld() // hashed, counted and teed like the rest
@@ -583,6 +606,19 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 			rw.fromCache = true
 			rw.sendEncodedBody(h, o.coding, stored, stateDiscarding, -1)
 			return rw.sendHeld() // counted and teed like the rest of the body
+		}
+		if !looked {
+			// A stream found by content: held back while its bytes
+			// are the candidate's, or stored for the next response.
+			if fill = rw.m.streamByContent(rw.req, o, h, f, rw.hdr.declared); fill != nil {
+				fill.dst = (*wire)(rw)
+				rw.fill = fill
+				if fill.cand != nil {
+					rw.attach(fill)
+					rw.state = stateComparing
+					return rw.sendHeld()
+				}
+			}
 		}
 		var dst io.Writer = (*wire)(rw)
 		if fill != nil {
@@ -595,6 +631,9 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 			}
 			if fill != nil {
 				rw.attach(fill)
+				if fill.byContent && fill.leading {
+					rw.teeing |= 1 << (rw.nhooks - 1) // its plain bytes too
+				}
 			}
 			rw.enc = enc
 			rw.setEncoded(h, o.coding)
@@ -663,6 +702,10 @@ func (rw *responseWriter) flush() error {
 		return http.ErrHijacked
 	case stateFinished:
 		return errFinished
+	case stateComparing:
+		if err := rw.unhold(); err != nil { // a flush sends what came so far
+			return err
+		}
 	}
 	for _, k := range rw.hooks[:rw.nhooks] {
 		k.flushed() // the fill: a flushed stream is not stored
@@ -712,6 +755,9 @@ func (rw *responseWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
 		rw.state = statePlain
 		rw.sendHeader(h)
 		_ = rw.sendHeld()
+	}
+	if rw.state == stateComparing {
+		_ = rw.unhold() // as an encoded stream in progress
 	}
 	conn, brw, err := hj.Hijack()
 	if err != nil {

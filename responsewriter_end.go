@@ -9,6 +9,9 @@ import "net/http"
 // take the truncated body for a whole one.
 func (rw *responseWriter) finish(completed bool) {
 	if !completed {
+		if rw.state == stateComparing {
+			_ = rw.unhold() // what a stream in progress would have sent
+		}
 		rw.releaseEncoder()
 		rw.untouched = rw.state == stateWaiting && rw.status == 0
 	} else {
@@ -20,6 +23,9 @@ func (rw *responseWriter) finish(completed bool) {
 		}
 		if rw.state == stateWaiting {
 			_ = rw.advance(atEnd, nil)
+		}
+		if rw.state == stateComparing {
+			rw.endCompared()
 		}
 		if rw.state == stateEncoding {
 			rw.endStream()
@@ -72,7 +78,7 @@ func (rw *responseWriter) leaveUntouched() {
 func (rw *responseWriter) endStream() {
 	t0 := rw.clock()
 	if rw.hdr.declared < 0 || rw.written == rw.hdr.declared || rw.head {
-		_ = rw.sendCarry(true) // what may have begun a marked secret
+		_ = rw.endCarry() // held back in case it began a marked secret
 		rw.closed = rw.closeStream()
 	} else {
 		_ = rw.enc.Flush()

@@ -5,7 +5,9 @@ package squeeze
 // within the buffer, encoded in one piece.
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -331,4 +333,85 @@ func (rw *responseWriter) sendHeader(h http.Header) {
 		}
 		rw.after.late = nil
 	}
+}
+
+// compare reports whether p, the stream's next bytes, goes on the plain
+// bytes of the Cache's candidate (cacheFill.cand) from written on, within
+// the declared length: compared where they pass, not copied.
+func (rw *responseWriter) compare(p []byte) bool {
+	plain, w := rw.fill.cand.plain, rw.written
+	if rw.hdr.declared >= 0 && w+int64(len(p)) > rw.hdr.declared || int64(len(p)) > int64(len(plain))-w {
+		return false
+	}
+	return bytes.Equal(plain[w:w+int64(len(p))], p) && rw.marks() == nil
+}
+
+// endCompared ends a stream held back as the Cache's candidate's bytes
+// as the handler returns: if they were all of them, and all the handler
+// declared, the candidate's encoding goes out with its Content-Length and
+// the handler's own header, as a body found by content within the buffer
+// does; otherwise the stream goes on encoded (unhold) for finish to end.
+func (rw *responseWriter) endCompared() {
+	fill := rw.fill
+	e := fill.cand
+	if rw.written != int64(len(e.plain)) || rw.hdr.declared >= 0 && rw.hdr.declared != rw.written || rw.marks() != nil {
+		_ = rw.unhold()
+		return
+	}
+	fill.cand = nil
+	h := rw.w.Header()
+	rw.restoreHeader(h)
+	rw.fromCache = true
+	rw.m.streamHit(&fill.key, e, rw.offer)
+	rw.sendEncodedBody(h, rw.offer.coding, e.body, stateDiscarding, -1)
+}
+
+// unhold gives up comparing a stream with the Cache's candidate: at the
+// first byte that differs, past its length, at a flush, a hijack, a
+// secret, or an end short of it. It sends the header as an encoded stream
+// has it and encodes the bytes found equal so far, the handler's, and the
+// stream goes on as one (stateEncoding), stored in the candidate's place
+// if no other response of the key stores one, or plain if no encoder can
+// be had. It returns the error of writing those bytes.
+func (rw *responseWriter) unhold() error {
+	fill := rw.fill
+	verified := fill.cand.plain[:rw.written]
+	fill.cand = nil
+	rw.m.cache.misses.Add(1)
+	h := rw.w.Header()
+	rw.restoreHeader(h)
+	var dst io.Writer = (*wire)(rw)
+	if rw.m.cache.lead(&fill.key) {
+		fill.leading = true
+		dst = fill
+		for i, k := range rw.hooks[:rw.nhooks] {
+			if k == responseHook(fill) {
+				rw.teeing |= 1 << i // its plain bytes from now on
+			}
+		}
+	}
+	enc, err := rw.slot.encoder(rw.offer, dst)
+	if err != nil {
+		fill.drop()
+		rw.why = ReasonNoEncoder
+		rw.state = statePlain
+		rw.sendHeader(h)
+		_, err = (*wire)(rw).Write(verified) // the hooks had them as they passed
+		return err
+	}
+	rw.enc = enc
+	rw.setEncoded(h, rw.offer.coding)
+	delete(h, "Content-Length")
+	rw.state = stateEncoding
+	rw.sendHeader(h)
+	if len(verified) == 0 {
+		return nil
+	}
+	if fill.leading {
+		_ = fill.plain(verified) // the dictionaries had them as they passed
+	}
+	t0 := rw.clock()
+	_, err = rw.enc.Write(verified)
+	rw.spent(t0)
+	return err
 }

@@ -138,11 +138,12 @@ type secrets struct {
 	// longest's length.
 	marked  [][]byte
 	longest int
-	// carry is the end of the stream written so far that may begin a
-	// marked secret, held back from the encoder; its first sent bytes
-	// went out already, isolated, at a flush.
-	carry []byte
-	sent  int
+	// carry is the end of the stream written so far, held back from the
+	// encoder in case it begins a marked secret (feed); its first sent
+	// bytes went out already, isolated, at a flush. head is where feed
+	// looks for a secret across the carry's end.
+	carry, head []byte
+	sent        int
 }
 
 // marks returns the state of the response's secrets, nil when it
@@ -183,6 +184,11 @@ func (hw *handlerWriter) markSecret(s string) error {
 func (rw *responseWriter) secretState() (*secrets, error) {
 	if sec := rw.marks(); sec != nil {
 		return sec, nil
+	}
+	if rw.state == stateComparing {
+		if err := rw.unhold(); err != nil { // no stored encoding isolates it
+			return nil, err
+		}
 	}
 	switch rw.state {
 	case stateWaiting, stateHandedBack, stateFinished, stateHijacked, stateSent:
@@ -364,7 +370,7 @@ func (rw *responseWriter) feedStream(p []byte, given []span) (int, error) {
 		return 0, http.ErrContentLength
 	}
 	t0 := rw.clock()
-	err := rw.feed(p, given, false)
+	err := rw.feed(p, given)
 	rw.spent(t0)
 	if err != nil {
 		return 0, err
@@ -387,6 +393,11 @@ func (sec *secrets) find(b []byte, given []span) []span {
 			i += j + 1
 		}
 	}
+	return mergeSpans(spans)
+}
+
+// mergeSpans sorts spans and merges those that overlap or touch.
+func mergeSpans(spans []span) []span {
 	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
 	merged := spans[:0]
 	for _, s := range spans {
@@ -401,81 +412,103 @@ func (sec *secrets) find(b []byte, given []span) []span {
 
 // feed writes p to the encoder of a stream that marks secrets: given (the
 // spans WriteSecret wrote, for the bytes held back) and the occurrences of
-// the marked secrets isolated, the rest compressed. Unless final, the end
-// of p that may begin a marked secret is held back (carry) until the next
-// write tells.
-func (rw *responseWriter) feed(p []byte, given []span, final bool) error {
+// the marked secrets isolated, the rest compressed. The stream is the
+// carry, then p. Its last bytes, as many as the longest marked secret
+// less one (fewer after a secret), are held back as the next carry,
+// whatever they are: they may begin a secret the next write completes,
+// and what a flush or a WriteSecret then isolates of them must not depend
+// on whether they do, or input reflected just before it would tell, by
+// the response's length, whether it begins the secret.
+func (rw *responseWriter) feed(p []byte, given []span) error {
 	sec := rw.marks()
-	data, sent := p, 0
-	if len(sec.carry) > 0 {
-		data, sent = append(sec.carry, p...), sec.sent
-		// given spans are offsets in p
-		for i := range given {
-			given[i].start += len(sec.carry)
-			given[i].end += len(sec.carry)
-		}
+	if cap(sec.carry) < sec.longest {
+		// One buffer for both: the carry is at most the longest less
+		// one, the head the carry and the longest.
+		buf := make([]byte, 0, 3*sec.longest)
+		sec.carry = append(buf[:0:sec.longest], sec.carry...)
+		sec.head = buf[sec.longest:sec.longest]
 	}
-	spans := sec.find(data, given)
-	end := len(data)
-	if !final {
-		last := 0
-		if n := len(spans); n > 0 {
-			last = spans[n-1].end
-		}
-		end -= sec.prefixSuffix(data[last:])
+	c, sent := sec.carry, sec.sent
+	nc := len(c)
+	spans := sec.find(p, given)
+	for i := range spans {
+		spans[i].start += nc
+		spans[i].end += nc
 	}
+	if nc > 0 {
+		// A secret that begins in the carry ends within the longest's
+		// length of it.
+		sec.head = append(append(sec.head[:0], c...), p[:min(len(p), sec.longest)]...)
+		for _, s := range sec.find(sec.head, nil) {
+			if s.start < nc {
+				spans = append(spans, s)
+			}
+		}
+		spans = mergeSpans(spans)
+	}
+	total, last := nc+len(p), 0
+	if n := len(spans); n > 0 {
+		last = spans[n-1].end
+	}
+	end := total - min(max(sec.longest-1, 0), total-last)
 	pos := 0
 	for _, s := range spans {
 		if from := max(pos, sent); from < s.start {
-			if _, err := rw.enc.Write(data[from:s.start]); err != nil {
+			if err := rw.writeRange(c, p, from, s.start, false); err != nil {
 				return err
 			}
 		}
 		if from := max(s.start, sent); from < s.end {
-			if _, err := writers.WriteIsolated(rw.enc.Encoder, data[from:s.end]); err != nil {
+			if err := rw.writeRange(c, p, from, s.end, true); err != nil {
 				return err
 			}
 		}
 		pos = s.end
 	}
 	if from := max(pos, sent); from < end {
-		if _, err := rw.enc.Write(data[from:end]); err != nil {
+		if err := rw.writeRange(c, p, from, end, false); err != nil {
 			return err
 		}
 	}
-	sec.carry = append(sec.carry[:0:0], data[end:]...)
-	sec.sent = max(0, sent-end)
+	if end < nc {
+		c = append(c[:copy(c, c[end:])], p...)
+	} else {
+		c = append(c[:0], p[end-nc:]...)
+	}
+	sec.carry, sec.sent = c, max(0, sent-end)
 	return nil
 }
 
-// prefixSuffix returns the length of the longest end of b, shorter than the
-// longest marked secret, that begins one. For each secret it looks only at
-// the bytes of the end that equal the secret's first, so a write costs
-// about the length of the longest secret per secret, whatever its size.
-func (sec *secrets) prefixSuffix(b []byte) int {
-	best := 0
-	for _, m := range sec.marked {
-		from := max(0, len(b)-(len(m)-1))
-		for i := from; i < len(b)-best; i++ {
-			j := bytes.IndexByte(b[i:len(b)-best], m[0])
-			if j < 0 {
-				break
-			}
-			i += j
-			if bytes.HasPrefix(m, b[i:]) {
-				best = len(b) - i
-				break
-			}
+// writeRange writes [from, to) of the stream c then p to the encoder,
+// isolated or not.
+func (rw *responseWriter) writeRange(c, p []byte, from, to int, isolated bool) error {
+	var b []byte
+	switch nc := len(c); {
+	case to <= nc:
+		b = c[from:to]
+	case from >= nc:
+		b = p[from-nc : to-nc]
+	case !isolated:
+		if _, err := rw.enc.Write(c[from:]); err != nil {
+			return err
 		}
+		b = p[:to-nc]
+	default: // a secret across the carry's end: one segment
+		b = append(slices.Clone(c[from:]), p[:to-nc]...)
 	}
-	return best
+	if isolated {
+		_, err := writers.WriteIsolated(rw.enc.Encoder, b)
+		return err
+	}
+	_, err := rw.enc.Write(b)
+	return err
 }
 
-// sendCarry sends, isolated, the bytes held back that may begin a marked
-// secret and have not gone out: at a flush, which must let the client
-// decode everything written so far, and before a secret WriteSecret
-// writes. At a flush they stay the start of the next write's scan, in case
-// the secret goes on there; before an explicit secret they are done with.
+// sendCarry sends, isolated, the bytes held back that have not gone out
+// (feed): at a flush, which must let the client decode everything written
+// so far, and before a secret WriteSecret writes. At a flush they stay the
+// start of the next write's scan, in case a secret goes on there; before
+// an explicit secret they are done with.
 func (rw *responseWriter) sendCarry(done bool) error {
 	sec := rw.marks()
 	if sec == nil || rw.enc == nil {
@@ -488,7 +521,20 @@ func (rw *responseWriter) sendCarry(done bool) error {
 		sec.sent = len(sec.carry)
 	}
 	if done {
-		sec.carry, sec.sent = nil, 0
+		sec.carry, sec.sent = sec.carry[:0], 0
 	}
 	return nil
+}
+
+// endCarry sends, compressed, the bytes held back that have not gone out,
+// at the stream's end: no secret goes on after them, and they hold no
+// whole one (feed isolated it), so they are compressed as in a whole body.
+func (rw *responseWriter) endCarry() error {
+	sec := rw.marks()
+	if sec == nil || rw.enc == nil || sec.sent >= len(sec.carry) {
+		return nil
+	}
+	_, err := rw.enc.Write(sec.carry[sec.sent:])
+	sec.carry, sec.sent = sec.carry[:0], 0
+	return err
 }

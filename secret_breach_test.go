@@ -173,3 +173,70 @@ func TestSecretBreachOracleByHand(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkedSecretStreamLengthIsTheSameWhateverReflectedBytesBeginIt:
+// the bytes at the end of a write that may begin a marked secret are held
+// back; where they go out (at a Flush, at the stream's end, before a
+// WriteSecret) must not depend on whether they do begin it, or a page
+// that reflects input just before one of those points tells, by its
+// length, whether the input is a prefix of the secret: a byte at a time.
+func TestMarkedSecretStreamLengthIsTheSameWhateverReflectedBytesBeginIt(t *testing.T) {
+	t.Parallel()
+	const token, other = "7f3a9c0e5b1d", "c2e81b4f06a9"
+	footer := strings.Repeat("All rights reserved. ", 60)
+	long := strings.Repeat("<p>A paragraph of the page, long enough to stream.</p>\n", 700) // over the 32 KiB buffer
+	pages := map[string]func(token string) http.HandlerFunc{
+		"reflected before a Flush": func(token string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				if _, err := squeeze.TemplateSecret(w, token); err != nil {
+					panic(err)
+				}
+				fmt.Fprintf(w, "<!doctype html><html><body><p>Results for %s", r.URL.Query().Get("q"))
+				http.NewResponseController(w).Flush()
+				fmt.Fprintf(w, `</p><input type="hidden" name="csrf" value="%s"><footer>%s</footer></body></html>`, token, footer)
+			}
+		},
+		"reflected at the end of a stream": func(token string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				if _, err := squeeze.TemplateSecret(w, token); err != nil {
+					panic(err)
+				}
+				fmt.Fprintf(w, `<!doctype html><html><body><input type="hidden" name="csrf" value="%s">%s<p>Results for %s`, token, long, r.URL.Query().Get("q"))
+			}
+		},
+		"reflected before a WriteSecret": func(token string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				if _, err := squeeze.TemplateSecret(w, token); err != nil {
+					panic(err)
+				}
+				fmt.Fprintf(w, "<!doctype html><html><body>%s<p>Results for %s", long, r.URL.Query().Get("q"))
+				if _, err := squeeze.WriteSecret(w, []byte(token)); err != nil {
+					panic(err)
+				}
+				fmt.Fprintf(w, `</p><footer>%s</footer></body></html>`, footer)
+			}
+		},
+	}
+	for name, page := range pages {
+		for _, coding := range []string{squeeze.Zstd, squeeze.Gzip, squeeze.Deflate} {
+			t.Run(name+"/"+coding, func(t *testing.T) {
+				t.Parallel()
+				m := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd, squeeze.Gzip, squeeze.Deflate))
+				right, wrong := m.Handler(page(token)), m.Handler(page(other))
+				for k := 1; k < len(token); k++ {
+					q := "/account?q=" + token[:k]
+					a, b := serveAt(right, q, coding), serveAt(wrong, q, coding)
+					if a.Header().Get("Content-Encoding") != coding {
+						t.Fatalf("Content-Encoding %q, want %s", a.Header().Get("Content-Encoding"), coding)
+					}
+					if a.Body.Len() != b.Body.Len() {
+						t.Errorf("q=%s: %d bytes with the token %s, %d with %s", token[:k], a.Body.Len(), token, b.Body.Len(), other)
+					}
+				}
+			})
+		}
+	}
+}

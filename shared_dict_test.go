@@ -47,6 +47,12 @@ func newReplica(t *testing.T, store squeeze.SharedStore, files map[string][]byte
 		all = append(all, squeeze.WithSharedStore(store, squeeze.SharedTimeout(5*time.Second)))
 	}
 	r.m = newMiddleware(t, append(all, opts...)...)
+	if store != nil {
+		// No refresh of a dictionary in use within a test (the default
+		// period is 2 s, which a test on a loaded machine can outlast): the
+		// tests count the store's calls; those of the refresh set their own.
+		squeeze.SetSharedRefreshEvery(r.m, time.Hour)
+	}
 	r.h = r.m.Handler(scripts(files))
 	return r
 }
@@ -229,7 +235,7 @@ func TestSharedDictionaryRejectsWhatFailsVerification(t *testing.T) {
 			store := newMemStore()
 			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
 			learnV1(t, a)
-			store.rewrite = func(_ string, v []byte) []byte { return tc.rewrite(v) }
+			store.setRewrite(func(_ string, v []byte) []byte { return tc.rewrite(v) })
 			b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2}, squeeze.WithDictionaryMatch(fleetPattern, "/css/*"))
 			for range 8 {
 				rec := serveAt(b.h, "/js/app.v2.js", chromeAE, "Available-Dictionary", availableFor(v1))
@@ -370,8 +376,8 @@ func TestSharedDictionaryOneFetchPerKey(t *testing.T) {
 	a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
 	learnV1(t, a)
 	b := newReplica(t, store, map[string][]byte{"/js/app.v2.js": v2})
-	store.entered = make(chan struct{}, 100)
-	store.gate = make(chan struct{}) // the first Get waits; the others join its flight
+	entered, gate := make(chan struct{}, 100), make(chan struct{})
+	store.setGate(entered, gate) // the first Get waits; the others join its flight
 	var wg sync.WaitGroup
 	recs := make([]*httptest.ResponseRecorder, 10)
 	for i := range recs {
@@ -380,13 +386,16 @@ func TestSharedDictionaryOneFetchPerKey(t *testing.T) {
 		})
 	}
 	select {
-	case <-store.entered:
+	case <-entered:
 	case <-time.After(10 * time.Second):
-		close(store.gate)
+		close(gate)
 		t.Fatal("no request asked the store")
 	}
-	time.Sleep(50 * time.Millisecond) // let the others reach the flight
-	close(store.gate)
+	// Let the other nine reach the flight: nothing outside the guard sees
+	// them wait, and under -race on a loaded 2-core machine 50 ms was not
+	// always enough for one of them to start.
+	time.Sleep(time.Second)
+	close(gate)
 	wg.Wait()
 	if got := store.gets.Load(); got != 1 {
 		t.Errorf("%d requests made %d fetches, want 1", len(recs), got)
@@ -682,7 +691,7 @@ func TestSharedDictionaryUnknownHashesLeaveRoomForKnownOnes(t *testing.T) {
 			store := newMemStore()
 			a := newReplica(t, store, map[string][]byte{"/js/app.v1.js": v1})
 			learnV1(t, a)
-			store.latency = 10 * time.Millisecond
+			store.setLatency(10 * time.Millisecond)
 			var s squeeze.SharedStore = store
 			if tc.plain {
 				s = plainStore{store}

@@ -31,11 +31,13 @@ type memStore struct {
 	// breaks its contract).
 	hang, stuck atomic.Bool
 	release     chan struct{}
-	// rewrite, if set, replaces the value a Get returns, limit or not (a
-	// corrupting or hostile store).
+	// rewrite, if set (setRewrite, under mu: background refreshes read
+	// it while a test sets it), replaces the value a Get returns, limit
+	// or not (a corrupting or hostile store).
 	rewrite func(key string, v []byte) []byte
 	// entered, if set, receives a token as each Get starts; gate, if set,
-	// holds each Get until it is closed.
+	// holds each Get until it is closed. Set them and latency (below)
+	// under mu once the store is in use.
 	entered, gate chan struct{}
 	// latency, if set, is how long each Get takes (within its context);
 	// reading counts the Gets in flight, peak the most at once.
@@ -47,6 +49,29 @@ type memStore struct {
 }
 
 var _ squeeze.SharedStoreSizer = (*memStore)(nil)
+
+// setRewrite makes every later Get return rewrite(key, value) in place
+// of the value held.
+func (s *memStore) setRewrite(rewrite func(key string, v []byte) []byte) {
+	s.mu.Lock()
+	s.rewrite = rewrite
+	s.mu.Unlock()
+}
+
+// setGate makes every later Get send on entered as it starts and wait
+// for gate to close (either may be nil).
+func (s *memStore) setGate(entered, gate chan struct{}) {
+	s.mu.Lock()
+	s.entered, s.gate = entered, gate
+	s.mu.Unlock()
+}
+
+// setLatency makes every later Get take d (within its context).
+func (s *memStore) setLatency(d time.Duration) {
+	s.mu.Lock()
+	s.latency = d
+	s.mu.Unlock()
+}
 
 func newMemStore() *memStore {
 	return &memStore{values: map[string][]byte{}, release: make(chan struct{})}
@@ -77,19 +102,22 @@ func (s *memStore) Get(ctx context.Context, key string, limit int) ([]byte, bool
 // what Get calls, so a Get and a GetOrSize count the same.
 func (s *memStore) GetOrSize(ctx context.Context, key string, limit int) ([]byte, int, bool, error) {
 	s.gets.Add(1)
-	if s.entered != nil {
-		s.entered <- struct{}{}
+	s.mu.Lock()
+	entered, gate, latency := s.entered, s.gate, s.latency
+	s.mu.Unlock()
+	if entered != nil {
+		entered <- struct{}{}
 	}
-	if s.gate != nil {
-		<-s.gate
+	if gate != nil {
+		<-gate
 	}
-	if s.latency > 0 {
+	if latency > 0 {
 		n := s.reading.Add(1)
 		defer s.reading.Add(-1)
 		for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
 		}
 		select {
-		case <-time.After(s.latency):
+		case <-time.After(latency):
 		case <-ctx.Done():
 			return nil, 0, false, ctx.Err()
 		}
@@ -99,9 +127,10 @@ func (s *memStore) GetOrSize(ctx context.Context, key string, limit int) ([]byte
 	}
 	s.mu.Lock()
 	v, ok := s.values[key]
+	rewrite := s.rewrite
 	s.mu.Unlock()
-	if s.rewrite != nil && ok {
-		v = s.rewrite(key, append([]byte(nil), v...))
+	if rewrite != nil && ok {
+		v = rewrite(key, append([]byte(nil), v...))
 		return v, len(v), true, nil
 	}
 	if !ok {

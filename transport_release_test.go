@@ -147,7 +147,7 @@ func TestTransportConcurrentRequestsLeakNothing(t *testing.T) {
 	for _, s := range servers {
 		s.Close()
 	}
-	if n, ok := goroutinesSettle(before); !ok {
+	if n := waitGoroutines(before); n > before {
 		t.Errorf("%d goroutines after the test, %d before", n, before)
 	}
 }

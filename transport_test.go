@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -419,18 +418,3 @@ func TestTransportAgainstMiddleware(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// goroutinesSettle reports whether the number of goroutines comes back to at
-// most n, polling a bounded number of times.
-func goroutinesSettle(n int) (int, bool) {
-	got := runtime.NumGoroutine()
-	for range 200 {
-		if got <= n {
-			return got, true
-		}
-		runtime.Gosched()
-		runtime.GC()
-		got = runtime.NumGoroutine()
-	}
-	return got, false
-}

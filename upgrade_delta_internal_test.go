@@ -19,8 +19,8 @@ func TestUpgradeDeltaCodecMemoryIsBounded(t *testing.T) {
 		for _, coding := range []string{DCB, DCZ} {
 			var encoded bytes.Buffer
 			for _, level := range upgradeLevels(coding, upgradeLevel(coding)) {
-				encoded.Reset()
-				total, held := allocated(func() any {
+				claim := upgradeEncoderMemory(coding, level, d)
+				total, held := allocated(claim, &encoded, func() any {
 					enc, err := newUpgradeEncoder(coding, level, d)
 					if err != nil {
 						t.Fatal(err)
@@ -29,8 +29,6 @@ func TestUpgradeDeltaCodecMemoryIsBounded(t *testing.T) {
 					writeAndClose(t, enc, plain)
 					return enc
 				})
-				total -= int64(encoded.Cap())
-				claim := upgradeEncoderMemory(coding, level, d)
 				t.Logf("%d KiB %s-%d: %.1f MiB allocated, %.1f MiB held; claims %.1f MiB",
 					size>>10, coding, level, float64(total)/MiB, float64(held)/MiB, float64(claim)/MiB)
 				if total > claim {
@@ -38,7 +36,8 @@ func TestUpgradeDeltaCodecMemoryIsBounded(t *testing.T) {
 						size>>10, coding, level, float64(total)/MiB, float64(claim)/MiB)
 				}
 			}
-			total, _ := allocated(func() any {
+			claim := deltaDecoderMemory(coding, d, int64(len(plain))) + upgradeChunk
+			total, _ := allocated(claim, nil, func() any {
 				dec, done, err := newDeltaDecoder(coding, encoded.Bytes(), d)
 				if err != nil {
 					t.Fatal(err)
@@ -58,7 +57,6 @@ func TestUpgradeDeltaCodecMemoryIsBounded(t *testing.T) {
 				}
 				return nil
 			})
-			claim := deltaDecoderMemory(coding, d, int64(len(plain))) + upgradeChunk
 			t.Logf("%d KiB %s decoder: %.1f MiB allocated; claims %.1f MiB", size>>10, coding, float64(total)/MiB, float64(claim)/MiB)
 			if total > claim {
 				t.Errorf("a %d KiB %s decoder allocates %.1f MiB; an upgrade claims %.1f MiB", size>>10, coding, float64(total)/MiB, float64(claim)/MiB)

@@ -47,6 +47,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			training_memory <size>
 //			interval <duration>
 //			path <prefix>
+//			credential_headers <request header names...>
 //		}
 //		metrics
 //		store redis <host:port or redis:// or rediss:// URL> [<key prefix>]
@@ -157,6 +158,11 @@ func (l *Learned) unmarshalBlock(d *caddyfile.Dispenser) error {
 			return d.ArgErr()
 		}
 		val := d.Val()
+		if name == "credential_headers" {
+			l.CredentialHeaders = append(l.CredentialHeaders, val)
+			l.CredentialHeaders = append(l.CredentialHeaders, d.RemainingArgs()...)
+			continue
+		}
 		switch name {
 		case "dictionary_size", "sample_budget", "training_memory":
 			n, err := humanize.ParseBytes(val)

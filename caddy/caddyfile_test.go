@@ -146,6 +146,7 @@ func TestCaddyfileDirectiveErrors(t *testing.T) {
 		{"squeeze {\n\tlearned /a/* {\n\t\tdictionary_size big\n\t}\n}", `learned dictionary_size "big": not a size`},
 		{"squeeze {\n\tlearned /a/* {\n\t\tteach harder\n\t}\n}", `unrecognized learned subdirective "teach"`},
 		{"squeeze {\n\tlearned /a/* {\n\t\tpath\n\t}\n}", "wrong argument count"},
+		{"squeeze {\n\tlearned /a/* {\n\t\tcredential_headers\n\t}\n}", "wrong argument count"},
 	} {
 		_, err := adapt(t, "http://example.com {\n"+tc.block+"\n}")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -194,6 +195,7 @@ http://example.com {
 			training_memory 32MiB
 			interval 5m
 			path /_dict/
+			credential_headers X-Api-Key X-Auth-Token
 		}
 		learned /pages/*
 		metrics
@@ -209,7 +211,8 @@ http://example.com {
 		LengthHiding: 32,
 		Learned: []squeezecaddy.Learned{
 			{Pattern: "/api/*", DictionarySize: 32 << 10, Samples: 16, SampleBudget: 2 << 20,
-				TrainingMemory: 32 << 20, Interval: caddy.Duration(5 * time.Minute), Path: "/_dict/"},
+				TrainingMemory: 32 << 20, Interval: caddy.Duration(5 * time.Minute), Path: "/_dict/",
+				CredentialHeaders: []string{"X-Api-Key", "X-Auth-Token"}},
 			{Pattern: "/pages/*"},
 		},
 		Metrics: true,

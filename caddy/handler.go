@@ -130,6 +130,11 @@ type Learned struct {
 	// Path is where the route's dictionaries are served, starting and
 	// ending with / (squeeze.LearnedPath).
 	Path string `json:"path,omitempty"`
+	// CredentialHeaders names request header fields that carry
+	// credentials, such as X-Api-Key: a response to a request with one is
+	// sampled only if it says Cache-Control public
+	// (squeeze.LearnedCredentialHeaders).
+	CredentialHeaders []string `json:"credential_headers,omitempty"`
 }
 
 // options returns the squeeze options of l.
@@ -152,6 +157,9 @@ func (l *Learned) options() []squeeze.LearnedOption {
 	}
 	if l.Path != "" {
 		opts = append(opts, squeeze.LearnedPath(l.Path))
+	}
+	if len(l.CredentialHeaders) > 0 {
+		opts = append(opts, squeeze.LearnedCredentialHeaders(l.CredentialHeaders...))
 	}
 	return opts
 }

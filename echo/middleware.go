@@ -86,7 +86,8 @@ func serve(w http.ResponseWriter, r *http.Request) {
 	// The handler writes to squeeze's writer through a Response of its
 	// own, and the one outside records what squeeze sends on (status,
 	// size on the wire) for the middlewares outside.
-	k.inner = *echo.NewResponse(w, c.Echo())
+	k.sw = secretWriter{ResponseWriter: w, r: &k.inner}
+	k.inner = *echo.NewResponse(&k.sw, c.Echo())
 	c.SetRequest(r)
 	c.SetResponse(&k.inner)
 	if err := k.next(c); err != nil {
@@ -103,8 +104,49 @@ type call struct {
 	c     echo.Context
 	next  echo.HandlerFunc
 	err   error         // what the chain returned, as c.Error got it
-	inner echo.Response // the Response the chain writes to, over squeeze's writer
+	inner echo.Response // the Response the chain writes to, over sw
+	sw    secretWriter  // squeeze's writer, for inner
 }
+
+// secretWriter is squeeze's writer under the Response the chain writes to,
+// so that a secret written with [squeeze.WriteSecret], which finds it
+// through that Response's Unwrap, goes through the Response as a Write
+// does: committing it first, counted in its Size.
+type secretWriter struct {
+	http.ResponseWriter
+	r *echo.Response
+}
+
+// WriteSecret commits the Response, as its Write would, then writes
+// secret with squeeze.WriteSecret, counting it in the Response's Size.
+func (s *secretWriter) WriteSecret(secret []byte) (int, error) {
+	if !s.r.Committed {
+		if s.r.Status == 0 {
+			s.r.Status = http.StatusOK
+		}
+		s.r.WriteHeader(s.r.Status)
+	}
+	n, err := squeeze.WriteSecret(s.ResponseWriter, secret)
+	s.r.Size += int64(n)
+	return n, err
+}
+
+// Flush is squeeze's writer's, for code asserting http.Flusher.
+func (s *secretWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+		return
+	}
+	_ = http.NewResponseController(s.ResponseWriter).Flush()
+}
+
+// Hijack is squeeze's writer's, for code asserting http.Hijacker.
+func (s *secretWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(s.ResponseWriter).Hijack()
+}
+
+// Unwrap returns squeeze's writer, for [http.ResponseController].
+func (s *secretWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // callOf finds the call under squeeze's writer w (or w itself, which
 // squeeze hands on as it is for a protocol upgrade), following Unwrap.

@@ -195,3 +195,46 @@ func TestMiddlewareServesUpgradeRequests(t *testing.T) {
 		}
 	}
 }
+
+// A secret an echo handler writes with squeeze.WriteSecret goes through
+// echo's Response as a Write would: it commits the Response (its before
+// hooks run, the status goes out), counts in its Size for the loggers
+// outside, and is in the body as it is (isolated).
+func TestWriteSecretThroughEchoCountsInTheResponse(t *testing.T) {
+	const token = "Zk3q9XbT0wPzLm4sYc7eRv2nHa8uJd1g"
+	page := strings.Repeat("<p>Your account.</p>", 300)
+	e := echo.New()
+	e.Use(squeezeecho.Middleware(nil))
+	type seen struct {
+		committed, hooked bool
+		size              int64
+	}
+	got := make(chan seen, 1)
+	e.GET("/account", func(c echo.Context) error {
+		c.Response().Header().Set("Content-Type", "text/html")
+		var s seen
+		c.Response().Before(func() { s.hooked = true })
+		if _, err := squeeze.WriteSecret(c.Response(), []byte(token)); err != nil {
+			return err
+		}
+		s.committed = c.Response().Committed
+		_, err := c.Response().Write([]byte(page))
+		s.size = c.Response().Size
+		got <- s
+		return err
+	})
+	req := httptest.NewRequest(http.MethodGet, "/account", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, req)
+	s := <-got
+	if !s.committed || !s.hooked || s.size != int64(len(token)+len(page)) {
+		t.Errorf("after the secret, echo's Response committed %v, its before hooks run %v; Size %d, want %d", s.committed, s.hooked, s.size, len(token)+len(page))
+	}
+	if body := testtool.Decode(t, rec.Header().Get("Content-Encoding"), rec.Body.Bytes()); string(body) != token+page || rec.Header().Get("Content-Encoding") != "gzip" {
+		t.Errorf("%q, %d bytes; want gzip, the token and the page", rec.Header().Get("Content-Encoding"), len(body))
+	}
+	if !bytes.Contains(rec.Body.Bytes(), []byte(token)) {
+		t.Error("the token is not in a segment of its own")
+	}
+}

@@ -413,6 +413,19 @@ func TestAbandonedCommandsAreBounded(t *testing.T) {
 	if err := s.Set(ctx, "k", []byte("v"), 0); err != nil {
 		t.Fatal(err)
 	}
+	// Connections for every command below, dialled now: a command that
+	// had to dial one during the pause could fail its dial at the timeout
+	// on a loaded machine, and so end instead of staying abandoned.
+	conns := make([]*redis.Conn, 2*redisstore.MaxAbandoned)
+	for i := range conns {
+		conns[i] = c.Conn()
+		if err := conns[i].Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, conn := range conns {
+		_ = conn.Close() // back to c's pool
+	}
 	pause(t, raw, 2*time.Second)
 	for i := range redisstore.MaxAbandoned {
 		if _, _, err := s.Get(ctx, "k", 10); !errors.Is(err, context.DeadlineExceeded) {

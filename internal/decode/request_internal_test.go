@@ -684,26 +684,25 @@ func TestDecodeRequestBombsStopAtTheCap(t *testing.T) {
 		bomb := zeroBomb(t, coding, 1024)
 		for _, length := range []string{"chunked", "Content-Length"} {
 			t.Run(coding+"/"+length, func(t *testing.T) {
-				m := mustNew(t, limit, 0)
 				var called bool
 				var n int64
 				var err error
-				h := decodeOnly(m, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					called = true
-					n, err = io.Copy(io.Discard, r.Body)
-				}))
 				declared := int64(len(bomb))
 				if length == "chunked" {
 					declared = -1
 				}
-				r := encodedRequest(bomb, declared, coding)
-				rec := httptest.NewRecorder()
-
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				h.ServeHTTP(rec, r)
-				runtime.ReadMemStats(&after)
+				var rec *httptest.ResponseRecorder
+				bound := windowSlack[coding] + codecTables
+				allocated := allocatedWithin(bound, func() uint64 {
+					called, n, err = false, 0, nil
+					h := decodeOnly(mustNew(t, limit, 0), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						called = true
+						n, err = io.Copy(io.Discard, r.Body)
+					}))
+					r := encodedRequest(bomb, declared, coding)
+					rec = httptest.NewRecorder()
+					return allocatedBy(func() { h.ServeHTTP(rec, r) })
+				})
 
 				if declared > CompressedLimit(limit) {
 					if called || rec.Code != http.StatusRequestEntityTooLarge {
@@ -718,16 +717,40 @@ func TestDecodeRequestBombsStopAtTheCap(t *testing.T) {
 				if n != limit {
 					t.Errorf("handler read %d bytes, want exactly the cap %d", n, limit)
 				}
-				allocated := after.TotalAlloc - before.TotalAlloc
-				bound := windowSlack[coding] + codecTables
-				t.Logf("%s: %d-byte bomb of 1 GiB; allocated %d KiB (bound %d KiB); HeapInuse %+d KiB",
-					coding, len(bomb), allocated>>10, bound>>10, (int64(after.HeapInuse)-int64(before.HeapInuse))>>10)
+				t.Logf("%s: %d-byte bomb of 1 GiB; allocated %d KiB (bound %d KiB)", coding, len(bomb), allocated>>10, bound>>10)
 				if allocated > bound {
 					t.Errorf("decoding allocated %d bytes, want at most %d (%s window + tables)", allocated, bound, coding)
 				}
 			})
 		}
 	}
+}
+
+// allocatedBy returns the bytes allocated while f runs, as runtime.MemStats
+// counts them: by every goroutine, f's among them.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// allocatedWithin returns what measure says, measuring again, up to three
+// times in all, while it is over bound. measure sets up afresh (new
+// Decoders: nothing pooled) and returns allocatedBy what it measures, which
+// allocates the same each time; what other goroutines allocated meanwhile
+// (the test binary's leftovers, the runtime's) is in one measurement and
+// not the next, so the least is the code's own.
+func allocatedWithin(bound uint64, measure func() uint64) uint64 {
+	least := uint64(math.MaxUint64)
+	for range 3 {
+		if least = min(least, measure()); least <= bound {
+			break
+		}
+	}
+	return least
 }
 
 // TestDecodeRequestWindowsCostAtMostTheirSize pins the one cost a tiny
@@ -749,18 +772,16 @@ func TestDecodeRequestWindowsCostAtMostTheirSize(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := mustNew(t, 1<<20, 0)
-			r := encodedRequest(tc.body, int64(len(tc.body)), tc.coding)
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			_, s := serveRead(m, r)
-			runtime.ReadMemStats(&after)
+			var s seen
+			bound := windowSlack[tc.coding] + codecTables
+			allocated := allocatedWithin(bound, func() uint64 {
+				m := mustNew(t, 1<<20, 0)
+				r := encodedRequest(tc.body, int64(len(tc.body)), tc.coding)
+				return allocatedBy(func() { _, s = serveRead(m, r) })
+			})
 			if !errors.Is(s.err, ErrInvalidBody) {
 				t.Fatalf("error %v, want ErrInvalidBody", s.err)
 			}
-			allocated := after.TotalAlloc - before.TotalAlloc
-			bound := windowSlack[tc.coding] + codecTables
 			t.Logf("%d-byte body: allocated %d KiB (bound %d KiB)", len(tc.body), allocated>>10, bound>>10)
 			if allocated > bound {
 				t.Errorf("allocated %d bytes, want at most %d", allocated, bound)
@@ -1180,7 +1201,9 @@ func TestDecodeRequestLeavesNoGoroutines(t *testing.T) {
 	}
 	wg.Wait()
 	after := runtime.NumGoroutine()
-	for deadline := time.Now().Add(2 * time.Second); after > before && time.Now().Before(deadline); {
+	// Their goroutines end as their bodies close, which a loaded machine
+	// may take seconds to schedule; one that leaked never ends.
+	for deadline := time.Now().Add(10 * time.Second); after > before && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 		after = runtime.NumGoroutine()
 	}
@@ -1718,15 +1741,20 @@ func TestDecodeRequestDecoderBudget(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			_, s := serveRead(m, encodedRequest(tc.body, int64(len(tc.body)), tc.coding))
-			runtime.ReadMemStats(&after)
+			var s seen
+			bound := uint64(math.MaxUint64)
+			if tc.busy {
+				bound = codecTables
+			}
+			allocated := allocatedWithin(bound, func() uint64 {
+				r := encodedRequest(tc.body, int64(len(tc.body)), tc.coding)
+				return allocatedBy(func() { _, s = serveRead(m, r) })
+			})
 			if busy := errors.Is(s.err, ErrBusy); busy != tc.busy {
 				t.Fatalf("error %v; want ErrBusy: %v", s.err, tc.busy)
 			}
 			// Refused before the window is allocated.
-			if allocated := after.TotalAlloc - before.TotalAlloc; tc.busy && allocated > codecTables {
+			if tc.busy && allocated > codecTables {
 				t.Errorf("allocated %d KiB before the refusal", allocated>>10)
 			}
 			if tc.busy && errors.Is(s.err, ErrInvalidBody) {

@@ -11,7 +11,8 @@
 // on net/http.
 //
 // Each pool is built on [sync.Pool], so there is no lock shared across
-// goroutines and idle objects are released under memory pressure. A value
+// goroutines and idle objects are released under memory pressure, but for
+// the one idle encoder a pool of [NewEncodersFuncKeepingOne] keeps. A value
 // handed out by Get belongs to the caller alone until it is given back with
 // Put. Put resets the value before pooling it, so nothing from one stream can
 // reach the next, and refuses a value that is already in the pool.
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/squeezehttp/squeeze/writers"
 )
@@ -44,6 +46,9 @@ type Encoders struct {
 	// build makes a new encoder for pools made by [NewEncodersFunc].
 	build func() (writers.Encoder, error)
 	p     sync.Pool
+	// spare, for pools made by [NewEncodersFuncKeepingOne], holds an idle
+	// encoder that the garbage collector does not take, nil when none is.
+	spare *atomic.Pointer[Encoder]
 }
 
 // NewEncodersFunc returns a pool of the encoders build makes, for encoders
@@ -58,6 +63,23 @@ func NewEncodersFunc(coding string, build func() (writers.Encoder, error)) (*Enc
 	}
 	p := &Encoders{coding: coding, build: build}
 	p.p.Put(&Encoder{Encoder: e, pooled: true})
+	return p, nil
+}
+
+// NewEncodersFuncKeepingOne is [NewEncodersFunc] for encoders that cost
+// much more to build than to reset, such as a zstd encoder of a raw
+// dictionary, which hashes all of the dictionary into tables of its own:
+// the pool keeps one idle encoder whatever the garbage collector does (a
+// [sync.Pool] lets it take every idle one), so that a pool used less often
+// than the collector runs still lends a built encoder. It holds that one
+// encoder's memory for as long as the pool lives.
+func NewEncodersFuncKeepingOne(coding string, build func() (writers.Encoder, error)) (*Encoders, error) {
+	e, err := build()
+	if err != nil {
+		return nil, err
+	}
+	p := &Encoders{coding: coding, build: build, spare: new(atomic.Pointer[Encoder])}
+	p.spare.Store(&Encoder{Encoder: e, pooled: true})
 	return p, nil
 }
 
@@ -85,7 +107,13 @@ func (p *Encoders) Level() int { return p.level }
 
 // Get returns an encoder writing to w, taken from the pool or built anew.
 func (p *Encoders) Get(w io.Writer) (*Encoder, error) {
-	e, _ := p.p.Get().(*Encoder)
+	var e *Encoder
+	if p.spare != nil {
+		e = p.spare.Swap(nil)
+	}
+	if e == nil {
+		e, _ = p.p.Get().(*Encoder)
+	}
 	if e == nil {
 		var enc writers.Encoder
 		var err error
@@ -114,6 +142,9 @@ func (p *Encoders) Put(e *Encoder) {
 	}
 	e.Reset(io.Discard)
 	e.pooled = true
+	if p.spare != nil && p.spare.CompareAndSwap(nil, e) {
+		return
+	}
 	p.p.Put(e)
 }
 

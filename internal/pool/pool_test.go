@@ -613,3 +613,64 @@ func TestEncodersFuncBuildsWithTheFunction(t *testing.T) {
 		t.Errorf("a failing build: %v, want its error", err)
 	}
 }
+
+// A pool made by NewEncodersFuncKeepingOne lends an encoder it built
+// before however often the garbage collector ran while it sat idle (a
+// sync.Pool gives its idle encoders up by the second collection), and
+// builds only for what is held beyond that one; a second Put of the kept
+// encoder still panics.
+func TestEncodersKeepingOneLendABuiltEncoderAfterCollections(t *testing.T) {
+	for _, keeping := range []bool{false, true} {
+		builds := 0
+		build := func() (writers.Encoder, error) {
+			builds++
+			return writers.NewEncoder(writers.Zstd, 3)
+		}
+		newPool := pool.NewEncodersFunc
+		if keeping {
+			newPool = pool.NewEncodersFuncKeepingOne
+		}
+		ep, err := newPool(writers.Zstd, build)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			runtime.GC()
+			runtime.GC()
+			var out bytes.Buffer
+			e, err := ep.Get(&out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprint(e, "stream ", i)
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := testtool.TryDecode(writers.Zstd, out.Bytes()); err != nil || string(got) != fmt.Sprint("stream ", i) {
+				t.Fatalf("stream %d decodes to %q, %v", i, got, err)
+			}
+			ep.Put(e)
+		}
+		if keeping && builds != 1 || !keeping && builds != 4 {
+			t.Errorf("keeping one %v: %d encoders built for 3 streams after collections; want %d", keeping, builds, map[bool]int{false: 4, true: 1}[keeping])
+		}
+		if !keeping {
+			continue
+		}
+		a, _ := ep.Get(io.Discard)
+		b, _ := ep.Get(io.Discard) // held beyond the kept one: built
+		if builds != 2 {
+			t.Errorf("%d encoders built for two held at once; want 2", builds)
+		}
+		ep.Put(a)
+		ep.Put(b)
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("a second Put of the kept encoder did not panic")
+				}
+			}()
+			ep.Put(a)
+		}()
+	}
+}
