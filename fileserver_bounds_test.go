@@ -256,7 +256,7 @@ func TestFileServerGivesDictionariesAFreshness(t *testing.T) {
 			}
 			h.ServeHTTP(w, r)
 			//lint:ignore SA1008 the non-canonical key is the point
-			got := fmt.Sprint(w.Header().Values("Cache-Control"), w.Header()[lower])
+			got := fmt.Sprint(w.Header().Values("Cache-Control"), w.Header()[lower]) //nolint:staticcheck // SA1008, as above
 			want := fmt.Sprint([]string{tc.want}, []string(nil))
 			switch {
 			case tc.want == "":

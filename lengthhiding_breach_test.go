@@ -67,6 +67,9 @@ func breachGuess(h http.Handler, coding string, length int) (string, int) {
 // recover the whole token; gzip's and br's show it on only some of the
 // page's characters within these requests (the attack needs more there).
 func TestLengthHidingDefeatsBreachOracle(t *testing.T) {
+	if squeeze.RaceEnabled {
+		t.Skip("an attack of thousands of requests, each served in one goroutine: nothing for the race detector to see, over 50 times the CPU under it (.ci/run runs it without -race)")
+	}
 	t.Parallel()
 	const token = "7f3a9c0e5b1d"
 	plain := newMiddleware(t, squeeze.WithEncodings(squeeze.Zstd)).Handler(breachPage(token))
@@ -116,6 +119,9 @@ func breachStream(token string, flushEarly bool) http.HandlerFunc {
 // its own padding and it recovers no more than chance does. (Padding from
 // a stream's first WithBufferSize bytes gave every guess the same.)
 func TestLengthHidingDefeatsBreachOracleOnStreams(t *testing.T) {
+	if squeeze.RaceEnabled {
+		t.Skip("an attack of thousands of requests, each served in one goroutine: nothing for the race detector to see, over 50 times the CPU under it (.ci/run runs it without -race)")
+	}
 	t.Parallel()
 	const token = "7f3a9c0e5b1d"
 	for _, flushEarly := range []bool{false, true} {

@@ -195,7 +195,7 @@ func TestCloseNotifyReportsTheClientGone(t *testing.T) {
 			return
 		}
 		//lint:ignore SA1019 the writer has it for frameworks that assert it (gin)
-		cn, ok := w.(http.CloseNotifier)
+		cn, ok := w.(http.CloseNotifier) //nolint:staticcheck // SA1019, as above
 		if !ok {
 			http.Error(w, "the writer is no http.CloseNotifier", http.StatusInternalServerError)
 			return
@@ -234,7 +234,7 @@ func TestCloseNotifyReportsTheClientGone(t *testing.T) {
 
 		fetch(t, c, srv.URL+"/finished", "gzip")
 		//lint:ignore SA1019 as above
-		notifier := finished.(http.CloseNotifier)
+		notifier := finished.(http.CloseNotifier) //nolint:staticcheck // SA1019, as above
 		select {
 		case <-notifier.CloseNotify():
 		case <-time.After(10 * time.Second):
