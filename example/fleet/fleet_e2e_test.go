@@ -343,8 +343,11 @@ func TestFleetBehindALoadBalancerServesDeltasWithTheStore(t *testing.T) {
 			}
 			t.Logf("balance %s: %.1f%% of the responses after the first were dcz or dcb without the store, %.1f%% with it",
 				tc.balance, 100*without.share, 100*with.share)
-			if with.share < 0.99 {
-				t.Errorf("with the store, %.1f%% of the responses after the first were deltas; want 99%% or more", 100*with.share)
+			// Issue 35's goal, 95%: on a quiet machine every response is
+			// one (100%); a store read that outlasts the timeout on a
+			// loaded one costs a delta (98.3% at load 20), never a byte.
+			if with.share < 0.95 {
+				t.Errorf("with the store, %.1f%% of the responses after the first were deltas; want 95%% or more", 100*with.share)
 			}
 			if without.share > tc.maxWithout {
 				t.Errorf("without the store, %.1f%% of the responses after the first were deltas; want at most %.0f%%", 100*without.share, 100*tc.maxWithout)
