@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -362,4 +363,36 @@ func TestCacheStreamFoundByContentHostsGetTheirOwnBytes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A stream whose handler sets a trailer at its end (a key with
+// [http.TrailerPrefix], after the body) is never stored, as one that
+// declares its trailers is not, with or without an ETag to trust: each
+// response goes out from its own handler, with its own trailer.
+func TestCacheNeverStoresAStreamWithATrailerSetAtItsEnd(t *testing.T) {
+	body := textBody(12, 100<<10)
+	for _, mode := range cacheModes {
+		t.Run(mode.name, func(t *testing.T) {
+			c := newCache(t, 64<<20)
+			var n atomic.Int64
+			h := newMiddleware(t, squeeze.WithCache(c, mode.opts...)).Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.Header().Set("ETag", `"v1"`)
+				writeChunks(w, body, 4096)
+				w.Header().Set(http.TrailerPrefix+"X-Sum", strconv.FormatInt(n.Add(1), 10))
+			}))
+			forEachProtocol(t, h, func(t *testing.T, srv *httptest.Server, cl *http.Client) {
+				for range 3 {
+					res, raw := fetch(t, cl, srv.URL+"/t", "zstd")
+					checkBody(t, res.Header, raw, body)
+					if got, want := res.Trailer.Get("X-Sum"), strconv.FormatInt(n.Load(), 10); got != want {
+						t.Errorf("trailer X-Sum %q, want %q", got, want)
+					}
+				}
+			})
+			if s := c.Stats(); s.Stores != 0 || s.Hits != 0 {
+				t.Errorf("%d stores and %d hits, want none: %+v", s.Stores, s.Hits, s)
+			}
+		})
+	}
 }

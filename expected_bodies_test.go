@@ -105,6 +105,9 @@ func TestDictionaryPathRemembersABodyThatPartsFromTheLast(t *testing.T) {
 			for _, v := range validators {
 				for _, tc := range cases {
 					t.Run(fmt.Sprintf("%s/%d bytes/%s/%s", p.Name, size, v.name, tc.name), func(t *testing.T) {
+						// Each case has its own Middleware and server, and
+						// the cases without validators wait out a second.
+						t.Parallel()
 						type version struct {
 							body      []byte
 							validator []string

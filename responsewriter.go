@@ -255,6 +255,9 @@ type responseEnd struct {
 	// secret is set when the handler marked a secret (secret.go): no hook
 	// may keep the body, as a dictionary, a stored encoding or a sample.
 	secret bool
+	// trailers is set when the response has trailers, those the header
+	// declared or prefixed keys the handler set up to its end.
+	trailers bool
 }
 
 // attach makes k follow the response.
@@ -284,6 +287,12 @@ func (rw *responseWriter) end(completed bool) responseEnd {
 		lengthMismatch: rw.why == ReasonLength,
 		sent:           rw.sent,
 		secret:         rw.marks() != nil,
+		trailers:       rw.hdr.trailers,
+	}
+	if h := rw.w.Header(); !e.wentWhole && !e.trailers && len(h) != rw.hdr.keys {
+		// A stream's keys added after the status count only as prefixed
+		// trailers (a whole body's were read at its end, by advance).
+		e.trailers = hasPrefixedTrailers(h)
 	}
 	if e.wentWhole {
 		e.whole = rw.buffered()
