@@ -396,7 +396,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 		{"skipped_private", "Responses not sampled for a learned dictionary: private, no-store, setting a cookie or Vary: *.", ls.SkippedPrivate},
 		{"skipped_unmarked", "Responses not sampled for a learned dictionary: neither public nor given a max-age or s-maxage.", ls.SkippedUnmarked},
 		{"skipped_credentials", "Responses not sampled for a learned dictionary: not public, or varying on them, to a request with credentials.", ls.SkippedCredentials},
-		{"skipped_query", "Responses not sampled for a learned dictionary: not public, to a request with a query string.", ls.SkippedQuery},
+		{"skipped_query", "Responses not sampled for a learned dictionary: not public, to a URL that may carry a secret (a query string, or a path segment that looks like a token).", ls.SkippedQuery},
 		{"skipped_type", "Responses not sampled for a learned dictionary: of a content type not compressed.", ls.SkippedType},
 		{"deltas_stopped", "Times a learned route stopped sending deltas that saved less than the floor.", ls.DeltasStopped},
 		{"publish_failed", "Writes of a learned dictionary to the shared store that failed, to be tried again.", ls.PublishFailed},

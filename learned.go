@@ -486,7 +486,7 @@ var refusalWords = [...]string{
 	samplePrivate:     "it is private (Cache-Control private or no-store, Set-Cookie, or Vary: *)",
 	sampleUnmarked:    "it says nothing of sharing (neither Cache-Control public nor a max-age or s-maxage)",
 	sampleCredentials: "its request carried credentials (Cookie, Authorization or a LearnedCredentialHeaders field) and it does not say Cache-Control public, or it varies on them",
-	sampleQuery:       "its request had a query string, which may be a secret, and it does not say Cache-Control public",
+	sampleQuery:       "its URL may carry a secret (a query string, or a path segment that looks like a token) and it does not say Cache-Control public",
 	sampleType:        "squeeze does not compress its content type",
 }
 

@@ -211,11 +211,12 @@ func LearnedCredentialHeaders(names ...string) LearnedOption {
 // [LearnedCredentialHeaders]). Never one marked private or no-store, one
 // that sets a cookie or varies on credentials its request carried, one
 // that says nothing of sharing, nor one reached by a URL with a query
-// string (a share or reset link is a secret) unless public. Each
-// response refused is counted by reason ("skipped_private" and after)
-// and the first of each reason on a route is logged, with how far the
-// route is from its next round: a route whose visitors carry a session
-// cookie learns nothing until its responses say public. Once it holds enough, it trains a dictionary in
+// string or a path segment like a token (a share link is a secret)
+// unless public. Each response refused is counted by reason
+// ("skipped_private" and after) and the first of each reason on a route
+// is logged, with how far the route is from its next round: a route
+// whose visitors carry a session cookie learns nothing until its
+// responses say public. Once it holds enough, it trains a dictionary in
 // the background, one training at a time per Middleware, within the
 // budgets the options set, and serves it at its own URL (see
 // [LearnedPath]) with Use-As-Dictionary naming pattern and an id, a

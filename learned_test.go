@@ -145,7 +145,7 @@ func TestLearnedDictionaryNeverHoldsPrivateResponses(t *testing.T) {
 		name    string
 		resp    map[string]string // response header fields of the private pages; "" deletes
 		request []string          // request header fields of the private pages
-		query   string            // the query string of the private pages
+		suffix  string            // after the private pages' path: a query string or a segment
 		opts    []squeeze.LearnedOption
 	}{
 		{"Cache-Control: private", map[string]string{"Cache-Control": "private, max-age=60"}, nil, "", nil},
@@ -166,6 +166,8 @@ func TestLearnedDictionaryNeverHoldsPrivateResponses(t *testing.T) {
 		{"Proxy-Authorization, max-age", map[string]string{"Cache-Control": "max-age=60"}, []string{"Proxy-Authorization", "Basic dXNlcjpwdw=="}, "", nil},
 		{"public, Vary: Cookie, to a cookie", map[string]string{"Cache-Control": "public, max-age=60", "Vary": "Accept-Encoding, cookie"}, []string{"Cookie", "session=abc"}, "", nil},
 		{"public, Vary: Authorization, to Authorization", map[string]string{"Cache-Control": "public", "Vary": "Authorization"}, []string{"Authorization", "Bearer token"}, "", nil},
+		{"a reset token in the path with a max-age", map[string]string{"Cache-Control": "max-age=60"}, nil, "/reset/k7Qx9fA2mZ4pL8wR3tY6", nil},
+		{"a UUID in the path with a max-age", map[string]string{"Cache-Control": "max-age=60"}, nil, "/share/550e8400-e29b-41d4-a716-446655440000", nil},
 		{"public, Vary naming a credential header, to it", map[string]string{"Cache-Control": "public, max-age=60", "Vary": "X-Api-Key"}, []string{"X-Api-Key", "k7Qx"}, "",
 			[]squeeze.LearnedOption{squeeze.LearnedCredentialHeaders("X-Api-Key")}},
 	} {
@@ -193,7 +195,7 @@ func TestLearnedDictionaryNeverHoldsPrivateResponses(t *testing.T) {
 				_, _ = w.Write(body)
 			}))
 			for i := range 24 {
-				req := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/search/p%d%s", i, tc.query), nil)
+				req := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/search/p%d%s", i, tc.suffix), nil)
 				for k := 0; k+1 < len(tc.request); k += 2 {
 					req.Header[tc.request[k]] = []string{tc.request[k+1]}
 				}
@@ -216,15 +218,18 @@ func TestLearnedDictionaryNeverHoldsPrivateResponses(t *testing.T) {
 }
 
 // TestLearnedDictionarySamplesWhatSaysItIsForEveryone: a public response
-// is sampled whatever its request carried, a query string and a cookie
-// included, and a max-age one to a plain request.
+// is sampled whatever its request carried, a query string, a token in its
+// path and a cookie included, and a max-age one to a plain request, words,
+// dated slugs and versions in its path included.
 func TestLearnedDictionarySamplesWhatSaysItIsForEveryone(t *testing.T) {
 	for _, tc := range []struct {
-		name, cacheControl, query, vary string
-		request                         []string
+		name, cacheControl, suffix, vary string
+		request                          []string
 	}{
 		{"public, with a query and a cookie", "public", "?q=1", "", []string{"Cookie", "theme=dark"}},
 		{"max-age, plain request", "max-age=60", "", "", nil},
+		{"public, a token in the path", "public", "/reset/k7Qx9fA2mZ4pL8wR3tY6", "", nil},
+		{"max-age, a dated slug and a version in the path", "max-age=60", "/2026-12-07-release-notes/python3.12/internationalization.html", "", nil},
 		{"s-maxage, plain request", "s-maxage=60", "", "", nil},
 		{"public, Vary: Cookie, to a request without one", "public, max-age=60", "", "Cookie", nil},
 	} {
@@ -239,7 +244,7 @@ func TestLearnedDictionarySamplesWhatSaysItIsForEveryone(t *testing.T) {
 				_, _ = w.Write(searchPage("shop", len(r.URL.Path)))
 			}))
 			for i := range 8 {
-				serveAt(h, fmt.Sprintf("/search/%d%s", i, tc.query), "br", tc.request...)
+				serveAt(h, fmt.Sprintf("/search/%d%s", i, tc.suffix), "br", tc.request...)
 			}
 			squeeze.WaitLearned(m)
 			if learnedLink(serveAt(h, "/search/1", "br").Header()) == "" {

@@ -61,8 +61,9 @@ const (
 	// LearnedCredentialHeaders) and the response has a freshness but not
 	// public, or varies on one of those it carried.
 	sampleCredentials
-	// sampleQuery: it has a freshness but not public, and the request had
-	// a query string, which may be a secret (a share or reset link).
+	// sampleQuery: it has a freshness but not public, and the request's
+	// URL may carry a secret (a share or reset link): it had a query
+	// string, or a path segment that looks like a token (pathHasToken).
 	sampleQuery
 	// sampleType: of a content type squeeze does not compress.
 	sampleType
@@ -76,12 +77,14 @@ const (
 // client that asks for the same URL or names the dictionary by hash,
 // while a learned dictionary is linked from every page. So
 // Cache-Control: public lets a response in whatever its request carried
-// (unless it varies on credentials the request carried), and a max-age or s-maxage (above zero) does only for a request with no
-// query string (a capability URL such as /docs/7?key=... sends no cookie
-// and often no Cache-Control) and no credentials of any kind: Cookie,
-// Authorization, Proxy-Authorization, and the header names of creds. A
-// response that says nothing of sharing is never sampled. creds are
-// canonical header names.
+// (unless it varies on credentials the request carried), and a max-age or
+// s-maxage (above zero) does only for a request whose URL carries no sign
+// of a secret, neither a query string nor a path segment that looks like
+// a token (a capability URL such as /docs/7?key=... or /reset/k7Qx9f...
+// sends no cookie and often no Cache-Control), and no credentials of any
+// kind: Cookie, Authorization, Proxy-Authorization, and the header names
+// of creds. A response that says nothing of sharing is never sampled.
+// creds are canonical header names.
 func learnedSampleable(req *http.Request, resp http.Header, creds []string) sampleRefusal {
 	cf := readCacheFields(resp)
 	if cf.never {
@@ -99,10 +102,57 @@ func learnedSampleable(req *http.Request, resp http.Header, creds []string) samp
 	if hasCredentials(req.Header) || len(req.Header["Proxy-Authorization"]) > 0 || hasAnyField(req.Header, creds) {
 		return sampleCredentials
 	}
-	if req.URL.RawQuery != "" || req.URL.ForceQuery || strings.Contains(req.RequestURI, "?") {
+	if req.URL.RawQuery != "" || req.URL.ForceQuery || strings.Contains(req.RequestURI, "?") || pathHasToken(req.URL.Path) {
 		return sampleQuery
 	}
 	return sampleOK
+}
+
+// A path segment with at least tokenLetters letters and digits that
+// change from one to the other at least tokenChanges times looks like a
+// token (pathHasToken). Random letters and digits change about every
+// fourth character (base64) or every second (hex), so a 22-character
+// base64 token changes about five times and a UUID a dozen; a word, a
+// dated slug (2026-12-07-release-notes: once) or a version (python3.12:
+// once) seldom does.
+const (
+	tokenLetters = 16
+	tokenChanges = 4
+)
+
+// pathHasToken reports whether a segment of path looks like a secret, a
+// reset, share or download token, by the count of its letters and digits
+// and of the changes between the two (tokenLetters, tokenChanges); other
+// bytes, such as '-', '_' and '.', are skipped. It reads path once. A
+// guess that errs toward not sampling: a token of letters alone passes,
+// which is why the docs say to leave paths that carry secrets out of a
+// learned route's pattern.
+func pathHasToken(path string) bool {
+	letters, changes, last := 0, 0, byte(0)
+	for i := 0; i <= len(path); i++ {
+		if i == len(path) || path[i] == '/' {
+			if letters >= tokenLetters && changes >= tokenChanges {
+				return true
+			}
+			letters, changes, last = 0, 0, 0
+			continue
+		}
+		var class byte
+		switch c := path[i]; {
+		case '0' <= c && c <= '9':
+			class = '0'
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+			class = 'a'
+		default:
+			continue
+		}
+		if last != 0 && class != last {
+			changes++
+		}
+		letters++
+		last = class
+	}
+	return false
 }
 
 // variesOnSentCredentials reports whether a Vary field of resp names a
