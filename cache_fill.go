@@ -111,9 +111,9 @@ func (f *cacheFill) plain(p []byte) bool {
 func (f *cacheFill) flushed() { f.drop() }
 
 // ended stores the stream the fill kept if the response completed and its
-// stream ended whole, with no trailers, and otherwise drops it. The entry keeps exact
-// copies, not the fill's buffers with their spare capacity, and its weight
-// takes over what the fill claimed.
+// stream ended whole, with no trailers, and otherwise drops it. The entry
+// keeps exact copies, not the fill's buffers with their spare capacity,
+// and its weight takes over what the fill claimed.
 func (f *cacheFill) ended(end responseEnd) {
 	f.cand = nil
 	if !end.completed || !end.closed || !f.leading || end.secret || end.lengthMismatch || end.trailers {

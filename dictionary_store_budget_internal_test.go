@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	brrr "github.com/molecule-man/go-brrr"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // The dictionary store's budget (WithDictionaryStoreSize) holds all the
@@ -108,7 +108,7 @@ func TestDictionaryStoreBudgetHoldsDCBTables(t *testing.T) {
 	const budget = 1 << 20
 	const n = 100 // 100 x ~2 KiB and their entries, inside the budget
 	var dcb int
-	grew := heldHeapWithin(2*budget, func() int64 {
+	grew := testtool.LeastWithin(2*budget, func() int64 {
 		m, h := apiStore(t, budget, nil, paddedJSON)
 		for i := range n {
 			serveAPI(h, fmt.Sprint(i), "gzip", nil)
@@ -135,28 +135,13 @@ func TestDictionaryStoreBudgetHoldsDCBTables(t *testing.T) {
 	}
 }
 
-// heldHeapWithin returns the heap growth measure reports, measuring again,
-// up to three times in all, while it is over bound: the heap is every
-// goroutine's, and other tests' leftovers may hold more at the end of one
-// measurement than at its start. measure builds what it measures anew each
-// time (a new Middleware, new copies), so the least growth is its own.
-func heldHeapWithin(bound int64, measure func() int64) int64 {
-	least := int64(math.MaxInt64)
-	for range 3 {
-		if least = min(least, measure()); least <= bound {
-			break
-		}
-	}
-	return least
-}
-
 // A flood of tiny distinct bodies on a dictionary path: each remembered
 // body costs its entry too, so the store keeps some 250 of them within a
 // 256 KiB budget, not the 13,000 their bytes alone would allow.
 func TestDictionaryStoreBudgetHoldsEntriesOfTinyBodies(t *testing.T) {
 	const budget = 256 << 10
 	var stored int
-	grew := heldHeapWithin(2*budget, func() int64 {
+	grew := testtool.LeastWithin(2*budget, func() int64 {
 		m, h := apiStore(t, budget, nil, func(q string) []byte { return []byte(`{"q":"` + q + `"}`) })
 		before := heldHeap()
 		for i := range 12000 {
@@ -206,7 +191,7 @@ func TestDCBTableBytesCoversThePreparedDictionary(t *testing.T) {
 		// Many copies of a small dictionary, so that what other tests'
 		// goroutines allocate meanwhile is small against what is measured.
 		copies := max(4, (4<<20)/max(int(charged), 1))
-		held := heldHeapWithin(int64(copies)*(charged+charged/50+1024), func() int64 {
+		held := testtool.LeastWithin(int64(copies)*(charged+charged/50+1024), func() int64 {
 			keep := make([]*brrr.PreparedDictionary, copies)
 			before := heldHeap()
 			for i := range keep {

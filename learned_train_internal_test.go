@@ -2,11 +2,11 @@ package squeeze
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // learnedSamples returns n generated pages of about size bytes each: a
@@ -31,17 +31,6 @@ func learnedSamples(n, size int) [][]byte {
 
 var learnedWords = strings.Fields("red green blue small large heavy light cotton wool steel glass paper oak pine")
 
-// allocatedBy returns the bytes f allocates, as runtime.MemStats counts
-// them: all that its goroutine (and any it starts) allocates.
-func allocatedBy(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 func newTestRoute(t *testing.T, opts ...LearnedOption) *learnedRoute {
 	t.Helper()
 	m, err := New(WithLearnedDictionary("/p/*", opts...))
@@ -63,7 +52,7 @@ func TestLearnedTrainingStaysWithinItsMemoryBudget(t *testing.T) {
 	const budget = 16 << 20
 	samples := learnedSamples(128, 64<<10)
 	baseline := newTestRoute(t, LearnedTrainingMemory(1<<40))
-	unbounded := allocatedBy(func() { baseline.train(t.Context(), samples) })
+	unbounded := testtool.AllocatedBy(func() { baseline.train(t.Context(), samples) })
 	if baseline.newest() == nil {
 		t.Fatal("the baseline trained no dictionary")
 	}
@@ -73,17 +62,14 @@ func TestLearnedTrainingStaysWithinItsMemoryBudget(t *testing.T) {
 	// Other tests' leftovers allocate too, and MemStats counts it: while
 	// over the budget, the training is measured again on a new route (up
 	// to three times in all), and the least is the training's own.
-	used := uint64(math.MaxUint64)
-	for range 3 {
+	used := testtool.LeastWithin(budget, func() uint64 {
 		r := newTestRoute(t, LearnedTrainingMemory(budget))
-		used = min(used, allocatedBy(func() { r.train(t.Context(), samples) }))
+		n := testtool.AllocatedBy(func() { r.train(t.Context(), samples) })
 		if r.newest() == nil {
 			t.Fatal("no dictionary was trained within the budget")
 		}
-		if used <= budget {
-			break
-		}
-	}
+		return n
+	})
 	t.Logf("allocated %d bytes within a budget of %d (%d without it)", used, budget, unbounded)
 	if used > budget {
 		t.Errorf("training allocated %d bytes, over its budget of %d", used, budget)

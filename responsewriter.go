@@ -119,6 +119,10 @@ type responseWriter struct {
 	// hooks, whose candidate the stream is compared with while the state
 	// is stateComparing; nil otherwise.
 	fill *cacheFill
+	// unheldWhy is the Reason decide gave, at the commit, for a stream
+	// held back as the Cache's candidate should no encoder be had when
+	// the comparison is given up (unhold).
+	unheldWhy Reason
 	// sent counts the body bytes the underlying writer took (see wire);
 	// elapsed is the time spent in the encoder, measured only when an
 	// observer is set.
@@ -624,6 +628,8 @@ func (rw *responseWriter) commit(v verdict, why Reason, h http.Header, f *facts)
 				rw.fill = fill
 				if fill.cand != nil {
 					rw.attach(fill)
+					f.noEncoder = true
+					_, rw.unheldWhy, _ = rw.m.decide(f)
 					rw.state = stateComparing
 					return rw.sendHeld()
 				}

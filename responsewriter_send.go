@@ -396,7 +396,7 @@ func (rw *responseWriter) unhold() error {
 	enc, err := rw.slot.encoder(rw.offer, dst)
 	if err != nil {
 		fill.drop()
-		rw.why = ReasonNoEncoder
+		rw.why = rw.unheldWhy
 		rw.state = statePlain
 		rw.sendHeader(h)
 		_, err = (*wire)(rw).Write(verified) // the hooks had them as they passed

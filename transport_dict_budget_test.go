@@ -3,13 +3,13 @@ package squeeze_test
 import (
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/squeezehttp/squeeze"
+	"github.com/squeezehttp/squeeze/internal/testtool"
 )
 
 // The Transport's dictionary store holds no more heap than
@@ -54,13 +54,7 @@ func clientStoreHeapWithinBudget(t *testing.T, useAs func(*http.Request) string)
 	// more at the end than at the start: while over the budget, a new
 	// Transport is measured again (up to three times in all), and the
 	// least growth is the store's own.
-	grew := int64(math.MaxInt64)
-	for range 3 {
-		grew = min(grew, storeHeapGrowth(t, base, budget))
-		if grew <= budget {
-			break
-		}
-	}
+	grew := testtool.LeastWithin(budget, func() int64 { return storeHeapGrowth(t, base, budget) })
 	t.Logf("heap grew %d bytes against a %d-byte budget (%.2fx)", grew, budget, float64(grew)/budget)
 	if grew > budget {
 		t.Errorf("one dictionary per origin: the store holds %.2f MiB of heap against a %.0f MiB DictionaryStoreSize", float64(grew)/(1<<20), float64(budget)/(1<<20))

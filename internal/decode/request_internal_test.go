@@ -693,7 +693,7 @@ func TestDecodeRequestBombsStopAtTheCap(t *testing.T) {
 				}
 				var rec *httptest.ResponseRecorder
 				bound := windowSlack[coding] + codecTables
-				allocated := allocatedWithin(bound, func() uint64 {
+				allocated := testtool.LeastWithin(bound, func() uint64 {
 					called, n, err = false, 0, nil
 					h := decodeOnly(mustNew(t, limit, 0), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 						called = true
@@ -701,7 +701,7 @@ func TestDecodeRequestBombsStopAtTheCap(t *testing.T) {
 					}))
 					r := encodedRequest(bomb, declared, coding)
 					rec = httptest.NewRecorder()
-					return allocatedBy(func() { h.ServeHTTP(rec, r) })
+					return testtool.AllocatedBy(func() { h.ServeHTTP(rec, r) })
 				})
 
 				if declared > CompressedLimit(limit) {
@@ -726,33 +726,6 @@ func TestDecodeRequestBombsStopAtTheCap(t *testing.T) {
 	}
 }
 
-// allocatedBy returns the bytes allocated while f runs, as runtime.MemStats
-// counts them: by every goroutine, f's among them.
-func allocatedBy(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// allocatedWithin returns what measure says, measuring again, up to three
-// times in all, while it is over bound. measure sets up afresh (new
-// Decoders: nothing pooled) and returns allocatedBy what it measures, which
-// allocates the same each time; what other goroutines allocated meanwhile
-// (the test binary's leftovers, the runtime's) is in one measurement and
-// not the next, so the least is the code's own.
-func allocatedWithin(bound uint64, measure func() uint64) uint64 {
-	least := uint64(math.MaxUint64)
-	for range 3 {
-		if least = min(least, measure()); least <= bound {
-			break
-		}
-	}
-	return least
-}
-
 // TestDecodeRequestWindowsCostAtMostTheirSize pins the one cost a tiny
 // body can impose regardless of the cap: a stream that declares the largest
 // window its coding allows makes the decoder allocate it. Larger windows
@@ -774,10 +747,10 @@ func TestDecodeRequestWindowsCostAtMostTheirSize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var s seen
 			bound := windowSlack[tc.coding] + codecTables
-			allocated := allocatedWithin(bound, func() uint64 {
+			allocated := testtool.LeastWithin(bound, func() uint64 {
 				m := mustNew(t, 1<<20, 0)
 				r := encodedRequest(tc.body, int64(len(tc.body)), tc.coding)
-				return allocatedBy(func() { _, s = serveRead(m, r) })
+				return testtool.AllocatedBy(func() { _, s = serveRead(m, r) })
 			})
 			if !errors.Is(s.err, ErrInvalidBody) {
 				t.Fatalf("error %v, want ErrInvalidBody", s.err)
@@ -1746,9 +1719,9 @@ func TestDecodeRequestDecoderBudget(t *testing.T) {
 			if tc.busy {
 				bound = codecTables
 			}
-			allocated := allocatedWithin(bound, func() uint64 {
+			allocated := testtool.LeastWithin(bound, func() uint64 {
 				r := encodedRequest(tc.body, int64(len(tc.body)), tc.coding)
-				return allocatedBy(func() { _, s = serveRead(m, r) })
+				return testtool.AllocatedBy(func() { _, s = serveRead(m, r) })
 			})
 			if busy := errors.Is(s.err, ErrBusy); busy != tc.busy {
 				t.Fatalf("error %v; want ErrBusy: %v", s.err, tc.busy)

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/squeezehttp/squeeze/internal/testtool"
 	"github.com/squeezehttp/squeeze/internal/train"
 )
 
@@ -156,7 +155,9 @@ func TestTrainStaysWithinItsMemoryBudget(t *testing.T) {
 	for _, budget := range []int64{full, full - 1, train.MinCost(n, size), train.MinCost(n/2, size)} {
 		var r train.Result
 		var err error
-		used := allocatedWithin(uint64(budget), func() { r, err = train.Train(samples, size, budget, train.Options{}) })
+		used := testtool.LeastWithin(uint64(budget), func() uint64 {
+			return testtool.AllocatedBy(func() { r, err = train.Train(samples, size, budget, train.Options{}) })
+		})
 		if err != nil {
 			t.Fatalf("budget %d: %v", budget, err)
 		}
@@ -177,25 +178,6 @@ func TestTrainStaysWithinItsMemoryBudget(t *testing.T) {
 	if _, err := train.Train(samples, size, train.MinCost(int64(len(samples[len(samples)-1])), size)-1, train.Options{}); !errors.Is(err, train.ErrMemory) {
 		t.Errorf("a budget short of the last sample: %v, want ErrMemory", err)
 	}
-}
-
-// allocatedWithin returns the bytes f allocates, measured again, up to
-// three times in all, while over bound: runtime.MemStats counts what every
-// goroutine allocates meanwhile, and f allocates the same each time, so
-// the least of the runs is f's own.
-func allocatedWithin(bound uint64, f func()) uint64 {
-	least := uint64(math.MaxUint64)
-	for range 3 {
-		var a, b runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&a)
-		f()
-		runtime.ReadMemStats(&b)
-		if least = min(least, b.TotalAlloc-a.TotalAlloc); least <= bound {
-			break
-		}
-	}
-	return least
 }
 
 // FuzzTrain trains on samples cut from the input at each 0xff byte, with
