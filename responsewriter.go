@@ -119,10 +119,6 @@ type responseWriter struct {
 	// hooks, whose candidate the stream is compared with while the state
 	// is stateComparing; nil otherwise.
 	fill *cacheFill
-	// unheldWhy is the Reason decide gave, at the commit, for a stream
-	// held back as the Cache's candidate should no encoder be had when
-	// the comparison is given up (unhold).
-	unheldWhy Reason
 	// sent counts the body bytes the underlying writer took (see wire);
 	// elapsed is the time spent in the encoder, measured only when an
 	// observer is set.
@@ -162,7 +158,11 @@ type responseWriter struct {
 	state  writerState
 	need   need
 	why    Reason
-	nhooks uint8
+	// unheldWhy is the Reason decide gave, at the commit, for a stream
+	// held back as the Cache's candidate should no encoder be had when
+	// the comparison is given up (unhold).
+	unheldWhy Reason
+	nhooks    uint8
 	// teeing has bit i set while hooks[i] wants the plain body.
 	teeing uint8
 	// report is the observer's part (observe.go).
